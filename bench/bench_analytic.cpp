@@ -1,0 +1,67 @@
+// Benchmark: analytic-engine scenario points per second on one core (issue #2 target: >= 1,000 points/s for
+// ResNet-50 with WFBP on 64 GPUs). Each point parses the scenario document (as a sweep point would), builds the
+// model, the DAG and runs the engine. Prints a table; not a test.
+#include "sim/engine.hpp"
+#include "sim/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+
+using namespace ddlsim;
+
+namespace {
+
+Json scenario(const char* model, const char* strategy, int nodes, int gpus) {
+  Json doc = Json::parse(R"({"model": {"batch_per_gpu": 64}, "gpu": {"preset": "V100-SXM2-32GB"},
+    "cluster": {"intra_node": {"bandwidth": "150 GB/s", "latency": "1 us"},
+                "inter_node": {"bandwidth": "100 Gbps", "latency": "5 us"}},
+    "collectives": {"allreduce": "ring"}, "strategy": {}})");
+  doc["model"]["zoo"] = model;
+  doc["strategy"]["kind"] = strategy;
+  doc["cluster"]["nodes"] = nodes;
+  doc["cluster"]["gpus_per_node"] = gpus;
+  return doc;
+}
+
+struct Row {
+  double points_per_s;
+  double iteration_s;
+};
+
+Row measure(const Json& doc, double seconds) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  std::size_t points = 0;
+  double iteration = 0;
+  while (std::chrono::duration<double>(clock::now() - start).count() < seconds) {
+    const auto s = sim::parse_scenario(doc, "bench");
+    iteration = sim::run_scenario(s).iteration_time_s;
+    ++points;
+  }
+  return {static_cast<double>(points) / std::chrono::duration<double>(clock::now() - start).count(), iteration};
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
+  struct Case {
+    const char* model;
+    const char* strategy;
+    int nodes, gpus;
+  };
+  const Case cases[] = {{"resnet50", "wfbp", 8, 8},    {"resnet50", "mg-wfbp", 8, 8}, {"resnet50", "ddp", 8, 8},
+                        {"resnet50", "wfbp", 128, 8},  {"bert-large", "wfbp", 8, 8},  {"bert-large", "mg-wfbp", 8, 8},
+                        {"gpt2-xl", "mg-wfbp", 64, 8}};
+  fmt::print("{:<12} {:<9} {:>6} {:>14} {:>14} {:>10}\n", "model", "strategy", "GPUs", "points/s", "iteration",
+             "vs target");
+  for (const auto& c : cases) {
+    const auto row = measure(scenario(c.model, c.strategy, c.nodes, c.gpus), seconds);
+    fmt::print("{:<12} {:<9} {:>6} {:>14.0f} {:>12.2f} ms {:>9.2f}x\n", c.model, c.strategy, c.nodes * c.gpus,
+               row.points_per_s, row.iteration_s * 1e3, row.points_per_s / 1000.0);
+  }
+  fmt::print("target: >= 1000 points/s for resnet50 wfbp on 64 GPUs (ratio column = points/s / 1000)\n");
+  return 0;
+}

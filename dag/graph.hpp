@@ -1,0 +1,77 @@
+// The DAG of one training iteration on one worker (Shi, Wang, Chu: "Performance Modeling and Evaluation of
+// Distributed Deep Learning Frameworks on GPUs", DASC 2018, Fig. 2): data loading -> host-to-device copy ->
+// per-layer forward -> per-layer backward (reverse order) -> gradient communication groups -> update.
+// Tasks carry the resource that executes them; a resource runs one task at a time, in order of readiness.
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddlsim::dag {
+
+/// What executes a task on a worker. `none` is a pure delay (e.g. Horovod's cycle-time wait).
+enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, none };
+inline constexpr int kResourceCount = 4;
+
+enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compression, communication, update, delay };
+
+[[nodiscard]] std::string_view resource_name(Resource r);
+[[nodiscard]] std::string_view task_kind_name(TaskKind k);
+
+/// A collective the engine costs (analytic) or lowers onto the platform (flow).
+enum class Collective : std::uint8_t { none, allreduce };
+
+struct Task {
+  TaskKind kind = TaskKind::delay;
+  Resource resource = Resource::none;
+  int layer = -1;      ///< model layer index for forward/backward, -1 otherwise
+  int group = -1;      ///< gradient group index for communication tasks, -1 otherwise
+  double duration_s = 0; ///< fixed cost; communication tasks get theirs from the engine
+  Collective collective = Collective::none;
+  double bytes = 0;    ///< payload of the collective (bytes per worker before the algorithm)
+};
+
+/// A gradient group: consecutive tensors (in gradient-ready order) communicated as one collective.
+struct GradientGroup {
+  std::vector<int> tensors;  ///< indices into the model's flattened tensor list (registration order)
+  std::int64_t elements = 0;
+  double bytes = 0;
+  int ready_layer = -1;      ///< the layer whose backward completes the group (the lowest layer index in it)
+  double launch_delay_s = 0; ///< extra wait after the group is ready (Horovod cycle)
+};
+
+class IterationGraph {
+public:
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task>;
+  using Id = std::size_t;
+
+  Id add(const Task& task);
+  void depend(Id before, Id after); ///< `after` may start only when `before` has finished
+
+  [[nodiscard]] std::size_t size() const { return boost::num_vertices(graph_); }
+  [[nodiscard]] const Task& task(Id id) const { return graph_[id]; }
+  [[nodiscard]] Task& task(Id id) { return graph_[id]; }
+  [[nodiscard]] const Graph& graph() const { return graph_; }
+  [[nodiscard]] std::vector<Id> successors(Id id) const;
+  [[nodiscard]] std::vector<Id> predecessors(Id id) const;
+
+  /// Topological order; throws std::logic_error naming a task on a cycle if the graph is not a DAG.
+  [[nodiscard]] std::vector<Id> topological_order() const;
+
+  /// Longest path through the dependency edges by task durations (resources ignored): the lower bound on
+  /// the iteration time with unlimited resources. Returns the tasks on it in order, and its length.
+  struct CriticalPath {
+    std::vector<Id> tasks;
+    double length_s = 0;
+  };
+  [[nodiscard]] CriticalPath critical_path() const;
+
+private:
+  Graph graph_;
+};
+
+} // namespace ddlsim::dag

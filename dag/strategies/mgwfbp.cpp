@@ -1,0 +1,50 @@
+// MG-WFBP (Shi, Wang, Chu, Li: "MG-WFBP: Efficient Data Communication for Distributed Synchronous SGD
+// Algorithms", INFOCOM 2019; Shi, Chu, Li, TPDS 2021): merge the gradients of consecutive layers so that the
+// communication finishes as early as possible, given the backward times and the allreduce cost model. The paper
+// derives a greedy merge rule optimal for a linear cost a + b*M. We solve the same problem exactly for any cost
+// function the engine uses: with groups sent in order on one stream, the finish time F of a prefix only grows
+// with the prefix's own finish time, so F[j] = min_i max(r_j, F[i]) + c(bytes(i+1..j)) is optimal (O(m^2)).
+#include "dag/strategy.hpp"
+
+#include <limits>
+
+namespace ddlsim::dag {
+
+std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in) {
+  const auto tensors = flatten_tensors(in.model);
+  const auto order = gradient_ready_order(in.model);
+  const auto finish = backward_finish_times(in.costs);
+  const std::size_t m = order.size();
+  if (m == 0) return {};
+
+  std::vector<double> ready(m), prefix_bytes(m + 1, 0);
+  for (std::size_t k = 0; k < m; ++k) {
+    const auto& t = tensors[static_cast<std::size_t>(order[k])];
+    ready[k] = finish[static_cast<std::size_t>(t.layer)];
+    prefix_bytes[k + 1] = prefix_bytes[k] + static_cast<double>(t.numel) * in.bytes_per_element;
+  }
+  // best[j]: earliest finish of the communication of tensors [0, j); cut[j]: start of the last group.
+  std::vector<double> best(m + 1, std::numeric_limits<double>::infinity());
+  std::vector<std::size_t> cut(m + 1, 0);
+  best[0] = 0;
+  for (std::size_t j = 1; j <= m; ++j) {
+    for (std::size_t i = 0; i < j; ++i) {
+      const double f = std::max(ready[j - 1], best[i]) + in.allreduce_time(prefix_bytes[j] - prefix_bytes[i]);
+      if (f < best[j]) {
+        best[j] = f;
+        cut[j] = i;
+      }
+    }
+  }
+  std::vector<std::size_t> bounds;
+  for (std::size_t j = m; j > 0; j = cut[j]) bounds.push_back(j);
+  std::vector<GradientGroup> groups;
+  std::size_t first = 0;
+  for (auto it = bounds.rbegin(); it != bounds.rend(); ++it) {
+    groups.push_back(make_group(in.model, tensors, order, first, *it, in.bytes_per_element));
+    first = *it;
+  }
+  return groups;
+}
+
+} // namespace ddlsim::dag

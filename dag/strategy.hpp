@@ -1,0 +1,97 @@
+// Data-parallel strategies: each decides how gradient tensors are grouped into collectives and when each group
+// is launched; the common builder turns that plan into the iteration DAG. Adding a strategy is one file in
+// dag/strategies/ plus one line in the registry (strategy.cpp).
+#pragma once
+
+#include "dag/graph.hpp"
+#include "dag/model.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddlsim::dag {
+
+/// Task costs of one worker, computed by the simulator from calibration, measurements or the roofline.
+struct WorkerCosts {
+  double data_load_s = 0;  ///< loading + preprocessing one batch on the host
+  bool prefetch = true;    ///< the loader prepares the next batch during this iteration (DataLoader workers)
+  double h2d_s = 0;        ///< host-to-device copy of one batch
+  std::vector<double> fwd_s; ///< per layer
+  std::vector<double> bwd_s; ///< per layer
+  double update_s = 0;     ///< optimizer step
+};
+
+/// A parameter tensor in the model's flattened registration order.
+struct TensorRef {
+  int layer = 0;
+  std::int64_t numel = 0;
+};
+[[nodiscard]] std::vector<TensorRef> flatten_tensors(const Model& model);
+
+/// Time of one collective over the gradient group's bytes on this worker's cluster (the engine's own model).
+using CommCost = std::function<double(double bytes)>;
+
+struct StrategyOptions {
+  std::string kind = "wfbp";
+  double first_bucket_bytes = 1048576.0;    ///< PyTorch dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
+  double bucket_cap_bytes = 26214400.0;     ///< PyTorch DDP bucket_cap_mb = 25 (MiB)
+  double fusion_threshold_bytes = 134217728.0; ///< Horovod >= 0.21 HOROVOD_FUSION_THRESHOLD = 128 MiB
+  double cycle_time_s = 1e-3;               ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
+};
+
+struct StrategyInput {
+  const Model& model;
+  const WorkerCosts& costs;
+  double bytes_per_element;
+  const CommCost& allreduce_time;
+  const StrategyOptions& options;
+};
+
+/// Gradient tensors in the order their gradients become ready: reverse registration order (autograd runs the
+/// layers backwards; PyTorch DDP rebuilds its buckets in this order after the first iteration).
+[[nodiscard]] std::vector<int> gradient_ready_order(const Model& model);
+
+/// Completion time of each layer's backward, relative to the start of the backward pass (backward runs
+/// layers L-1 .. 0 back to back on the GPU stream).
+[[nodiscard]] std::vector<double> backward_finish_times(const WorkerCosts& costs);
+
+/// Makes a group from consecutive entries [first, last) of `order`.
+[[nodiscard]] GradientGroup make_group(const Model& model, const std::vector<TensorRef>& tensors,
+                                       const std::vector<int>& order, std::size_t first, std::size_t last,
+                                       double bytes_per_element);
+
+using GroupPlanner = std::vector<GradientGroup> (*)(const StrategyInput&);
+
+struct StrategyInfo {
+  std::string_view name;
+  std::string_view description;
+  GroupPlanner plan;
+};
+
+/// Every built-in strategy, sorted by name.
+[[nodiscard]] std::span<const StrategyInfo> strategies();
+[[nodiscard]] const StrategyInfo* find_strategy(std::string_view name);
+
+// The planners, one per file in dag/strategies/.
+std::vector<GradientGroup> plan_bsp(const StrategyInput& in);
+std::vector<GradientGroup> plan_wfbp(const StrategyInput& in);
+std::vector<GradientGroup> plan_ddp(const StrategyInput& in);
+std::vector<GradientGroup> plan_fusion(const StrategyInput& in);
+std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in);
+
+/// Finish time of the last gradient group's communication, relative to the start of backward, when groups are
+/// sent one at a time in order on one communication stream: the quantity MG-WFBP minimises.
+[[nodiscard]] double communication_finish_time(const std::vector<GradientGroup>& groups,
+                                               const std::vector<double>& backward_finish,
+                                               const CommCost& allreduce_time);
+
+/// Builds the iteration DAG for `groups` (launch order). With `workers` == 1 no communication tasks are made.
+/// Communication tasks carry bytes and Collective::allreduce; their duration is left for the engine.
+[[nodiscard]] IterationGraph build_iteration(const Model& model, const WorkerCosts& costs,
+                                             const std::vector<GradientGroup>& groups, bool communicate);
+
+} // namespace ddlsim::dag

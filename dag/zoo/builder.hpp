@@ -1,0 +1,160 @@
+// Layer builder shared by the model zoo: turns PyTorch module definitions (Conv2d, BatchNorm2d, Linear, HF Conv1D,
+// LayerNorm, Embedding, pooling, attention) into `Layer`s with parameter tensors, FLOPs, output bytes and inputs.
+// Shapes and parameter layouts follow torch.nn (pytorch/torch/nn/modules/*.py) and HF transformers' Conv1D.
+//
+// FLOPs per sample (a multiply-accumulate is 2 FLOPs; a transcendental counts as 1 FLOP):
+//   conv2d      2·Cout·Hout·Wout·(Cin/groups)·kh·kw, + Cout·Hout·Wout bias adds when the conv has a bias
+//   linear      rows·(2·in·out + out·bias)            (rows = tokens for transformers, 1 for classifiers)
+//   batchnorm   kNormFlops per element (training mode: batch mean 1, variance 3, normalise 2, affine 2)
+//   layernorm   kNormFlops per element (same breakdown over the feature dimension)
+//   relu 1, residual add 1, dropout 2 (mask compare + scale), gelu 8 (tanh or erf form), tanh 1 per element
+//   max pool    k·k comparisons per output element; avg pool k·k adds per output element;
+//               adaptive avg pool: one add per input element + one divide per output element
+//   softmax / log-softmax 5 per element (max, subtract, exp, sum, divide/log); embedding lookup and concat 0
+//   attention   scores = QK^T 2·s²·h + scale 1 + mask 1 per score; softmax 5 + dropout 2 per score;
+//               context = AV 2·s²·h (eager attention: the heads·s² scores are materialised)
+// Backward: 2x forward for layers that use weights (input gradient + weight gradient; the first conv keeps 2x
+// although it needs no input gradient), 1x forward for parameter-free layers, except that activation-activation
+// matmuls (attention's QK^T and AV) cost 2x (gradient with respect to both operands).
+//
+// Granularity: one layer per leaf module with parameters (conv, bn, linear, layernorm, embedding), plus one
+// parameter-free layer per pooling, concatenation and attention step (scores, softmax, context). Element-wise
+// ops that keep the shape (ReLU, GELU, tanh, dropout, residual add, flatten, the training loss) are folded into
+// the preceding layer: their FLOPs are added to it and its output is theirs.
+//
+// activation_bytes: the layer's output per sample, fp32 (4·numel). `inputs`: the layers whose outputs a layer
+// reads (including the second operand of a folded residual add); empty when that is just the previous layer.
+#pragma once
+
+#include "dag/model.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ddlsim::dag::detail {
+
+inline constexpr double kNormFlops = 8;    // batchnorm / layernorm, per element
+inline constexpr double kReluFlops = 1;    // per element
+inline constexpr double kAddFlops = 1;     // residual add, per element
+inline constexpr double kDropoutFlops = 2; // mask compare + scale, per element
+inline constexpr double kGeluFlops = 8;    // per element
+inline constexpr double kTanhFlops = 1;    // per element
+inline constexpr double kSoftmaxFlops = 5; // softmax or log-softmax, per element
+inline constexpr double kFloatBytes = 4;   // fp32 activations
+
+/// The layer that produced a tensor (index in forward order); kNoLayer for the model input or a tensor that
+/// no layer produced (token ids, position ids).
+using Src = int;
+inline constexpr Src kNoLayer = -1;
+
+/// A feature map of one sample (channels x height x width) and the layer that produced it.
+struct Chw {
+  std::int64_t c = 0;
+  std::int64_t h = 0;
+  std::int64_t w = 0;
+  Src src = kNoLayer;
+  [[nodiscard]] std::int64_t numel() const { return c * h * w; }
+};
+
+/// torch.nn.Conv2d arguments (square kernels via `square`).
+struct ConvSpec {
+  std::int64_t kh = 1, kw = 1;
+  std::int64_t sh = 1, sw = 1;
+  std::int64_t ph = 0, pw = 0;
+  std::int64_t groups = 1;
+  bool bias = false;
+  [[nodiscard]] static ConvSpec square(std::int64_t k, std::int64_t stride = 1, std::int64_t pad = 0) {
+    return ConvSpec{k, k, stride, stride, pad, pad, 1, false};
+  }
+};
+
+/// torch.nn.MaxPool2d / AvgPool2d arguments (square window).
+struct PoolSpec {
+  std::int64_t k = 2;
+  std::int64_t stride = 2;
+  std::int64_t pad = 0;
+  bool ceil_mode = false;
+};
+
+/// How a linear layer stores its weight.
+enum class WeightLayout {
+  linear, ///< torch.nn.Linear: weight (out, in)
+  conv1d, ///< HF transformers Conv1D (GPT-2): weight (in, out)
+  tied,   ///< weight (and bias) registered elsewhere (GPT-2 lm_head, BERT MLM decoder): no tensors of its own
+};
+
+struct LinearSpec {
+  bool bias = true; ///< adds a bias (FLOPs; a `.bias` tensor unless the layout is `tied`)
+  WeightLayout layout = WeightLayout::linear;
+};
+
+/// Output size of a convolution / pooling window along one dimension (PyTorch's formula, incl. ceil_mode).
+[[nodiscard]] std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad,
+                                      bool ceil_mode = false);
+
+/// Appends layers in forward order; element-wise ops fold into the most recent layer.
+class ModelBuilder {
+public:
+  ModelBuilder(std::string model_name, double input_bytes_per_sample);
+
+  // Leaf modules with parameters. `name` is the module path; tensors are named `name.weight`, `name.bias`.
+  Chw conv2d(const std::string& name, Chw in, std::int64_t out_channels, const ConvSpec& spec);
+  Chw batchnorm2d(const std::string& name, Chw in);
+  /// Applied to `rows` independent vectors (tokens) produced by `in`.
+  Src linear(const std::string& name, Src in, std::int64_t rows, std::int64_t in_features, std::int64_t out_features,
+             const LinearSpec& spec = {});
+  Src layernorm(const std::string& name, Src in, std::int64_t rows, std::int64_t features);
+  /// A lookup of `rows` ids that no layer produced (token or position ids).
+  Src embedding(const std::string& name, std::int64_t rows, std::int64_t num_embeddings, std::int64_t dim);
+
+  // Parameter-free layers.
+  Chw max_pool2d(const std::string& name, Chw in, const PoolSpec& spec);
+  Chw avg_pool2d(const std::string& name, Chw in, const PoolSpec& spec);
+  Chw adaptive_avg_pool2d(const std::string& name, Chw in, std::int64_t out_h, std::int64_t out_w);
+  /// torch.cat along channels (a copy).
+  Chw concat(const std::string& name, std::span<const Chw> parts);
+  /// Eager multi-head scaled dot-product attention on projected q, k, v (`prefix` is the attention module's
+  /// path): `prefix.scores` (QK^T, scale, mask), `prefix.softmax` (softmax, dropout), `prefix.context` (AV,
+  /// head merge). Returns the context layer.
+  Src attention(const std::string& prefix, Src q, Src k, Src v, std::int64_t seq, std::int64_t hidden,
+                std::int64_t heads);
+
+  // Element-wise ops folded into the last layer; `numel` is the element count per sample.
+  void relu(std::int64_t numel);
+  /// Adds the output of `other` (kNoLayer: a tensor no layer produced) to the last layer's output.
+  void residual_add(std::int64_t numel, Src other);
+  void dropout(std::int64_t numel);
+  void gelu(std::int64_t numel);
+  void tanh(std::int64_t numel);
+  /// Cross-entropy on `numel` logits (log-softmax + NLL); the layer's output stays the logits.
+  void cross_entropy(std::int64_t numel);
+
+  /// Merges every layer added until end_group() into one layer `name` of `kind` (a module whose children are
+  /// not simulated separately, e.g. HF BertLMPredictionHead): tensors keep their order, FLOPs add up, the output
+  /// is the last part's, inputs are the parts' inputs from outside the group. `in` is what the group reads.
+  void begin_group(const std::string& name, std::string kind, Src in);
+  Src end_group();
+  /// A tensor registered directly on the current layer (or group), e.g. BertLMPredictionHead's `bias`.
+  void parameter(std::string name, std::vector<std::int64_t> shape);
+
+  /// The most recent layer.
+  [[nodiscard]] Src last() const;
+
+  /// Returns the model; throws std::logic_error if two layers share a name or a layer's inputs are invalid.
+  [[nodiscard]] Model finish() &&;
+
+private:
+  Src push(const std::string& name, std::string kind, std::vector<Src> reads, bool uses_weights);
+  void fold(double flops);
+  static void add_param(Layer& layer, std::string name, std::vector<std::int64_t> shape);
+
+  Model model_;
+  std::vector<std::vector<Src>> reads_; ///< per layer: the layers it reads (kNoLayer entries dropped)
+  std::vector<bool> uses_weights_;      ///< per layer: backward also computes a weight gradient (2x forward)
+  std::size_t group_start_ = 0;         ///< index of the open group's layer
+  bool in_group_ = false;
+};
+
+} // namespace ddlsim::dag::detail

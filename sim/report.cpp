@@ -1,0 +1,151 @@
+// Report writers. Numbers are written with full precision (nlohmann's shortest round-trip form), so the same
+// input gives byte-identical files; only summary.sim.wall_s measures the machine.
+#include "sim/report.hpp"
+
+#include "core/io.hpp"
+#include "core/units.hpp"
+
+#include <array>
+#include <filesystem>
+
+namespace ddlsim::sim {
+namespace {
+
+std::string layer_name(const Scenario& s, int layer) {
+  return layer >= 0 ? s.model.layers[static_cast<std::size_t>(layer)].name : std::string();
+}
+
+std::string tensor_name(const Scenario& s, int index) {
+  int k = 0;
+  for (const auto& l : s.model.layers)
+    for (const auto& p : l.params)
+      if (k++ == index) return p.name;
+  return {};
+}
+
+std::string task_label(const Scenario& s, const dag::Task& t) {
+  switch (t.kind) {
+  case dag::TaskKind::forward: return "fwd " + layer_name(s, t.layer);
+  case dag::TaskKind::backward: return "bwd " + layer_name(s, t.layer);
+  case dag::TaskKind::communication: return fmt::format("allreduce #{} ({})", t.group, format_bytes(t.bytes));
+  case dag::TaskKind::delay: return fmt::format("fusion wait #{}", t.group);
+  default: return std::string(dag::task_kind_name(t.kind));
+  }
+}
+
+} // namespace
+
+OrderedJson summary_json(const Scenario& s, const RunResult& r) {
+  OrderedJson j;
+  j["scenario"] = s.name;
+  j["engine"] = r.engine;
+  j["workers"] = r.workers;
+  j["iteration_time_s"] = r.iteration_time_s;
+  j["throughput_samples_per_s"] = r.throughput_samples_per_s;
+  j["scaling_efficiency"] = r.scaling_efficiency;
+  j["breakdown_s"] = {{"compute", r.breakdown.compute_s},
+                      {"compression", r.breakdown.compression_s},
+                      {"exposed_communication", r.breakdown.exposed_communication_s},
+                      {"idle", r.breakdown.idle_s}};
+  j["communication_bytes_per_worker"] = r.communication_bytes_per_worker;
+  OrderedJson buckets = OrderedJson::array();
+  for (std::size_t i = 0; i < r.groups.size(); ++i) {
+    const auto& g = r.groups[i];
+    OrderedJson b;
+    b["tensors"] = g.tensors.size();
+    b["elements"] = g.elements;
+    b["bytes"] = static_cast<std::int64_t>(g.bytes);
+    b["first_tensor"] = tensor_name(s, g.tensors.front());
+    b["last_tensor"] = tensor_name(s, g.tensors.back());
+    buckets.push_back(std::move(b));
+  }
+  j["buckets"] = std::move(buckets);
+  j["peak_memory_bytes_per_gpu"] = static_cast<std::int64_t>(r.peak_memory_bytes_per_gpu);
+  j["sim"] = {{"wall_s", r.sim.wall_s}, {"events", r.sim.events}, {"flows", r.sim.flows}};
+  // Extensions: what the prediction rests on.
+  j["model"] = {{"name", s.model.name},
+                {"layers", s.model.layers.size()},
+                {"parameters", s.model.param_count()},
+                {"tensors", s.model.tensor_count()},
+                {"batch_per_gpu", s.batch_per_gpu}};
+  j["strategy"] = s.strategy.kind;
+  j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : s.allreduce.algorithm;
+  j["compute_source"] = r.compute_source;
+  j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
+  return j;
+}
+
+std::string tasks_csv(const Scenario& s, const RunResult& r) {
+  std::string out = "worker,resource,kind,layer,group,bytes,start_s,end_s\n";
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto& t = r.graph.task(v);
+    fmt::format_to(std::back_inserter(out), "0,{},{},{},{},{},{},{}\n", dag::resource_name(t.resource),
+                   dag::task_kind_name(t.kind), layer_name(s, t.layer), t.group >= 0 ? std::to_string(t.group) : "",
+                   t.bytes, r.timing[v].start_s, r.timing[v].end_s);
+  }
+  return out;
+}
+
+OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
+  OrderedJson events = OrderedJson::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", "worker 0"}}}});
+  std::array<bool, dag::kResourceCount> used{};
+  for (std::size_t v = 0; v < r.graph.size(); ++v)
+    if (r.timing[v].end_s > r.timing[v].start_s) used[static_cast<std::size_t>(r.graph.task(v).resource)] = true;
+  for (int res = 0; res < dag::kResourceCount; ++res)
+    if (used[static_cast<std::size_t>(res)])
+      events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", res},
+                        {"args", {{"name", res == static_cast<int>(dag::Resource::none)
+                                               ? std::string("waits")
+                                               : std::string(dag::resource_name(static_cast<dag::Resource>(res)))}}}});
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto& t = r.graph.task(v);
+    if (r.timing[v].end_s <= r.timing[v].start_s) continue;
+    OrderedJson e;
+    e["name"] = task_label(s, t);
+    e["cat"] = dag::task_kind_name(t.kind);
+    e["ph"] = "X";
+    e["ts"] = r.timing[v].start_s * 1e6;
+    e["dur"] = (r.timing[v].end_s - r.timing[v].start_s) * 1e6;
+    e["pid"] = 0;
+    e["tid"] = static_cast<int>(t.resource);
+    if (t.bytes > 0) e["args"] = {{"bytes", t.bytes}};
+    events.push_back(std::move(e));
+  }
+  OrderedJson j;
+  j["traceEvents"] = std::move(events);
+  j["displayTimeUnit"] = "ms";
+  j["otherData"] = {{"scenario", s.name}, {"engine", r.engine}};
+  return j;
+}
+
+std::string human_summary(const Scenario& s, const RunResult& r) {
+  const auto& b = r.breakdown;
+  return fmt::format("{}: {} on {} GPU{} ({} node{} x {}), {} engine\n"
+                     "  iteration      {}  ({:.1f} samples/s, scaling efficiency {:.1f} %)\n"
+                     "  1-GPU          {}  (compute costs from {})\n"
+                     "  breakdown      compute {}, exposed communication {}, idle {}\n"
+                     "  communication  {} allreduce{} ({}), {} sent per worker\n",
+                     s.name, s.model.name, r.workers, r.workers == 1 ? "" : "s", s.cluster.nodes,
+                     s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, r.engine,
+                     format_time(r.iteration_time_s), r.throughput_samples_per_s, 100 * r.scaling_efficiency,
+                     format_time(r.single_gpu_iteration_s), r.compute_source, format_time(b.compute_s),
+                     format_time(b.exposed_communication_s), format_time(b.idle_s), r.groups.size(),
+                     r.groups.size() == 1 ? "" : "s", s.strategy.kind, format_bytes(r.communication_bytes_per_worker));
+}
+
+void write_reports(const std::string& dir, const Scenario& s, const RunResult& r, bool trace) {
+  // Render everything first, so that an exception leaves no file behind.
+  const std::string summary = summary_json(s, r).dump(2) + "\n";
+  const std::string tasks = tasks_csv(s, r);
+  const std::string timeline = trace ? timeline_json(s, r).dump() + "\n" : std::string();
+  const std::filesystem::path d(dir);
+  write_file_atomic((d / "tasks.csv").string(), tasks);
+  if (trace) write_file_atomic((d / "timeline.json").string(), timeline);
+  write_file_atomic((d / "summary.json").string(), summary);
+}
+
+} // namespace ddlsim::sim

@@ -1,0 +1,496 @@
+// Scenario parsing and validation (DESIGN.md, "Scenario JSON"). The whole document is read through strict
+// ObjectReaders: unknown keys, missing units, wrong types and out-of-range values are InputErrors with a path.
+#include "sim/scenario.hpp"
+
+#include "core/io.hpp"
+#include "dag/zoo/zoo.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include <filesystem>
+#include <set>
+
+namespace ddlsim::sim {
+namespace {
+
+const std::vector<std::string> kDTypes{"fp32", "fp16", "bf16"};
+const std::vector<std::string> kEngines{"analytic", "flow"};
+
+std::string resolve_relative(const std::string& scenario_file, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  if (p.is_absolute() || scenario_file.empty()) return path;
+  return (fs::path(scenario_file).parent_path() / p).lexically_normal().string();
+}
+
+double flops_value(const Json& v, const std::string& file, const std::string& pointer) {
+  if (v.is_number()) {
+    const double x = v.get<double>();
+    if (!(x >= 0)) throw InputError(file, pointer, fmt::format("{} must be at least 0", x));
+    return x;
+  }
+  return parse_quantity_at(v, Dimension::flops, file, pointer);
+}
+
+std::vector<std::string> names_of_strategies() {
+  std::vector<std::string> out;
+  for (const auto& s : dag::strategies()) out.emplace_back(s.name);
+  return out;
+}
+
+std::vector<std::string> names_of_algorithms() {
+  std::vector<std::string> out;
+  for (const auto& a : allreduce_algorithms()) out.emplace_back(a.name);
+  return out;
+}
+
+// ---- model -------------------------------------------------------------------------------------------------
+
+dag::Model parse_workload_file(const std::string& path, const std::string& scenario_file, const std::string& pointer) {
+  const std::string resolved = resolve_relative(scenario_file, path);
+  if (!std::filesystem::exists(resolved))
+    throw InputError(scenario_file, pointer, fmt::format("workload file '{}' does not exist", resolved));
+  const Json doc = load_json_file(resolved);
+  ObjectReader r(doc, resolved, "");
+  auto model = parse_layers(r.required("layers"), resolved, "/layers");
+  model.name = r.optional_string("name").value_or(std::filesystem::path(resolved).stem().string());
+  model.input_bytes_per_sample = r.optional_quantity("input_bytes_per_sample", Dimension::bytes).value_or(0);
+  r.optional_string("source");
+  r.finish();
+  return model;
+}
+
+void parse_model(ObjectReader r, Scenario& s) {
+  const bool has_zoo = r.has("zoo"), has_layers = r.has("layers"), has_workload = r.has("workload");
+  if (static_cast<int>(has_zoo) + static_cast<int>(has_layers) + static_cast<int>(has_workload) != 1)
+    r.fail_here("give exactly one of \"zoo\", \"layers\" or \"workload\"");
+  if (has_zoo) {
+    const std::string zoo = r.string("zoo");
+    if (zoo == "transformer") {
+      auto t = r.object("transformer");
+      dag::TransformerSpec spec;
+      spec.layers = static_cast<int>(t.integer("layers", 1, 10000));
+      spec.hidden = static_cast<int>(t.integer("hidden", 1, 1 << 20));
+      spec.heads = static_cast<int>(t.integer("heads", 1, 1 << 14));
+      spec.sequence = static_cast<int>(t.integer("sequence", 1, 1 << 24));
+      spec.vocabulary = static_cast<int>(t.integer("vocabulary", 1, 1 << 24));
+      if (spec.hidden % spec.heads != 0) t.fail("heads", "hidden must be divisible by heads");
+      t.finish();
+      s.model = dag::build_transformer_lm(spec);
+    } else {
+      auto model = dag::build_zoo_model(zoo);
+      if (!model)
+        r.fail("zoo", fmt::format("unknown model '{}' (`ddlsim list models` shows the built-in ones)", zoo));
+      s.model = std::move(*model);
+    }
+  } else if (has_layers) {
+    s.model = parse_layers(r.required("layers"), r.file(), r.path("layers"));
+    s.model.name = "inline";
+    s.model.input_bytes_per_sample = r.optional_quantity("input_bytes_per_sample", Dimension::bytes).value_or(0);
+  } else {
+    s.model = parse_workload_file(r.string("workload"), r.file(), r.path("workload"));
+  }
+  s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1, 1 << 24));
+  const auto dtype = r.optional_choice("gradient_dtype", kDTypes).value_or("fp32");
+  s.gradient_dtype = dtype == "fp32" ? DType::fp32 : dtype == "fp16" ? DType::fp16 : DType::bf16;
+  r.finish();
+}
+
+// ---- gpu ---------------------------------------------------------------------------------------------------
+
+Calibration parse_calibration(const Json& doc, const std::string& file, const std::string& pointer) {
+  ObjectReader r(doc, file, pointer);
+  Calibration c;
+  c.origin = file;
+  r.optional_string("format");
+  r.optional_integer("version", 1, 1);
+  r.optional_string("source");
+  c.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1, 1 << 24));
+  auto layers = r.object("layers");
+  for (const auto& [name, value] : layers.json().items()) {
+    auto l = layers.object(name);
+    c.layers[name] = {l.quantity("forward", Dimension::time), l.quantity("backward", Dimension::time)};
+    l.finish();
+  }
+  layers.finish();
+  r.finish();
+  return c;
+}
+
+void parse_gpu(ObjectReader r, Scenario& s) {
+  std::vector<std::string> preset_names;
+  for (const auto& p : gpu_presets()) preset_names.emplace_back(p.name);
+  if (auto name = r.optional_choice("preset", preset_names)) s.gpu.preset = *find_gpu_preset(*name);
+  if (s.gpu.preset) {
+    const auto& p = *s.gpu.preset;
+    s.gpu.peak_flops = s.gradient_dtype == DType::fp32   ? p.fp32_flops
+                       : s.gradient_dtype == DType::fp16 ? p.fp16_flops
+                                                         : p.bf16_flops;
+    if (s.gpu.peak_flops == 0)
+      r.fail("preset", fmt::format("{} has no bf16 tensor cores; use gradient_dtype fp16 or fp32", p.name));
+    s.gpu.memory_bandwidth = p.memory_bandwidth;
+    s.gpu.memory_bytes = p.memory_bytes;
+    s.gpu.host_link = p.host_link;
+  }
+  s.gpu.peak_flops = r.optional_quantity("peak_flops", Dimension::flop_rate, 0, true).value_or(s.gpu.peak_flops);
+  s.gpu.memory_bandwidth =
+      r.optional_quantity("memory_bandwidth", Dimension::bandwidth, 0, true).value_or(s.gpu.memory_bandwidth);
+  s.gpu.memory_bytes = r.optional_quantity("memory", Dimension::bytes, 0, true).value_or(s.gpu.memory_bytes);
+  s.gpu.host_link = r.optional_quantity("host_link", Dimension::bandwidth, 0, true).value_or(s.gpu.host_link);
+  s.gpu.efficiency = r.optional_number("efficiency", 1e-6, 1.0).value_or(1.0);
+  s.gpu.single_gpu_iteration_s = r.optional_quantity("single_gpu_iteration", Dimension::time, 0, true);
+  if (const Json* c = r.optional("calibration")) {
+    if (c->is_string()) {
+      const std::string path = resolve_relative(r.file(), c->get<std::string>());
+      if (!std::filesystem::exists(path))
+        r.fail("calibration", fmt::format("calibration file '{}' does not exist", path));
+      s.gpu.calibration = parse_calibration(load_json_file(path), path, "");
+    } else {
+      s.gpu.calibration = parse_calibration(*c, r.file(), r.path("calibration"));
+      s.gpu.calibration->origin = "<inline>";
+    }
+    for (const auto& [name, t] : s.gpu.calibration->layers) {
+      const bool known = std::any_of(s.model.layers.begin(), s.model.layers.end(),
+                                     [&](const dag::Layer& l) { return l.name == name; });
+      if (!known)
+        r.fail("calibration",
+               fmt::format("calibrated layer '{}' is not a layer of model '{}'", name, s.model.name));
+    }
+  }
+  // Every layer must be costed by one of the three sources (DESIGN.md, "Where the numbers come from").
+  const bool calibrated_all =
+      s.gpu.calibration && s.gpu.calibration->layers.size() == s.model.layers.size();
+  if (!calibrated_all && !s.gpu.single_gpu_iteration_s && s.gpu.peak_flops == 0)
+    r.fail_here("cannot cost compute: give \"preset\" (or \"peak_flops\"), \"single_gpu_iteration\" or a "
+                "\"calibration\" that covers every layer");
+  if (!calibrated_all && !s.gpu.single_gpu_iteration_s && s.gpu.memory_bandwidth == 0)
+    r.fail_here("the roofline needs \"memory_bandwidth\" (or a \"preset\")");
+  r.finish();
+}
+
+// ---- cluster, collectives, strategy, data ----------------------------------------------------------------------
+
+LinkSpec parse_link(ObjectReader r) {
+  LinkSpec l;
+  l.bandwidth = r.quantity("bandwidth", Dimension::bandwidth, 0, true);
+  l.latency_s = r.quantity("latency", Dimension::time);
+  r.finish();
+  return l;
+}
+
+void parse_cluster(ObjectReader r, Scenario& s) {
+  s.cluster.nodes = static_cast<int>(r.integer("nodes", 1, 1 << 20));
+  s.cluster.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, 1024));
+  if (auto intra = r.optional_object("intra_node"))
+    s.cluster.intra = parse_link(*intra);
+  else if (s.cluster.gpus_per_node > 1)
+    r.fail("intra_node", "missing required key: a node with several GPUs needs its intra-node link");
+  if (auto inter = r.optional_object("inter_node"))
+    s.cluster.inter = parse_link(*inter);
+  else if (s.cluster.nodes > 1)
+    r.fail("inter_node", "missing required key: several nodes need the inter-node link");
+  if (const Json* t = r.optional("topology")) {
+    std::string kind;
+    if (t->is_string()) {
+      kind = t->get<std::string>();
+    } else {
+      ObjectReader tr(*t, r.file(), r.path("topology"));
+      kind = tr.string("kind");
+      tr.finish();
+    }
+    if (kind != "star")
+      r.fail("topology", fmt::format("unknown topology '{}': the analytic engine models \"star\" (one switch)", kind));
+    s.cluster.topology = kind;
+  }
+  r.finish();
+}
+
+void parse_collectives(ObjectReader r, Scenario& s) {
+  if (const Json* a = r.optional("allreduce")) {
+    const std::string path = r.path("allreduce");
+    if (a->is_string()) {
+      s.allreduce.algorithm = a->get<std::string>();
+    } else {
+      ObjectReader ar(*a, r.file(), path);
+      if (ar.has("alpha") || ar.has("beta")) {
+        s.allreduce.measured = AlphaBeta{ar.quantity("alpha", Dimension::time),
+                                         ar.quantity("beta", Dimension::inverse_bandwidth)};
+      } else {
+        s.allreduce.algorithm = ar.string("algorithm");
+      }
+      ar.finish();
+    }
+    if (!s.allreduce.measured && !find_allreduce_algorithm(s.allreduce.algorithm))
+      throw InputError(r.file(), path,
+                       fmt::format("unknown allreduce algorithm '{}' (expected one of: {})", s.allreduce.algorithm,
+                                   fmt::join(names_of_algorithms(), ", ")));
+  }
+  r.finish();
+}
+
+void parse_strategy(ObjectReader r, Scenario& s) {
+  auto& o = s.strategy;
+  o.kind = r.choice("kind", names_of_strategies());
+  // Keys that belong to another kind get a message that says which.
+  const std::vector<std::pair<std::string, std::string>> owner{
+      {"first_bucket", "ddp"}, {"bucket_cap", "ddp"}, {"threshold", "fusion"}, {"cycle_time", "fusion"}};
+  for (const auto& [key, kind] : owner)
+    if (r.has(key) && kind != o.kind)
+      r.fail(key, fmt::format("applies to strategy kind '{}', not '{}'", kind, o.kind));
+  if (o.kind == "ddp") {
+    o.first_bucket_bytes = r.optional_quantity("first_bucket", Dimension::bytes, 0, true).value_or(o.first_bucket_bytes);
+    o.bucket_cap_bytes = r.optional_quantity("bucket_cap", Dimension::bytes, 0, true).value_or(o.bucket_cap_bytes);
+  } else if (o.kind == "fusion") {
+    o.fusion_threshold_bytes = r.optional_quantity("threshold", Dimension::bytes).value_or(o.fusion_threshold_bytes);
+    o.cycle_time_s = r.optional_quantity("cycle_time", Dimension::time).value_or(o.cycle_time_s);
+  }
+  r.finish();
+}
+
+void parse_data(ObjectReader r, Scenario& s) {
+  s.data.loading_per_sample_s = r.optional_quantity("loading_per_sample", Dimension::time).value_or(0);
+  s.data.prefetch = r.optional_boolean("prefetch").value_or(true);
+  r.finish();
+}
+
+// ---- sweep ---------------------------------------------------------------------------------------------------
+
+void check_axis_values(const Json& doc_without_sweep, const std::string& key, const Json& values,
+                       const std::string& file, const std::string& pointer) {
+  if (!values.is_array() || values.empty()) throw InputError(file, pointer, "expected a non-empty array of values");
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    Json point = doc_without_sweep;
+    const std::string at = json_pointer_append(pointer, i);
+    try {
+      apply_override(point, key, values[i], file);
+      (void)parse_scenario(point, file);
+    } catch (const InputError& e) {
+      throw InputError(file, at, fmt::format("{} = {}: {}{}", key, values[i].dump(), e.pointer().empty() ? "" : e.pointer() + ": ", e.detail()));
+    }
+  }
+}
+
+std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std::string& file) {
+  ObjectReader r(sweep, file, "/sweep");
+  Json base = doc;
+  base.erase("sweep");
+  std::vector<SweepAxis> axes;
+  std::set<std::string> seen;
+  auto add_axis = [&](const std::string& key, const Json& values, const std::string& pointer, int group) {
+    if (!seen.insert(key).second) throw InputError(file, pointer, fmt::format("'{}' is swept twice", key));
+    check_axis_values(base, key, values, file, pointer);
+    axes.push_back({key, values.get<std::vector<Json>>(), group});
+  };
+  for (const auto& [key, values] : sweep.items()) {
+    if (key == "zip") {
+      const Json& zip = *r.optional("zip");
+      if (!zip.is_array()) r.fail("zip", "expected an array of objects of equal-length arrays");
+      for (std::size_t g = 0; g < zip.size(); ++g) {
+        const std::string gp = json_pointer_append(r.path("zip"), g);
+        ObjectReader zr(zip[g], file, gp);
+        std::size_t length = 0;
+        for (const auto& [zkey, zvalues] : zip[g].items()) {
+          zr.optional(zkey);
+          const std::string zp = json_pointer_append(gp, zkey);
+          if (zvalues.is_array() && length != 0 && zvalues.size() != length)
+            throw InputError(file, zp, fmt::format("zipped axes must have equal lengths ({} vs {})", zvalues.size(), length));
+          add_axis(zkey, zvalues, zp, static_cast<int>(g));
+          length = zvalues.size();
+        }
+      }
+      continue;
+    }
+    r.optional(key);
+    add_axis(key, values, r.path(key), -1);
+  }
+  return axes;
+}
+
+} // namespace
+
+double dtype_bytes(DType d) { return d == DType::fp32 ? 4.0 : 2.0; }
+
+void apply_override(Json& doc, const std::string& dotted_key, const Json& value, const std::string& origin) {
+  if (dotted_key.empty()) throw InputError(origin, "", "empty key in override");
+  Json* node = &doc;
+  std::string pointer;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = dotted_key.find('.', start);
+    const std::string part = dotted_key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty()) throw InputError(origin, "", fmt::format("malformed key '{}' in override", dotted_key));
+    if (!node->is_object())
+      throw InputError(origin, pointer, fmt::format("cannot set '{}': {} is not an object", dotted_key, pointer));
+    pointer = json_pointer_append(pointer, part);
+    node = &(*node)[part];
+    if (dot == std::string::npos) break;
+    if (node->is_null()) *node = Json::object();
+    start = dot + 1;
+  }
+  *node = value;
+}
+
+void apply_override(Json& doc, const std::string& assignment, const std::string& origin) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError(origin, "", fmt::format("override '{}' is not of the form key.path=VALUE", assignment));
+  const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = text; // not JSON: a plain string, e.g. strategy.kind=mg-wfbp
+  apply_override(doc, key, value, origin);
+}
+
+dag::Model parse_layers(const Json& layers, const std::string& file, const std::string& pointer) {
+  if (!layers.is_array() || layers.empty()) throw InputError(file, pointer, "expected a non-empty array of layers");
+  dag::Model model;
+  std::map<std::string, int> index;
+  std::vector<std::vector<std::string>> input_names(layers.size());
+  std::vector<bool> explicit_inputs(layers.size(), false); // "inputs": [] means none, absent means the previous
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string lp = json_pointer_append(pointer, i);
+    ObjectReader r(layers[i], file, lp);
+    dag::Layer layer;
+    layer.name = r.string("name");
+    if (layer.name.empty()) r.fail("name", "must not be empty");
+    if (!index.emplace(layer.name, static_cast<int>(i)).second)
+      r.fail("name", fmt::format("duplicate layer name '{}'", layer.name));
+    layer.kind = r.optional_string("kind").value_or("custom");
+    if (const Json* p = r.optional("params")) {
+      const std::string pp = r.path("params");
+      if (p->is_number_integer()) {
+        const auto n = p->get<std::int64_t>();
+        if (n < 0) throw InputError(file, pp, fmt::format("{} must be at least 0", n));
+        if (n > 0) layer.params.push_back({layer.name + ".weight", {n}, n});
+      } else if (p->is_array()) {
+        for (std::size_t k = 0; k < p->size(); ++k) {
+          ObjectReader tr((*p)[k], file, json_pointer_append(pp, k));
+          dag::ParamTensor t;
+          t.name = tr.string("name");
+          const Json& shape = tr.required("shape");
+          if (!shape.is_array() || shape.empty()) tr.fail("shape", "expected a non-empty array of positive integers");
+          t.numel = 1;
+          for (std::size_t d = 0; d < shape.size(); ++d) {
+            if (!shape[d].is_number_integer() || shape[d].get<std::int64_t>() <= 0)
+              throw InputError(file, json_pointer_append(tr.path("shape"), d), "expected a positive integer");
+            t.shape.push_back(shape[d].get<std::int64_t>());
+            t.numel *= t.shape.back();
+          }
+          tr.finish();
+          layer.params.push_back(std::move(t));
+        }
+      } else {
+        throw InputError(file, pp, "expected a parameter count or an array of {name, shape} tensors, got " +
+                                       json_type_phrase(*p));
+      }
+    }
+    layer.fwd_flops = flops_value(r.required("fwd_flops"), file, r.path("fwd_flops"));
+    if (const Json* b = r.optional("bwd_flops"))
+      layer.bwd_flops = flops_value(*b, file, r.path("bwd_flops"));
+    else
+      layer.bwd_flops = 2 * layer.fwd_flops; // input and weight gradients (DESIGN.md)
+    layer.activation_bytes = r.optional_quantity("activation_bytes", Dimension::bytes).value_or(0);
+    if (const Json* in = r.optional("inputs")) {
+      if (!in->is_array()) r.fail("inputs", "expected an array of layer names");
+      explicit_inputs[i] = true;
+      for (std::size_t k = 0; k < in->size(); ++k) {
+        if (!(*in)[k].is_string())
+          throw InputError(file, json_pointer_append(r.path("inputs"), k), "expected a layer name");
+        input_names[i].push_back((*in)[k].get<std::string>());
+      }
+    }
+    r.finish();
+    model.layers.push_back(std::move(layer));
+  }
+  // Resolve inputs and order the layers topologically (stable: the given order where it is already valid).
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
+  Graph g(layers.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    for (std::size_t k = 0; k < input_names[i].size(); ++k) {
+      const auto it = index.find(input_names[i][k]);
+      const std::string ip = json_pointer_append(json_pointer_append(json_pointer_append(pointer, i), "inputs"), k);
+      if (it == index.end()) throw InputError(file, ip, fmt::format("no layer named '{}'", input_names[i][k]));
+      if (it->second == static_cast<int>(i)) throw InputError(file, ip, "a layer cannot be its own input");
+      boost::add_edge(static_cast<std::size_t>(it->second), i, g);
+    }
+    if (!explicit_inputs[i] && i > 0) boost::add_edge(i - 1, i, g);
+  }
+  // Kahn's algorithm, smallest index first, so acyclic input keeps its order.
+  std::vector<std::size_t> indegree(layers.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) indegree[i] = boost::in_degree(i, g);
+  std::set<std::size_t> ready;
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    if (indegree[i] == 0) ready.insert(i);
+  std::vector<std::size_t> order;
+  while (!ready.empty()) {
+    const std::size_t v = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(v);
+    for (auto [it, end] = boost::adjacent_vertices(v, g); it != end; ++it)
+      if (--indegree[*it] == 0) ready.insert(*it);
+  }
+  if (order.size() != layers.size()) {
+    std::vector<std::string> cyclic;
+    for (std::size_t i = 0; i < layers.size(); ++i)
+      if (indegree[i] > 0) cyclic.push_back(model.layers[i].name);
+    throw InputError(file, pointer, fmt::format("layers form a cycle through: {}", fmt::join(cyclic, ", ")));
+  }
+  dag::Model sorted;
+  std::vector<int> position(layers.size());
+  for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = static_cast<int>(k);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    dag::Layer l = std::move(model.layers[order[k]]);
+    std::vector<int> inputs;
+    for (const auto& name : input_names[order[k]]) inputs.push_back(position[static_cast<std::size_t>(index[name])]);
+    l.inputs = std::move(inputs);
+    sorted.layers.push_back(std::move(l));
+  }
+  return sorted;
+}
+
+Scenario parse_scenario(const Json& doc, const std::string& file) {
+  ObjectReader r(doc, file, "");
+  Scenario s;
+  s.file = file;
+  s.raw = doc;
+  s.name = r.optional_string("name").value_or(std::filesystem::path(file).stem().string());
+  if (s.name.empty()) r.fail("name", "must not be empty");
+  r.optional_string("description");
+  parse_model(r.object("model"), s);
+  parse_gpu(r.object("gpu"), s);
+  parse_cluster(r.object("cluster"), s);
+  if (auto c = r.optional_object("collectives")) parse_collectives(*c, s);
+  parse_strategy(r.object("strategy"), s);
+  if (auto d = r.optional_object("data")) parse_data(*d, s);
+  s.engine = r.optional_choice("engine", kEngines).value_or("analytic");
+  if (const Json* sw = r.optional("sweep")) s.sweep = parse_sweep(*sw, doc, file);
+  r.finish();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  Json doc = load_json_file(path);
+  if (!doc.is_object()) throw InputError(path, "", "expected a JSON object at the top level");
+  for (const auto& o : overrides) apply_override(doc, o, path);
+  try {
+    return parse_scenario(doc, path);
+  } catch (const InputError& e) {
+    // Say so when the offending value came from the command line rather than the file.
+    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+      const std::string key = it->substr(0, it->find('='));
+      std::string pointer;
+      for (std::size_t start = 0;;) {
+        const auto dot = key.find('.', start);
+        pointer = json_pointer_append(pointer, key.substr(start, dot == std::string::npos ? dot : dot - start));
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+      }
+      if (e.pointer() == pointer || e.pointer().starts_with(pointer + "/"))
+        throw InputError(e.file(), e.pointer(), fmt::format("{} (from --set {})", e.detail(), *it));
+    }
+    throw;
+  }
+}
+
+} // namespace ddlsim::sim

@@ -1,0 +1,699 @@
+// End-to-end tests of the `ddlsim` command line (DESIGN.md, "CLI", "summary.json"): every test spawns the real
+// binary, checks its exit status and its one-line error messages, and reads the reports it writes. Bad inputs
+// live in tests/data/bad/ (one defect each on top of valid_base.json); the DDP bucket oracle is torchvision's
+// per-tensor list in shared/data/model_zoo/resnet50_params.csv and PyTorch's compute_bucket_assignment_by_size.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+using Catch::Contains;
+using Catch::StartsWith;
+using Catch::Matchers::WithinRel;
+using nlohmann::json;
+using nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSourceDir = DDLSIM_SOURCE_DIR;
+const std::string kQuickstart = kSourceDir + "/scenarios/quickstart.json";
+
+std::string bad_file(const std::string& name) {
+  return kSourceDir + "/tests/data/bad/" + name;
+}
+
+// A fresh directory under the system temporary directory, removed with everything in it on destruction.
+class TempDir {
+public:
+  TempDir() {
+    std::random_device rd;
+    const fs::path base = fs::temp_directory_path();
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      std::ostringstream name;
+      name << "ddlsim-test-cli-" << ::getpid() << "-" << std::hex << rd() << rd();
+      path_ = base / name.str();
+      if (fs::create_directory(path_))
+        return;
+    }
+    FAIL("cannot create a unique temporary directory under " << base);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  [[nodiscard]] const fs::path& path() const { return path_; }
+  [[nodiscard]] std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+  fs::path path_;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Outcome {
+  int exit_code = -1; // 128 + signal number when the process was killed by a signal (a crash)
+  std::string out;
+  std::string err;
+};
+
+std::string ddlsim_binary() {
+  if (const char* env = std::getenv("DDLSIM_BIN"); env != nullptr && *env != '\0')
+    return env;
+  return DDLSIM_BIN_FALLBACK;
+}
+
+// Runs `ddlsim args...` without a shell (arguments are passed verbatim), stdout and stderr captured in files.
+Outcome run_ddlsim(const std::vector<std::string>& args) {
+  const std::string binary = ddlsim_binary();
+  REQUIRE(fs::exists(binary));
+  TempDir capture;
+  const std::string out_path = capture / "stdout", err_path = capture / "stderr";
+
+  std::vector<std::string> argv_strings{binary};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_strings)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  REQUIRE(posix_spawn_file_actions_init(&actions) == 0);
+  REQUIRE(posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0) == 0);
+  REQUIRE(posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                           0644) == 0);
+  REQUIRE(posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                           0644) == 0);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(spawned == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+
+  Outcome o;
+  if (WIFEXITED(status))
+    o.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    o.exit_code = 128 + WTERMSIG(status);
+  o.out = read_text(out_path);
+  o.err = read_text(err_path);
+  return o;
+}
+
+// Runs and requires success, so that a failing run shows its stderr.
+Outcome run_ok(const std::vector<std::string>& args) {
+  auto o = run_ddlsim(args);
+  INFO("stderr: " << o.err);
+  REQUIRE(o.exit_code == 0);
+  return o;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+std::string first_word(const std::string& line) {
+  return line.substr(0, line.find(' '));
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> fields;
+  std::size_t start = 0;
+  while (true) {
+    const auto at = line.find(sep, start);
+    fields.push_back(line.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos)
+      return fields;
+    start = at + 1;
+  }
+}
+
+json read_json(const fs::path& path) {
+  return json::parse(read_text(path));
+}
+
+// The one-line error contract: exit 2, nothing on stdout, exactly one line on stderr that reads
+// "ddlsim: FILE: /json/pointer: message" (the pointer part absent when the error is about the whole document).
+void require_input_error(const Outcome& o, const std::string& file, const std::string& pointer,
+                         const std::string& phrase) {
+  INFO("stderr: " << o.err);
+  CHECK(o.exit_code == 2);
+  CHECK(o.out.empty());
+  REQUIRE(!o.err.empty());
+  CHECK(o.err.back() == '\n');
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  const std::string prefix = "ddlsim: " + file + ": " + (pointer.empty() ? std::string() : pointer + ": ");
+  CHECK_THAT(o.err, StartsWith(prefix));
+  if (pointer.empty())
+    CHECK_THAT(o.err.substr(prefix.size()), !StartsWith("/")); // no pointer where none is due
+  CHECK_THAT(o.err, Contains(phrase));
+}
+
+struct TaskRow {
+  std::string resource, kind, layer, group;
+  double bytes = 0, start_s = 0, end_s = 0;
+};
+
+std::vector<TaskRow> read_tasks(const fs::path& csv) {
+  const auto lines = lines_of(read_text(csv));
+  REQUIRE(!lines.empty());
+  REQUIRE(lines.front() == "worker,resource,kind,layer,group,bytes,start_s,end_s");
+  std::vector<TaskRow> rows;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    INFO("tasks.csv line " << i + 1 << ": " << lines[i]);
+    const auto f = split(lines[i], ',');
+    REQUIRE(f.size() == 8);
+    REQUIRE(!f[0].empty());
+    REQUIRE(std::all_of(f[0].begin(), f[0].end(), [](char c) { return c >= '0' && c <= '9'; }));
+    TaskRow r;
+    r.resource = f[1];
+    r.kind = f[2];
+    r.layer = f[3];
+    r.group = f[4];
+    std::size_t used = 0;
+    r.bytes = std::stod(f[5], &used);
+    REQUIRE(used == f[5].size());
+    r.start_s = std::stod(f[6], &used);
+    REQUIRE(used == f[6].size());
+    r.end_s = std::stod(f[7], &used);
+    REQUIRE(used == f[7].size());
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// PyTorch DDP's bucket assignment (torch/csrc/distributed/c10d/reducer.cpp, compute_bucket_assignment_by_size):
+// tensors in reverse registration order, a bucket closes as soon as its size reaches its limit; the first limit
+// is 1 MiB, then bucket_cap. Returns {tensors, elements} per bucket, for fp32 gradients.
+std::vector<std::pair<std::int64_t, std::int64_t>> pytorch_ddp_buckets(const std::vector<std::int64_t>& numel,
+                                                                       double bucket_cap_bytes) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> buckets;
+  double limit = 1024.0 * 1024.0;
+  std::int64_t tensors = 0, elements = 0;
+  for (auto it = numel.rbegin(); it != numel.rend(); ++it) {
+    ++tensors;
+    elements += *it;
+    if (4.0 * static_cast<double>(elements) >= limit) {
+      buckets.emplace_back(tensors, elements);
+      tensors = elements = 0;
+      limit = bucket_cap_bytes;
+    }
+  }
+  if (tensors > 0)
+    buckets.emplace_back(tensors, elements);
+  return buckets;
+}
+
+std::vector<std::int64_t> resnet50_tensor_sizes() {
+  const auto lines = lines_of(read_text(std::string(DDLSIM_SHARED_DATA) + "/model_zoo/resnet50_params.csv"));
+  REQUIRE(lines.size() == 162);
+  REQUIRE(lines.front() == "index,name,shape,numel");
+  std::vector<std::int64_t> sizes;
+  for (std::size_t i = 1; i < lines.size(); ++i)
+    sizes.push_back(std::stoll(split(lines[i], ',').at(3)));
+  return sizes;
+}
+
+} // namespace
+
+// ---- bad input -------------------------------------------------------------------------------------------------
+
+TEST_CASE("cli: every malformed scenario exits 2 with one line naming file and JSON pointer", "[cli][errors]") {
+  // file in tests/data/bad, the exact pointer ("" = the whole document), a key phrase of the message
+  const auto [name, pointer, phrase] = GENERATE(table<std::string, std::string, std::string>({
+      {"json_syntax_error.json", "", "invalid JSON at line 15, column 16"},
+      {"empty.json", "", "invalid JSON at line 1, column 1"},
+      {"top_level_array.json", "", "expected a JSON object at the top level"},
+      {"unknown_top_key.json", "/enigne", "unknown key (allowed here: "},
+      {"unknown_nested_key.json", "/cluster/inter_node/bandwith", "unknown key (allowed here: bandwidth, latency)"},
+      {"bandwidth_no_unit.json", "/cluster/inter_node/bandwidth", "10 has no unit"},
+      {"bandwidth_bytes_not_rate.json", "/cluster/inter_node/bandwidth", "'GB' is an amount of data, not a rate"},
+      {"unknown_unit.json", "/cluster/inter_node/bandwidth", "unknown unit 'Gbs' in '10 Gbs'"},
+      {"negative_nodes.json", "/cluster/nodes", "-2 is out of range [1, "},
+      {"zero_gpus_per_node.json", "/cluster/gpus_per_node", "0 is out of range [1, "},
+      {"zero_batch.json", "/model/batch_per_gpu", "0 is out of range [1, "},
+      {"missing_batch.json", "/model/batch_per_gpu", "missing required key"},
+      {"nodes_wrong_type.json", "/cluster/nodes", "expected an integer, got a string"},
+      {"unknown_zoo_model.json", "/model/zoo", "unknown model 'resnet51'"},
+      {"zoo_and_layers.json", "/model", "give exactly one of \"zoo\", \"layers\" or \"workload\""},
+      {"unknown_dtype.json", "/model/gradient_dtype", "unknown value 'fp8'"},
+      {"unknown_strategy_kind.json", "/strategy/kind", "unknown value 'mgwfbp'"},
+      {"strategy_key_for_other_kind.json", "/strategy/bucket_cap", "applies to strategy kind 'ddp'"},
+      {"fusion_cycle_time_no_unit.json", "/strategy/cycle_time", "5 has no unit"},
+      {"unknown_allreduce.json", "/collectives/allreduce", "unknown allreduce algorithm 'butterfly-ish'"},
+      {"cyclic_layers.json", "/model/layers", "layers form a cycle through: a, b, c"},
+      {"unknown_layer_input.json", "/model/layers/2/inputs/1", "no layer named 'bb'"},
+      {"layer_is_own_input.json", "/model/layers/1/inputs/0", "a layer cannot be its own input"},
+      {"duplicate_layer_name.json", "/model/layers/2/name", "duplicate layer name 'a'"},
+      {"negative_latency.json", "/cluster/intra_node/latency", "-5 us must be at least 0"},
+      {"missing_inter_node.json", "/cluster/inter_node", "missing required key"},
+      {"unknown_topology.json", "/cluster/topology", "unknown topology 'torus'"},
+      {"unknown_gpu_preset.json", "/gpu/preset", "unknown value 'V100'"},
+      {"efficiency_out_of_range.json", "/gpu/efficiency", "1.5 is out of range"},
+      // The calibration path is resolved relative to the scenario, and the message shows the resolved path.
+      {"missing_calibration_file.json", "/gpu/calibration",
+       "calibration file '" + bad_file("nope.json") + "' does not exist"},
+      {"empty_name.json", "/name", "must not be empty"},
+      {"bad_sweep_value.json", "/sweep/cluster.nodes/1", "cluster.nodes = -2: /cluster/nodes: -2 is out of range"},
+      {"sweep_not_array.json", "/sweep/cluster.nodes", "expected a non-empty array of values"},
+      {"sweep_unknown_key.json", "/sweep/cluster.nodez/0", "/cluster/nodez: unknown key"},
+  }));
+  const std::string file = bad_file(name);
+  CAPTURE(file, pointer, phrase);
+  REQUIRE(fs::exists(file));
+
+  TempDir tmp;
+  const std::string out = tmp / "out";
+  SECTION("run") {
+    const auto o = run_ddlsim({"run", file, "--out", out});
+    require_input_error(o, file, pointer, phrase);
+    CHECK_FALSE(fs::exists(out)); // nothing written, not even the directory
+  }
+  SECTION("check") {
+    const auto o = run_ddlsim({"check", file});
+    require_input_error(o, file, pointer, phrase);
+  }
+}
+
+TEST_CASE("cli: the base of the malformed scenarios is itself valid", "[cli][errors]") {
+  // Every tests/data/bad file is valid_base.json plus one defect; if the base broke, every case would be moot.
+  const auto o = run_ok({"check", bad_file("valid_base.json")});
+  CHECK_THAT(o.out, Contains("valid"));
+}
+
+TEST_CASE("cli: a misspelled required key is reported as the unknown key the user wrote", "[cli][errors]") {
+  // `bandwith` instead of `bandwidth`: the useful message points at the typo (as an unknown key, with the allowed
+  // keys), not only at the missing `bandwidth`.
+  const std::string file = bad_file("misspelled_nested_key.json");
+  TempDir tmp;
+  const auto o = run_ddlsim({"run", file, "--out", tmp / "out"});
+  require_input_error(o, file, "/cluster/inter_node/bandwith", "unknown key");
+  CHECK_FALSE(fs::exists(tmp / "out"));
+}
+
+TEST_CASE("cli: bad --set overrides exit 2 naming the scenario and the overridden pointer", "[cli][errors][set]") {
+  const auto [assignment, pointer, phrase] = GENERATE(table<std::string, std::string, std::string>({
+      {"cluster.nodes=-1", "/cluster/nodes", "-1 is out of range [1, "},
+      {"cluster.nodes=\"8\"", "/cluster/nodes", "expected an integer, got a string"},
+      {"cluster.nodez=2", "/cluster/nodez", "unknown key"},
+      {"cluster.nodes.x=1", "/cluster/nodes", "cannot set 'cluster.nodes.x': /cluster/nodes is not an object"},
+      {"strategy.kind=bogus", "/strategy/kind", "unknown value 'bogus'"},
+      {R"(strategy={"kind":"ddp","bucket_cap":10})", "/strategy/bucket_cap", "10 has no unit"},
+      {"cluster.inter_node.bandwidth=10 GB", "/cluster/inter_node/bandwidth", "'GB' is an amount of data"},
+      {"engine=warp", "/engine", "unknown value 'warp'"},
+      {"nodes", "", "override 'nodes' is not of the form key.path=VALUE"},
+      {"=3", "", "override '=3' is not of the form key.path=VALUE"},
+      {"cluster..nodes=2", "", "malformed key 'cluster..nodes' in override"},
+  }));
+  CAPTURE(assignment, pointer, phrase);
+  TempDir tmp;
+  const std::string out = tmp / "out";
+  SECTION("run") {
+    const auto o = run_ddlsim({"run", kQuickstart, "--out", out, "--set", assignment});
+    require_input_error(o, kQuickstart, pointer, phrase);
+    CHECK_FALSE(fs::exists(out));
+  }
+  SECTION("check") {
+    const auto o = run_ddlsim({"check", kQuickstart, "--set", assignment});
+    require_input_error(o, kQuickstart, pointer, phrase);
+  }
+}
+
+TEST_CASE("cli: a scenario path that does not exist exits 2 naming the path", "[cli][errors]") {
+  TempDir tmp;
+  const std::string missing = tmp / "no-such-scenario.json";
+  const std::string out = tmp / "out";
+  const auto o = run_ddlsim({"run", missing, "--out", out});
+  require_input_error(o, missing, "", "cannot open file");
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("cli: bad command lines exit 2 with one line, --help exits 0", "[cli][errors]") {
+  SECTION("no arguments") {
+    const auto o = run_ddlsim({});
+    CHECK(o.exit_code == 2);
+    CHECK_THAT(o.err, StartsWith("ddlsim: "));
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  }
+  SECTION("unknown engine on the command line") {
+    TempDir tmp;
+    const auto o = run_ddlsim({"run", kQuickstart, "--engine", "warp", "--out", tmp / "out"});
+    CHECK(o.exit_code == 2);
+    CHECK_THAT(o.err, StartsWith("ddlsim: --engine: "));
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(tmp / "out"));
+  }
+  SECTION("--help") {
+    const auto o = run_ddlsim({"--help"});
+    CHECK(o.exit_code == 0);
+    CHECK_THAT(o.out, Contains("run") && Contains("check") && Contains("list"));
+  }
+}
+
+// ---- run and its reports -----------------------------------------------------------------------------------------
+
+TEST_CASE("cli: run writes summary.json and tasks.csv that agree with each other", "[cli][run]") {
+  const json scenario = read_json(kQuickstart);
+  const int workers = scenario["cluster"]["nodes"].get<int>() * scenario["cluster"]["gpus_per_node"].get<int>();
+  const int batch = scenario["model"]["batch_per_gpu"].get<int>();
+  REQUIRE(scenario["model"]["zoo"] == "resnet50");
+  REQUIRE(scenario["model"]["gradient_dtype"] == "fp32");
+
+  TempDir tmp;
+  const fs::path dir = tmp / "reports";
+  const auto o = run_ok({"run", kQuickstart, "--out", dir.string()});
+  CHECK_THAT(o.out, Contains(dir.string()));
+  REQUIRE(fs::is_regular_file(dir / "summary.json"));
+  REQUIRE(fs::is_regular_file(dir / "tasks.csv"));
+  REQUIRE(fs::is_regular_file(dir / "timeline.json"));
+
+  const json s = read_json(dir / "summary.json");
+  INFO("summary.json: " << s.dump(2));
+  // Every core field of DESIGN.md, with its type.
+  CHECK(s.at("scenario") == "quickstart");
+  CHECK(s.at("engine") == "analytic");
+  REQUIRE(s.at("workers").is_number_integer());
+  CHECK(s["workers"].get<int>() == workers);
+  for (const char* key : {"iteration_time_s", "throughput_samples_per_s", "scaling_efficiency",
+                          "communication_bytes_per_worker", "peak_memory_bytes_per_gpu"}) {
+    CAPTURE(key);
+    REQUIRE(s.at(key).is_number());
+  }
+  for (const char* key : {"compute", "compression", "exposed_communication", "idle"}) {
+    CAPTURE(key);
+    REQUIRE(s.at("breakdown_s").at(key).is_number());
+    CHECK(s["breakdown_s"][key].get<double>() >= 0);
+  }
+  REQUIRE(s.at("sim").at("wall_s").is_number());
+  REQUIRE(s["sim"].at("events").is_number_integer());
+  REQUIRE(s["sim"].at("flows").is_number_integer());
+  CHECK(s["sim"]["wall_s"].get<double>() >= 0);
+  CHECK(s["sim"]["events"].get<std::int64_t>() > 0);
+  CHECK(s["sim"]["flows"].get<std::int64_t>() >= 0);
+  REQUIRE(s.at("buckets").is_array());
+  REQUIRE(!s["buckets"].empty());
+
+  const double t = s["iteration_time_s"].get<double>();
+  REQUIRE(t > 0);
+  // The breakdown partitions the iteration.
+  const auto& b = s["breakdown_s"];
+  const double parts = b["compute"].get<double>() + b["compression"].get<double>() +
+                       b["exposed_communication"].get<double>() + b["idle"].get<double>();
+  CHECK_THAT(parts, WithinRel(t, 1e-9));
+  CHECK(b["compute"].get<double>() > 0);
+  // Throughput is workers x batch per iteration.
+  CHECK_THAT(s["throughput_samples_per_s"].get<double>(), WithinRel(workers * batch / t, 1e-12));
+  // Scaling efficiency is throughput / (workers x 1-GPU throughput) = T1 / T (single_gpu_iteration_s: extension).
+  const double efficiency = s["scaling_efficiency"].get<double>();
+  CHECK(efficiency > 0);
+  CHECK(efficiency <= 1);
+  CHECK_THAT(efficiency, WithinRel(s.at("single_gpu_iteration_s").get<double>() / t, 1e-12));
+  CHECK(s["peak_memory_bytes_per_gpu"].get<double>() > 0);
+
+  // Buckets cover every gradient of ResNet-50 exactly once: 25,557,032 parameters in 161 tensors (torchvision).
+  std::int64_t tensors = 0, elements = 0;
+  double bytes = 0;
+  for (const auto& bucket : s["buckets"]) {
+    REQUIRE(bucket.at("tensors").is_number_integer());
+    REQUIRE(bucket.at("elements").is_number_integer());
+    REQUIRE(bucket.at("bytes").is_number());
+    CHECK(bucket["tensors"].get<std::int64_t>() > 0);
+    CHECK(bucket["bytes"].get<double>() == 4.0 * bucket["elements"].get<double>()); // fp32 gradients
+    tensors += bucket["tensors"].get<std::int64_t>();
+    elements += bucket["elements"].get<std::int64_t>();
+    bytes += bucket["bytes"].get<double>();
+  }
+  CHECK(tensors == 161);
+  CHECK(elements == 25'557'032);
+  // A ring allreduce of n bytes on p workers sends 2(p-1)/p n per worker.
+  CHECK_THAT(s["communication_bytes_per_worker"].get<double>(),
+             WithinRel(2.0 * (workers - 1) / workers * bytes, 1e-12));
+
+  // tasks.csv: one row per task, times consistent with the summary.
+  const auto rows = read_tasks(dir / "tasks.csv");
+  REQUIRE(!rows.empty());
+  double last_end = 0;
+  std::map<std::string, int> forward_per_layer, backward_per_layer;
+  std::map<int, double> comm_bytes_per_group;
+  for (const auto& r : rows) {
+    INFO(r.resource << " " << r.kind << " " << r.layer << " [" << r.start_s << ", " << r.end_s << "]");
+    CHECK(!r.resource.empty());
+    CHECK(!r.kind.empty());
+    CHECK(r.start_s >= 0);
+    CHECK(r.end_s >= r.start_s);
+    last_end = std::max(last_end, r.end_s);
+    if (r.kind == "forward")
+      ++forward_per_layer[r.layer];
+    if (r.kind == "backward")
+      ++backward_per_layer[r.layer];
+    if (r.kind == "communication") {
+      REQUIRE(!r.group.empty());
+      const int g = std::stoi(r.group);
+      CHECK(comm_bytes_per_group.count(g) == 0); // one allreduce per bucket
+      comm_bytes_per_group[g] = r.bytes;
+    }
+  }
+  CHECK_THAT(last_end, WithinRel(t, 1e-12));
+  // Every layer runs forward and backward once (worker 0 stands for all: data parallelism is symmetric).
+  const auto layers = s.at("model").at("layers").get<std::size_t>();
+  CHECK(forward_per_layer.size() == layers);
+  CHECK(backward_per_layer.size() == layers);
+  for (const auto& [layer, n] : forward_per_layer)
+    CHECK(n == 1);
+  for (const auto& [layer, n] : backward_per_layer)
+    CHECK(n == 1);
+  // One communication task per bucket, in bucket order, carrying the bucket's bytes.
+  REQUIRE(comm_bytes_per_group.size() == s["buckets"].size());
+  int expected_group = 0;
+  for (const auto& [g, group_bytes] : comm_bytes_per_group) {
+    CAPTURE(g);
+    REQUIRE(g == expected_group);
+    CHECK(group_bytes == s["buckets"][static_cast<std::size_t>(g)]["bytes"].get<double>());
+    ++expected_group;
+  }
+}
+
+TEST_CASE("cli: timeline.json is a Chrome trace with one event per non-empty task", "[cli][run][trace]") {
+  TempDir tmp;
+  const fs::path dir = tmp / "reports";
+  run_ok({"run", kQuickstart, "--out", dir.string()});
+  const json summary = read_json(dir / "summary.json");
+  const auto rows = read_tasks(dir / "tasks.csv");
+  const auto busy_rows = std::count_if(rows.begin(), rows.end(), [](const TaskRow& r) { return r.end_s > r.start_s; });
+
+  const json trace = read_json(dir / "timeline.json");
+  REQUIRE(trace.is_object());
+  REQUIRE(trace.contains("traceEvents"));
+  REQUIRE(trace["traceEvents"].is_array());
+
+  std::set<std::pair<int, int>> named_threads, used_threads;
+  std::ptrdiff_t complete_events = 0;
+  double last_end_us = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    INFO("event: " << e.dump());
+    REQUIRE(e.is_object());
+    REQUIRE(e.contains("ph"));
+    REQUIRE(e["ph"].is_string());
+    REQUIRE(e.contains("pid"));
+    REQUIRE(e["pid"].is_number_integer());
+    REQUIRE(e.contains("tid"));
+    REQUIRE(e["tid"].is_number_integer());
+    REQUIRE(e.contains("name"));
+    REQUIRE(e["name"].is_string());
+    const std::pair thread{e["pid"].get<int>(), e["tid"].get<int>()};
+    const auto ph = e["ph"].get<std::string>();
+    if (ph == "X") {
+      ++complete_events;
+      CHECK(!e["name"].get<std::string>().empty());
+      REQUIRE(e.contains("ts"));
+      REQUIRE(e["ts"].is_number());
+      REQUIRE(e.contains("dur"));
+      REQUIRE(e["dur"].is_number());
+      CHECK(e["ts"].get<double>() >= 0);
+      CHECK(e["dur"].get<double>() >= 0);
+      last_end_us = std::max(last_end_us, e["ts"].get<double>() + e["dur"].get<double>());
+      used_threads.insert(thread);
+    } else if (ph == "M") {
+      const auto name = e["name"].get<std::string>();
+      CHECK((name == "process_name" || name == "thread_name"));
+      REQUIRE(e.contains("args"));
+      REQUIRE(e["args"].contains("name"));
+      CHECK(e["args"]["name"].is_string());
+      if (name == "thread_name")
+        named_threads.insert(thread);
+    } else {
+      FAIL("unexpected event phase '" << ph << "'");
+    }
+  }
+  CHECK(complete_events == busy_rows);
+  CHECK(complete_events > 0);
+  for (const auto& [pid, tid] : used_threads) {
+    CAPTURE(pid, tid);
+    CHECK(named_threads.count({pid, tid}) == 1);
+  }
+  // Trace times are microseconds.
+  CHECK_THAT(last_end_us, WithinRel(summary["iteration_time_s"].get<double>() * 1e6, 1e-9));
+
+  SECTION("--no-trace writes no timeline.json") {
+    const fs::path quiet = tmp / "quiet";
+    run_ok({"run", kQuickstart, "--out", quiet.string(), "--no-trace"});
+    CHECK(fs::is_regular_file(quiet / "summary.json"));
+    CHECK(fs::is_regular_file(quiet / "tasks.csv"));
+    CHECK_FALSE(fs::exists(quiet / "timeline.json"));
+  }
+}
+
+TEST_CASE("cli: the same scenario gives byte-identical reports", "[cli][run][determinism]") {
+  TempDir tmp;
+  const fs::path a = tmp / "a", b = tmp / "b";
+  run_ok({"run", kQuickstart, "--out", a.string()});
+  run_ok({"run", kQuickstart, "--out", b.string()});
+  CHECK(read_text(a / "tasks.csv") == read_text(b / "tasks.csv"));
+  CHECK(read_text(a / "timeline.json") == read_text(b / "timeline.json"));
+  // sim.wall_s is the simulator's own run time on this machine, the one field that may differ between runs;
+  // everything else, including key order and number formatting, must be identical.
+  auto without_wall_time = [](const fs::path& file) {
+    auto j = ordered_json::parse(read_text(file));
+    REQUIRE(j.at("sim").contains("wall_s"));
+    j["sim"].erase("wall_s");
+    return j.dump(2);
+  };
+  CHECK(without_wall_time(a / "summary.json") == without_wall_time(b / "summary.json"));
+}
+
+// ---- --set -----------------------------------------------------------------------------------------------------
+
+TEST_CASE("cli: --set overrides scenario keys", "[cli][run][set]") {
+  TempDir tmp;
+  auto summary_with = [&](const std::vector<std::string>& sets) {
+    std::vector<std::string> args{"run", kQuickstart, "--out", tmp / "out", "--no-trace"};
+    for (const auto& s : sets) {
+      args.emplace_back("--set");
+      args.push_back(s);
+    }
+    run_ok(args);
+    return read_json(tmp.path() / "out" / "summary.json");
+  };
+  const json base = summary_with({});
+  REQUIRE(base["strategy"] == "mg-wfbp");
+
+  SECTION("strategy.kind as a plain string and as a JSON string") {
+    for (const std::string value : {"wfbp", "\"wfbp\""}) {
+      CAPTURE(value);
+      const json s = summary_with({"strategy.kind=" + value});
+      CHECK(s["strategy"] == "wfbp");
+      // WFBP: one allreduce per gradient tensor.
+      REQUIRE(s["buckets"].size() == 161);
+      for (const auto& bucket : s["buckets"])
+        CHECK(bucket["tensors"] == 1);
+      CHECK(s["buckets"].size() != base["buckets"].size());
+    }
+  }
+  SECTION("a whole object: DDP with a 10 MiB bucket cap follows PyTorch's bucket rule") {
+    const json s = summary_with({R"(strategy={"kind":"ddp","bucket_cap":"10 MiB"})"});
+    CHECK(s["strategy"] == "ddp");
+    const auto expected = pytorch_ddp_buckets(resnet50_tensor_sizes(), 10.0 * 1024 * 1024);
+    REQUIRE(s["buckets"].size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      CAPTURE(i);
+      CHECK(s["buckets"][i]["tensors"].get<std::int64_t>() == expected[i].first);
+      CHECK(s["buckets"][i]["elements"].get<std::int64_t>() == expected[i].second);
+    }
+    // The default cap (25 MiB) gives fewer, larger buckets.
+    const json d = summary_with({"strategy.kind=ddp"});
+    CHECK(d["buckets"].size() == pytorch_ddp_buckets(resnet50_tensor_sizes(), 25.0 * 1024 * 1024).size());
+    CHECK(d["buckets"].size() < s["buckets"].size());
+  }
+  SECTION("one GPU: no communication, perfect scaling") {
+    const json s = summary_with({"cluster.nodes=1", "cluster.gpus_per_node=1"});
+    CHECK(s["workers"] == 1);
+    CHECK_THAT(s["scaling_efficiency"].get<double>(), WithinRel(1.0, 1e-12));
+    CHECK(s["buckets"].empty());
+    CHECK(s["communication_bytes_per_worker"].get<double>() == 0);
+    CHECK(s["breakdown_s"]["exposed_communication"].get<double>() == 0);
+    CHECK_THAT(s["throughput_samples_per_s"].get<double>(),
+               WithinRel(64.0 / s["iteration_time_s"].get<double>(), 1e-12));
+  }
+}
+
+// ---- list, check -------------------------------------------------------------------------------------------------
+
+TEST_CASE("cli: list shows what is built in, one per line", "[cli][list]") {
+  SECTION("models") {
+    const auto lines = lines_of(run_ok({"list", "models"}).out);
+    for (const char* model : {"resnet50", "vgg16", "bert-base", "gpt2"}) {
+      CAPTURE(model);
+      CHECK(std::count(lines.begin(), lines.end(), model) == 1);
+    }
+  }
+  SECTION("strategies") {
+    // Exactly the strategies implemented today; extend this list when a strategy is registered.
+    std::vector<std::string> names;
+    for (const auto& line : lines_of(run_ok({"list", "strategies"}).out))
+      names.push_back(first_word(line));
+    CHECK(names == std::vector<std::string>{"bsp", "ddp", "fusion", "mg-wfbp", "wfbp"});
+  }
+  SECTION("collectives") {
+    std::set<std::string> algorithms;
+    for (const auto& line : lines_of(run_ok({"list", "collectives"}).out)) {
+      const auto words = split(line, ' ');
+      REQUIRE(words.size() >= 2);
+      CHECK(words[0] == "allreduce");
+      algorithms.insert(words[1]);
+    }
+    CHECK(algorithms.count("ring") == 1);
+  }
+  SECTION("gpus") {
+    std::set<std::string> families;
+    for (const auto& line : lines_of(run_ok({"list", "gpus"}).out))
+      families.insert(first_word(line).substr(0, 4));
+    for (const char* family : {"V100", "A100", "H100"}) {
+      CAPTURE(family);
+      CHECK(families.count(family) == 1);
+    }
+  }
+  SECTION("an unknown list exits 2") {
+    const auto o = run_ddlsim({"list", "nonsense"});
+    CHECK(o.exit_code == 2);
+    CHECK(o.out.empty());
+    CHECK_THAT(o.err, StartsWith("ddlsim: ") && Contains("nonsense"));
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("cli: check accepts the shipped quickstart scenario", "[cli][check]") {
+  const auto o = run_ok({"check", kQuickstart});
+  CHECK_THAT(o.out, Contains("valid"));
+  CHECK(o.err.empty());
+}

@@ -1,0 +1,79 @@
+// dag::IterationGraph: structure of the iteration DAG, cycle detection, critical path.
+#include "dag/graph.hpp"
+#include "dag/strategy.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace ddlsim::dag;
+using Catch::Matchers::WithinRel;
+
+namespace {
+Model chain(int layers) {
+  Model m;
+  m.name = "chain";
+  for (int l = 0; l < layers; ++l)
+    m.layers.push_back({.name = "l" + std::to_string(l), .kind = "linear",
+                        .params = {{"l" + std::to_string(l) + ".weight", {100}, 100}},
+                        .fwd_flops = 1, .bwd_flops = 2, .activation_bytes = 4, .inputs = {}});
+  return m;
+}
+WorkerCosts costs_for(int layers) {
+  WorkerCosts c;
+  c.data_load_s = 0.5;
+  c.prefetch = false;
+  c.h2d_s = 0.25;
+  for (int l = 0; l < layers; ++l) {
+    c.fwd_s.push_back(1.0 + l);
+    c.bwd_s.push_back(2.0 * (1.0 + l));
+  }
+  c.update_s = 0.125;
+  return c;
+}
+} // namespace
+
+TEST_CASE("dag::build_iteration makes load, copy, forward, backward, groups and update", "[dag][graph]") {
+  const auto model = chain(3);
+  const auto costs = costs_for(3);
+  SECTION("single worker: no communication; critical path is the whole chain") {
+    const auto g = build_iteration(model, costs, {}, false);
+    CHECK(g.size() == 2 + 3 + 3 + 1);
+    const auto cp = g.critical_path();
+    // 0.5 load + 0.25 copy + (1+2+3) forward + (2+4+6) backward + 0.125 update
+    CHECK_THAT(cp.length_s, WithinRel(0.5 + 0.25 + 6 + 12 + 0.125, 1e-12));
+    CHECK(cp.tasks.size() == g.size());
+  }
+  SECTION("groups add one communication task each, chained in launch order, before the update") {
+    std::vector<GradientGroup> groups(2);
+    groups[0] = {.tensors = {2}, .elements = 100, .bytes = 400, .ready_layer = 2, .launch_delay_s = 0};
+    groups[1] = {.tensors = {1, 0}, .elements = 200, .bytes = 800, .ready_layer = 0, .launch_delay_s = 0.01};
+    const auto g = build_iteration(model, costs, groups, true);
+    CHECK(g.size() == 9 + 2 + 1); // two allreduces and one launch delay
+    std::size_t comms = 0;
+    for (std::size_t v = 0; v < g.size(); ++v)
+      if (g.task(v).kind == TaskKind::communication) {
+        ++comms;
+        CHECK(g.task(v).resource == Resource::comm);
+        CHECK(g.task(v).collective == Collective::allreduce);
+      }
+    CHECK(comms == 2);
+    CHECK(g.topological_order().size() == g.size());
+  }
+}
+
+TEST_CASE("dag::IterationGraph detects cycles", "[dag][graph]") {
+  IterationGraph g;
+  const auto a = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .layer = 0});
+  const auto b = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .layer = 1});
+  const auto c = g.add({.kind = TaskKind::backward, .resource = Resource::gpu_compute, .layer = 1});
+  g.depend(a, b);
+  g.depend(b, c);
+  CHECK(g.topological_order() == std::vector<std::size_t>{a, b, c});
+  g.depend(c, b);
+  REQUIRE_THROWS_WITH(g.topological_order(), Catch::Contains("cycle through task"));
+}
+
+TEST_CASE("dag::backward_finish_times runs layers last to first", "[dag][graph]") {
+  WorkerCosts c;
+  c.bwd_s = {1, 2, 4};
+  CHECK(backward_finish_times(c) == std::vector<double>{7, 6, 4});
+}

@@ -1,0 +1,147 @@
+// dag strategies: PyTorch DDP's bucket rule, Horovod fusion cycles, MG-WFBP against brute force.
+#include "dag/strategy.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <random>
+
+using namespace ddlsim::dag;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+// One tensor per layer with the given element counts (registration order).
+Model model_of(const std::vector<std::int64_t>& numels) {
+  Model m;
+  for (std::size_t l = 0; l < numels.size(); ++l)
+    m.layers.push_back({.name = "l" + std::to_string(l), .kind = "linear",
+                        .params = {{"l" + std::to_string(l) + ".weight", {numels[l]}, numels[l]}},
+                        .fwd_flops = 1, .bwd_flops = 2, .activation_bytes = 0, .inputs = {}});
+  return m;
+}
+
+std::vector<std::vector<int>> tensors_of(const std::vector<GradientGroup>& groups) {
+  std::vector<std::vector<int>> out;
+  for (const auto& g : groups) out.push_back(g.tensors);
+  return out;
+}
+
+const CommCost kLinear = [](double bytes) { return 1e-3 + bytes * 1e-9; };
+
+} // namespace
+
+TEST_CASE("dag::plan_ddp follows PyTorch's bucket rule", "[dag][ddp]") {
+  // Reverse order 5,4,3,2,1,0; fp32. First limit 1 MiB: tensors 5 (0.5 MiB) + 4 (0.75 MiB) reach it and close
+  // bucket 0. Then 25 MiB: 3 (10 MiB) + 2 (20 MiB) = 30 MiB >= 25 closes bucket 1; 1 + 0 remain as bucket 2.
+  const std::int64_t mib_elems = 262144; // 1 MiB of fp32
+  const auto model = model_of({mib_elems, mib_elems * 3, mib_elems * 20, mib_elems * 10, mib_elems * 3 / 4,
+                               mib_elems / 2});
+  WorkerCosts costs;
+  costs.bwd_s.assign(6, 1e-3);
+  StrategyOptions options;
+  const StrategyInput in{model, costs, 4.0, kLinear, options};
+  const auto groups = plan_ddp(in);
+  CHECK(tensors_of(groups) == std::vector<std::vector<int>>{{5, 4}, {3, 2}, {1, 0}});
+  CHECK(groups[0].ready_layer == 4);
+  CHECK(groups[1].bytes == 30.0 * 1048576);
+  SECTION("a bucket closes with the tensor that makes it reach the cap, however large") {
+    options.first_bucket_bytes = 1.0;
+    options.bucket_cap_bytes = 4.0 * 1048576; // 4 MiB
+    const auto g2 = plan_ddp(in);
+    CHECK(tensors_of(g2) == std::vector<std::vector<int>>{{5}, {4, 3}, {2}, {1, 0}});
+  }
+}
+
+TEST_CASE("dag::plan_fusion packs tensors ready in the same cycle up to the threshold", "[dag][fusion]") {
+  const auto model = model_of({100, 100, 100, 100});
+  WorkerCosts costs;
+  costs.bwd_s = {1.0, 0.5, 0.25, 0.25}; // finish times: l3 0.25, l2 0.5, l1 1.0, l0 2.0
+  StrategyOptions options;
+  options.cycle_time_s = 0.6;           // ticks 0.6 (l3, l2), 1.2 (l1), 2.4 (l0)
+  options.fusion_threshold_bytes = 1e9;
+  const StrategyInput in{model, costs, 4.0, kLinear, options};
+  auto groups = plan_fusion(in);
+  REQUIRE(tensors_of(groups) == std::vector<std::vector<int>>{{3, 2}, {1}, {0}});
+  CHECK_THAT(groups[0].launch_delay_s, WithinRel(0.1, 1e-12)); // ready at 0.5, launched at tick 0.6
+  CHECK_THAT(groups[1].launch_delay_s, WithinRel(0.2, 1e-12));
+  CHECK_THAT(groups[2].launch_delay_s, WithinRel(0.4, 1e-12));
+  SECTION("threshold splits a cycle's tensors; threshold 0 disables fusion") {
+    options.fusion_threshold_bytes = 400; // one tensor of 400 B per buffer
+    CHECK(tensors_of(plan_fusion(in)) == std::vector<std::vector<int>>{{3}, {2}, {1}, {0}});
+    options.fusion_threshold_bytes = 0;
+    CHECK(plan_fusion(in).size() == 4);
+  }
+}
+
+TEST_CASE("dag::plan_wfbp and plan_bsp are the two extremes", "[dag][wfbp][bsp]") {
+  const auto model = model_of({10, 20, 30});
+  WorkerCosts costs;
+  costs.bwd_s = {1, 1, 1};
+  StrategyOptions options;
+  const StrategyInput in{model, costs, 2.0, kLinear, options};
+  CHECK(tensors_of(plan_wfbp(in)) == std::vector<std::vector<int>>{{2}, {1}, {0}});
+  const auto bsp = plan_bsp(in);
+  CHECK(tensors_of(bsp) == std::vector<std::vector<int>>{{2, 1, 0}});
+  CHECK(bsp[0].bytes == 120.0);
+  CHECK(bsp[0].ready_layer == 0);
+}
+
+TEST_CASE("dag::MgWfbp equals the brute-force optimum over all contiguous partitions", "[dag][mgwfbp]") {
+  std::mt19937_64 rng(20261121);
+  std::uniform_int_distribution<int> count(1, 11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int instance = 0; instance < 200; ++instance) {
+    const int m = count(rng);
+    std::vector<std::int64_t> numels;
+    for (int i = 0; i < m; ++i) numels.push_back(1 + static_cast<std::int64_t>(unit(rng) * 4e6));
+    const auto model = model_of(numels);
+    WorkerCosts costs;
+    for (int i = 0; i < m; ++i) costs.bwd_s.push_back(unit(rng) * 5e-3);
+    const double alpha = unit(rng) * 5e-3, beta = unit(rng) * 2e-9; // up to 5 ms start-up, 0.5 GB/s
+    const CommCost cost = [=](double bytes) { return alpha + beta * bytes; };
+    StrategyOptions options;
+    const StrategyInput in{model, costs, 4.0, cost, options};
+    const auto finish = backward_finish_times(costs);
+    const double dp = communication_finish_time(plan_mgwfbp(in), finish, cost);
+
+    // Every contiguous partition of the m tensors (in ready order) is a bit mask of cut points.
+    const auto tensors = flatten_tensors(model);
+    const auto order = gradient_ready_order(model);
+    double best = std::numeric_limits<double>::infinity();
+    for (std::uint32_t mask = 0; mask < (1u << (m - 1)); ++mask) {
+      std::vector<GradientGroup> groups;
+      std::size_t first = 0;
+      for (int k = 1; k <= m; ++k) {
+        if (k == m || (mask >> (k - 1) & 1u)) {
+          groups.push_back(make_group(model, tensors, order, first, static_cast<std::size_t>(k), 4.0));
+          first = static_cast<std::size_t>(k);
+        }
+      }
+      best = std::min(best, communication_finish_time(groups, finish, cost));
+    }
+    CAPTURE(instance, m, alpha, beta);
+    REQUIRE_THAT(dp, WithinRel(best, 1e-12));
+    // And therefore never later than WFBP (all singletons) or BSP (one group).
+    CHECK(dp <= communication_finish_time(plan_wfbp(in), finish, cost) * (1 + 1e-12));
+    CHECK(dp <= communication_finish_time(plan_bsp(in), finish, cost) * (1 + 1e-12));
+  }
+}
+
+TEST_CASE("dag::MgWfbp merges when the start-up cost dominates and not when it is free", "[dag][mgwfbp]") {
+  const auto model = model_of({1000, 1000, 1000, 1000});
+  WorkerCosts costs;
+  costs.bwd_s = {1e-3, 1e-3, 1e-3, 1e-3};
+  StrategyOptions options;
+  SECTION("huge alpha: one group") {
+    const CommCost cost = [](double bytes) { return 1.0 + bytes * 1e-12; };
+    const StrategyInput in{model, costs, 4.0, cost, options};
+    CHECK(plan_mgwfbp(in).size() == 1);
+  }
+  SECTION("zero alpha, slow link: nothing to gain from waiting, so WFBP's singletons are optimal") {
+    const CommCost cost = [](double bytes) { return bytes * 1e-6; }; // 4 ms per tensor > 1 ms backward
+    const StrategyInput in{model, costs, 4.0, cost, options};
+    const auto finish = backward_finish_times(costs);
+    // Closed form: the first tensor is ready at 1 ms, then 4 tensors x 4 ms back to back = 17 ms.
+    CHECK_THAT(communication_finish_time(plan_mgwfbp(in), finish, cost), WithinRel(0.017, 1e-9));
+  }
+}

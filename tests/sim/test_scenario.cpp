@@ -1,0 +1,109 @@
+// sim scenario loading: the shipped scenario parses; overrides, sweeps, inline layers and calibration.
+#include "sim/scenario.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace ddlsim;
+using namespace ddlsim::sim;
+using Catch::Matchers::WithinRel;
+
+namespace {
+const std::string kQuickstart = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json";
+
+Json minimal() {
+  return Json::parse(R"({
+    "name": "t",
+    "model": {"layers": [{"name": "a", "params": 1000, "fwd_flops": "1 GFLOP"},
+                          {"name": "b", "params": 2000, "fwd_flops": 2e9, "bwd_flops": "3 GFLOP"}],
+              "batch_per_gpu": 8},
+    "gpu": {"peak_flops": "10 TFLOPS", "memory_bandwidth": "900 GB/s"},
+    "cluster": {"nodes": 2, "gpus_per_node": 1, "inter_node": {"bandwidth": "10 Gbps", "latency": "25 us"}},
+    "strategy": {"kind": "wfbp"}
+  })");
+}
+} // namespace
+
+TEST_CASE("sim::load_scenario reads the shipped quickstart", "[sim][scenario]") {
+  const auto s = load_scenario(kQuickstart);
+  CHECK(s.name == "quickstart");
+  CHECK(s.model.name == "resnet50");
+  CHECK(s.model.param_count() == 25557032);
+  CHECK(s.cluster.workers() == 8);
+  CHECK(s.cluster.inter.bandwidth == 1.25e9);  // 10 Gbps
+  CHECK_THAT(s.cluster.inter.latency_s, WithinRel(25e-6, 1e-15));
+  CHECK(s.gpu.peak_flops == 15.7e12);          // V100-SXM2 fp32
+  CHECK(s.strategy.kind == "mg-wfbp");
+  CHECK(s.engine == "analytic");
+}
+
+TEST_CASE("sim::apply_override sets dotted keys with JSON or string values", "[sim][scenario]") {
+  Json doc = minimal();
+  apply_override(doc, "cluster.nodes=16", "t.json");
+  apply_override(doc, "strategy.kind=mg-wfbp", "t.json");   // not JSON: taken as a string
+  apply_override(doc, "name=\"quoted\"", "t.json");
+  apply_override(doc, R"(strategy={"kind":"ddp","bucket_cap":"10 MiB"})", "t.json");
+  apply_override(doc, "data.prefetch=false", "t.json");      // creates the missing object
+  const auto s = parse_scenario(doc, "t.json");
+  CHECK(s.cluster.nodes == 16);
+  CHECK(s.name == "quoted");
+  CHECK(s.strategy.kind == "ddp");
+  CHECK(s.strategy.bucket_cap_bytes == 10.0 * 1048576);
+  CHECK_FALSE(s.data.prefetch);
+  REQUIRE_THROWS_WITH(apply_override(doc, "cluster.nodes.x=1", "t.json"),
+                      "t.json: /cluster/nodes: cannot set 'cluster.nodes.x': /cluster/nodes is not an object");
+  REQUIRE_THROWS_WITH(apply_override(doc, "novalue", "t.json"), Catch::Contains("not of the form key.path=VALUE"));
+}
+
+TEST_CASE("sim::parse_scenario validates the sweep block point by point", "[sim][scenario][sweep]") {
+  Json doc = minimal();
+  doc["sweep"] = Json::parse(R"({"cluster.nodes": [1, 2, 4],
+                                 "zip": [{"strategy.kind": ["wfbp", "bsp"], "model.batch_per_gpu": [8, 16]}]})");
+  const auto s = parse_scenario(doc, "t.json");
+  REQUIRE(s.sweep.size() == 3);
+  CHECK(s.sweep[0].key == "cluster.nodes");
+  CHECK(s.sweep[0].zip_group == -1);
+  CHECK(s.sweep[1].zip_group == 0);
+  CHECK(s.sweep[2].values.size() == 2);
+  SECTION("a bad value names its index") {
+    doc["sweep"] = Json::parse(R"({"cluster.nodes": [1, -2]})");
+    REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"),
+                        "t.json: /sweep/cluster.nodes/1: cluster.nodes = -2: /cluster/nodes: -2 is out of range "
+                        "[1, 1048576]");
+  }
+  SECTION("zipped axes must have equal lengths") {
+    doc["sweep"] = Json::parse(R"({"zip": [{"cluster.nodes": [1, 2], "model.batch_per_gpu": [8]}]})");
+    REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"), Catch::Contains("equal lengths"));
+  }
+}
+
+TEST_CASE("sim::parse_layers orders inline layers topologically and rejects cycles", "[sim][scenario]") {
+  const Json ok = Json::parse(R"([{"name": "head", "fwd_flops": 1, "inputs": ["body"]},
+                                  {"name": "stem", "fwd_flops": 1, "inputs": []},
+                                  {"name": "body", "fwd_flops": 1, "inputs": ["stem"],
+                                   "params": [{"name": "body.w", "shape": [3, 4]}]}])");
+  const auto m = parse_layers(ok, "f.json", "/model/layers");
+  REQUIRE(m.layers.size() == 3);
+  CHECK(m.layers[0].name == "stem");
+  CHECK(m.layers[1].name == "body");
+  CHECK(m.layers[1].params[0].numel == 12);
+  CHECK(m.layers[2].inputs == std::vector<int>{1});
+  CHECK(m.layers[1].bwd_flops == 2); // default: twice the forward
+
+  const Json cyclic = Json::parse(R"([{"name": "a", "fwd_flops": 1, "inputs": ["c"]},
+                                      {"name": "b", "fwd_flops": 1, "inputs": ["a"]},
+                                      {"name": "c", "fwd_flops": 1, "inputs": ["b"]}])");
+  REQUIRE_THROWS_WITH(parse_layers(cyclic, "f.json", "/model/layers"),
+                      "f.json: /model/layers: layers form a cycle through: a, b, c");
+}
+
+TEST_CASE("sim::parse_scenario takes an inline calibration and checks its layer names", "[sim][scenario]") {
+  Json doc = minimal();
+  doc["gpu"] = Json::parse(R"({"calibration": {"batch_per_gpu": 8,
+                               "layers": {"a": {"forward": "1 ms", "backward": "2 ms"},
+                                          "b": {"forward": "3 ms", "backward": "4 ms"}}}})");
+  const auto s = parse_scenario(doc, "t.json");
+  REQUIRE(s.gpu.calibration);
+  CHECK(s.gpu.calibration->layers.at("b").backward_s == 4e-3);
+  doc["gpu"]["calibration"]["layers"]["zzz"] = Json::parse(R"({"forward": "1 ms", "backward": "1 ms"})");
+  REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"), Catch::Contains("calibrated layer 'zzz' is not a layer"));
+}
