@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
     const char* strategy;
     int nodes, gpus;
   };
-  const Case cases[] = {{"resnet50", "wfbp", 8, 8},    {"resnet50", "mg-wfbp", 8, 8}, {"resnet50", "ddp", 8, 8},
-                        {"resnet50", "wfbp", 128, 8},  {"bert-large", "wfbp", 8, 8},  {"bert-large", "mg-wfbp", 8, 8},
+  const Case cases[] = {{"resnet50", "wfbp", 8, 8},   {"resnet50", "mg-wfbp", 8, 8}, {"resnet50", "ddp", 8, 8},
+                        {"resnet50", "wfbp", 128, 8}, {"bert-large", "wfbp", 8, 8},  {"bert-large", "mg-wfbp", 8, 8},
                         {"gpt2-xl", "mg-wfbp", 64, 8}};
   fmt::print("{:<12} {:<9} {:>6} {:>14} {:>14} {:>10}\n", "model", "strategy", "GPUs", "points/s", "iteration",
              "vs target");

@@ -5,8 +5,10 @@ namespace ddlsim {
 namespace {
 std::string format_input_error(const std::string& file, const std::string& pointer, const std::string& message) {
   std::string out;
-  if (!file.empty()) out += file + ": ";
-  if (!pointer.empty()) out += pointer + ": ";
+  if (!file.empty())
+    out += file + ": ";
+  if (!pointer.empty())
+    out += pointer + ": ";
   out += message;
   return out;
 }

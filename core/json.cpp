@@ -49,37 +49,53 @@ Json parse_json_text(std::string_view text, const std::string& origin) {
   }
 }
 
-Json load_json_file(const std::string& path) { return parse_json_text(read_file(path), path); }
+Json load_json_file(const std::string& path) {
+  return parse_json_text(read_file(path), path);
+}
 std::string json_type_phrase(const Json& j) {
   switch (j.type()) {
-  case Json::value_t::null: return "null";
-  case Json::value_t::object: return "an object";
-  case Json::value_t::array: return "an array";
-  case Json::value_t::string: return "a string";
-  case Json::value_t::boolean: return "a boolean";
+  case Json::value_t::null:
+    return "null";
+  case Json::value_t::object:
+    return "an object";
+  case Json::value_t::array:
+    return "an array";
+  case Json::value_t::string:
+    return "a string";
+  case Json::value_t::boolean:
+    return "a boolean";
   case Json::value_t::number_integer:
-  case Json::value_t::number_unsigned: return "an integer";
-  case Json::value_t::number_float: return "a number";
-  default: return "an unsupported value";
+  case Json::value_t::number_unsigned:
+    return "an integer";
+  case Json::value_t::number_float:
+    return "a number";
+  default:
+    return "an unsupported value";
   }
 }
 
 ObjectReader::ObjectReader(const Json& value, std::string file, std::string pointer)
     : value_(&value), file_(std::move(file)), pointer_(std::move(pointer)) {
-  if (!value.is_object()) throw InputError(file_, pointer_, "expected an object, got " + json_type_phrase(value));
+  if (!value.is_object())
+    throw InputError(file_, pointer_, "expected an object, got " + json_type_phrase(value));
 }
 
-bool ObjectReader::has(std::string_view key) const { return value_->contains(key); }
+bool ObjectReader::has(std::string_view key) const {
+  return value_->contains(key);
+}
 
 void ObjectReader::fail(std::string_view key, const std::string& message) const {
   throw InputError(file_, path(key), message);
 }
-void ObjectReader::fail_here(const std::string& message) const { throw InputError(file_, pointer_, message); }
+void ObjectReader::fail_here(const std::string& message) const {
+  throw InputError(file_, pointer_, message);
+}
 
 const Json* ObjectReader::optional(std::string_view key) {
   asked_.emplace(key);
   const auto it = value_->find(key);
-  if (it == value_->end()) return nullptr;
+  if (it == value_->end())
+    return nullptr;
   read_.emplace(key);
   return &*it;
 }
@@ -88,7 +104,8 @@ namespace {
 // Levenshtein distance, for "did you mean" on misspelled keys.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     std::size_t diagonal = row[0];
     row[0] = i;
@@ -104,27 +121,34 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 const Json& ObjectReader::required(std::string_view key) {
   const Json* v = optional(key);
-  if (v != nullptr) return *v;
+  if (v != nullptr)
+    return *v;
   // A missing key is often a misspelled one: blame the key the user wrote.
   for (const auto& [present, unused] : value_->items()) {
-    if (asked_.contains(present) || edit_distance(present, key) > 2) continue;
+    if (asked_.contains(present) || edit_distance(present, key) > 2)
+      continue;
     throw InputError(file_, path(present), fmt::format("unknown key (did you mean '{}'?)", key));
   }
   fail(key, "missing required key");
 }
 
-ObjectReader ObjectReader::object(std::string_view key) { return {required(key), file_, path(key)}; }
+ObjectReader ObjectReader::object(std::string_view key) {
+  return {required(key), file_, path(key)};
+}
 
 std::optional<ObjectReader> ObjectReader::optional_object(std::string_view key) {
   const Json* v = optional(key);
-  if (v == nullptr) return std::nullopt;
+  if (v == nullptr)
+    return std::nullopt;
   return ObjectReader(*v, file_, path(key));
 }
 
 std::optional<std::string> ObjectReader::optional_string(std::string_view key) {
   const Json* v = optional(key);
-  if (v == nullptr) return std::nullopt;
-  if (!v->is_string()) fail(key, "expected a string, got " + json_type_phrase(*v));
+  if (v == nullptr)
+    return std::nullopt;
+  if (!v->is_string())
+    fail(key, "expected a string, got " + json_type_phrase(*v));
   return v->get<std::string>();
 }
 
@@ -133,11 +157,14 @@ std::string ObjectReader::string(std::string_view key) {
   return *optional_string(key);
 }
 
-std::optional<std::string> ObjectReader::optional_choice(std::string_view key, const std::vector<std::string>& allowed) {
+std::optional<std::string> ObjectReader::optional_choice(std::string_view key,
+                                                         const std::vector<std::string>& allowed) {
   auto s = optional_string(key);
-  if (!s) return s;
+  if (!s)
+    return s;
   for (const auto& a : allowed)
-    if (a == *s) return s;
+    if (a == *s)
+      return s;
   fail(key, fmt::format("unknown value '{}' (expected one of: {})", *s, fmt::join(allowed, ", ")));
 }
 
@@ -148,13 +175,16 @@ std::string ObjectReader::choice(std::string_view key, const std::vector<std::st
 
 std::optional<double> ObjectReader::optional_number(std::string_view key, double min, double max) {
   const Json* v = optional(key);
-  if (v == nullptr) return std::nullopt;
+  if (v == nullptr)
+    return std::nullopt;
   if (!v->is_number()) {
-    if (v->is_string()) fail(key, fmt::format("expected a plain number without unit, got \"{}\"", v->get<std::string>()));
+    if (v->is_string())
+      fail(key, fmt::format("expected a plain number without unit, got \"{}\"", v->get<std::string>()));
     fail(key, "expected a number, got " + json_type_phrase(*v));
   }
   const double x = v->get<double>();
-  if (!(x >= min && x <= max)) fail(key, fmt::format("{} is out of range [{}, {}]", x, min, max));
+  if (!(x >= min && x <= max))
+    fail(key, fmt::format("{} is out of range [{}, {}]", x, min, max));
   return x;
 }
 
@@ -165,12 +195,15 @@ double ObjectReader::number(std::string_view key, double min, double max) {
 
 std::optional<std::int64_t> ObjectReader::optional_integer(std::string_view key, std::int64_t min, std::int64_t max) {
   const Json* v = optional(key);
-  if (v == nullptr) return std::nullopt;
-  if (!v->is_number_integer()) fail(key, "expected an integer, got " + json_type_phrase(*v));
+  if (v == nullptr)
+    return std::nullopt;
+  if (!v->is_number_integer())
+    fail(key, "expected an integer, got " + json_type_phrase(*v));
   const auto x = v->get<std::int64_t>();
   if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(max))
     fail(key, fmt::format("{} is out of range [{}, {}]", v->get<std::uint64_t>(), min, max));
-  if (x < min || x > max) fail(key, fmt::format("{} is out of range [{}, {}]", x, min, max));
+  if (x < min || x > max)
+    fail(key, fmt::format("{} is out of range [{}, {}]", x, min, max));
   return x;
 }
 
@@ -181,8 +214,10 @@ std::int64_t ObjectReader::integer(std::string_view key, std::int64_t min, std::
 
 std::optional<bool> ObjectReader::optional_boolean(std::string_view key) {
   const Json* v = optional(key);
-  if (v == nullptr) return std::nullopt;
-  if (!v->is_boolean()) fail(key, "expected true or false, got " + json_type_phrase(*v));
+  if (v == nullptr)
+    return std::nullopt;
+  if (!v->is_boolean())
+    fail(key, "expected true or false, got " + json_type_phrase(*v));
   return v->get<bool>();
 }
 
@@ -196,9 +231,10 @@ double parse_quantity_at(const Json& value, Dimension d, const std::string& file
   if (value.is_number())
     throw InputError(file, pointer,
                      fmt::format("{} has no unit; write a {} string such as {}", value.dump(), dimension_name(d),
-                                 d == Dimension::bandwidth ? "\"10 Gbps\"" : d == Dimension::time ? "\"5 us\""
-                                                                         : d == Dimension::bytes  ? "\"25 MiB\""
-                                                                                                  : "\"15.7 TFLOPS\""));
+                                 d == Dimension::bandwidth ? "\"10 Gbps\""
+                                 : d == Dimension::time    ? "\"5 us\""
+                                 : d == Dimension::bytes   ? "\"25 MiB\""
+                                                           : "\"15.7 TFLOPS\""));
   if (!value.is_string())
     throw InputError(file, pointer,
                      fmt::format("expected a {} string, got {}", dimension_name(d), json_type_phrase(value)));
@@ -210,15 +246,16 @@ double parse_quantity_at(const Json& value, Dimension d, const std::string& file
   }
   if (min_exclusive ? !(x > min) : !(x >= min))
     throw InputError(file, pointer,
-                     fmt::format("{} must be {} {}", value.get<std::string>(), min_exclusive ? "greater than" : "at least",
-                                 min == 0 ? "0" : fmt::format("{}", min)));
+                     fmt::format("{} must be {} {}", value.get<std::string>(),
+                                 min_exclusive ? "greater than" : "at least", min == 0 ? "0" : fmt::format("{}", min)));
   return x;
 }
 
 std::optional<double> ObjectReader::optional_quantity(std::string_view key, Dimension d, double min,
                                                       bool min_exclusive) {
   const Json* v = optional(key);
-  if (v == nullptr) return std::nullopt;
+  if (v == nullptr)
+    return std::nullopt;
   return parse_quantity_at(*v, d, file_, path(key), min, min_exclusive);
 }
 
@@ -229,7 +266,8 @@ double ObjectReader::quantity(std::string_view key, Dimension d, double min, boo
 
 void ObjectReader::finish() const {
   for (const auto& [key, unused] : value_->items()) {
-    if (read_.contains(key)) continue;
+    if (read_.contains(key))
+      continue;
     throw InputError(file_, path(key), fmt::format("unknown key (allowed here: {})", fmt::join(asked_, ", ")));
   }
 }

@@ -38,9 +38,15 @@ using SecondsPerByte = Quantity<SecondsPerByteTag>;
 using Flops = Quantity<FlopsTag>;
 using FlopsPerSecond = Quantity<FlopsPerSecondTag>;
 
-constexpr Seconds operator/(Bytes b, BytesPerSecond bw) { return Seconds(b.value / bw.value); }
-constexpr Seconds operator*(Bytes b, SecondsPerByte beta) { return Seconds(b.value * beta.value); }
-constexpr Seconds operator/(Flops f, FlopsPerSecond r) { return Seconds(f.value / r.value); }
+constexpr Seconds operator/(Bytes b, BytesPerSecond bw) {
+  return Seconds(b.value / bw.value);
+}
+constexpr Seconds operator*(Bytes b, SecondsPerByte beta) {
+  return Seconds(b.value * beta.value);
+}
+constexpr Seconds operator/(Flops f, FlopsPerSecond r) {
+  return Seconds(f.value / r.value);
+}
 
 enum class Dimension { time, bytes, bandwidth, inverse_bandwidth, flops, flop_rate };
 
@@ -51,15 +57,21 @@ enum class Dimension { time, bytes, bandwidth, inverse_bandwidth, flops, flop_ra
 /// Throws std::invalid_argument with a message that says how to fix the input.
 [[nodiscard]] double parse_quantity(std::string_view text, Dimension d);
 
-[[nodiscard]] inline Seconds parse_time(std::string_view t) { return Seconds(parse_quantity(t, Dimension::time)); }
-[[nodiscard]] inline Bytes parse_bytes(std::string_view t) { return Bytes(parse_quantity(t, Dimension::bytes)); }
+[[nodiscard]] inline Seconds parse_time(std::string_view t) {
+  return Seconds(parse_quantity(t, Dimension::time));
+}
+[[nodiscard]] inline Bytes parse_bytes(std::string_view t) {
+  return Bytes(parse_quantity(t, Dimension::bytes));
+}
 [[nodiscard]] inline BytesPerSecond parse_bandwidth(std::string_view t) {
   return BytesPerSecond(parse_quantity(t, Dimension::bandwidth));
 }
 [[nodiscard]] inline SecondsPerByte parse_inverse_bandwidth(std::string_view t) {
   return SecondsPerByte(parse_quantity(t, Dimension::inverse_bandwidth));
 }
-[[nodiscard]] inline Flops parse_flops(std::string_view t) { return Flops(parse_quantity(t, Dimension::flops)); }
+[[nodiscard]] inline Flops parse_flops(std::string_view t) {
+  return Flops(parse_quantity(t, Dimension::flops));
+}
 [[nodiscard]] inline FlopsPerSecond parse_flop_rate(std::string_view t) {
   return FlopsPerSecond(parse_quantity(t, Dimension::flop_rate));
 }

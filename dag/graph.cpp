@@ -11,44 +11,61 @@ namespace ddlsim::dag {
 
 std::string_view resource_name(Resource r) {
   switch (r) {
-  case Resource::host_cpu: return "host_cpu";
-  case Resource::gpu_compute: return "gpu_compute";
-  case Resource::comm: return "comm";
-  case Resource::none: return "none";
+  case Resource::host_cpu:
+    return "host_cpu";
+  case Resource::gpu_compute:
+    return "gpu_compute";
+  case Resource::comm:
+    return "comm";
+  case Resource::none:
+    return "none";
   }
   return "?";
 }
 
 std::string_view task_kind_name(TaskKind k) {
   switch (k) {
-  case TaskKind::data_load: return "data_load";
-  case TaskKind::h2d: return "h2d";
-  case TaskKind::forward: return "forward";
-  case TaskKind::backward: return "backward";
-  case TaskKind::compression: return "compression";
-  case TaskKind::communication: return "communication";
-  case TaskKind::update: return "update";
-  case TaskKind::delay: return "delay";
+  case TaskKind::data_load:
+    return "data_load";
+  case TaskKind::h2d:
+    return "h2d";
+  case TaskKind::forward:
+    return "forward";
+  case TaskKind::backward:
+    return "backward";
+  case TaskKind::compression:
+    return "compression";
+  case TaskKind::communication:
+    return "communication";
+  case TaskKind::update:
+    return "update";
+  case TaskKind::delay:
+    return "delay";
   }
   return "?";
 }
 
-IterationGraph::Id IterationGraph::add(const Task& task) { return boost::add_vertex(task, graph_); }
+IterationGraph::Id IterationGraph::add(const Task& task) {
+  return boost::add_vertex(task, graph_);
+}
 
 void IterationGraph::depend(Id before, Id after) {
-  if (before >= size() || after >= size()) throw std::logic_error("IterationGraph::depend: no such task");
+  if (before >= size() || after >= size())
+    throw std::logic_error("IterationGraph::depend: no such task");
   boost::add_edge(before, after, graph_);
 }
 
 std::vector<IterationGraph::Id> IterationGraph::successors(Id id) const {
   std::vector<Id> out;
-  for (auto [it, end] = boost::adjacent_vertices(id, graph_); it != end; ++it) out.push_back(*it);
+  for (auto [it, end] = boost::adjacent_vertices(id, graph_); it != end; ++it)
+    out.push_back(*it);
   return out;
 }
 
 std::vector<IterationGraph::Id> IterationGraph::predecessors(Id id) const {
   std::vector<Id> out;
-  for (auto [it, end] = boost::inv_adjacent_vertices(id, graph_); it != end; ++it) out.push_back(*it);
+  for (auto [it, end] = boost::inv_adjacent_vertices(id, graph_); it != end; ++it)
+    out.push_back(*it);
   return out;
 }
 
@@ -59,15 +76,18 @@ std::vector<IterationGraph::Id> IterationGraph::topological_order() const {
   } catch (const boost::not_a_dag&) {
     // Find a task on a cycle for the message: Kahn's algorithm leaves exactly the cyclic part unprocessed.
     std::vector<std::size_t> indegree(size(), 0);
-    for (Id v = 0; v < size(); ++v) indegree[v] = boost::in_degree(v, graph_);
+    for (Id v = 0; v < size(); ++v)
+      indegree[v] = boost::in_degree(v, graph_);
     std::vector<Id> stack;
     for (Id v = 0; v < size(); ++v)
-      if (indegree[v] == 0) stack.push_back(v);
+      if (indegree[v] == 0)
+        stack.push_back(v);
     while (!stack.empty()) {
       const Id v = stack.back();
       stack.pop_back();
       for (Id s : successors(v))
-        if (--indegree[s] == 0) stack.push_back(s);
+        if (--indegree[s] == 0)
+          stack.push_back(s);
     }
     const auto on_cycle = std::find_if(indegree.begin(), indegree.end(), [](std::size_t d) { return d > 0; });
     const auto id = static_cast<std::size_t>(on_cycle - indegree.begin());
@@ -93,12 +113,15 @@ IterationGraph::CriticalPath IterationGraph::critical_path() const {
     finish[v] = start + graph_[v].duration_s;
   }
   CriticalPath path;
-  if (order.empty()) return path;
+  if (order.empty())
+    return path;
   Id last = order.front();
   for (Id v : order)
-    if (finish[v] > finish[last]) last = v;
+    if (finish[v] > finish[last])
+      last = v;
   path.length_s = finish[last];
-  for (Id v = last; v != size(); v = via[v]) path.tasks.push_back(v);
+  for (Id v = last; v != size(); v = via[v])
+    path.tasks.push_back(v);
   std::reverse(path.tasks.begin(), path.tasks.end());
   return path;
 }

@@ -28,16 +28,16 @@ enum class Collective : std::uint8_t { none, allreduce };
 struct Task {
   TaskKind kind = TaskKind::delay;
   Resource resource = Resource::none;
-  int layer = -1;      ///< model layer index for forward/backward, -1 otherwise
-  int group = -1;      ///< gradient group index for communication tasks, -1 otherwise
+  int layer = -1;        ///< model layer index for forward/backward, -1 otherwise
+  int group = -1;        ///< gradient group index for communication tasks, -1 otherwise
   double duration_s = 0; ///< fixed cost; communication tasks get theirs from the engine
   Collective collective = Collective::none;
-  double bytes = 0;    ///< payload of the collective (bytes per worker before the algorithm)
+  double bytes = 0; ///< payload of the collective (bytes per worker before the algorithm)
 };
 
 /// A gradient group: consecutive tensors (in gradient-ready order) communicated as one collective.
 struct GradientGroup {
-  std::vector<int> tensors;  ///< indices into the model's flattened tensor list (registration order)
+  std::vector<int> tensors; ///< indices into the model's flattened tensor list (registration order)
   std::int64_t elements = 0;
   double bytes = 0;
   int ready_layer = -1;      ///< the layer whose backward completes the group (the lowest layer index in it)

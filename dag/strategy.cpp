@@ -12,13 +12,15 @@ std::vector<TensorRef> flatten_tensors(const Model& model) {
   std::vector<TensorRef> out;
   out.reserve(model.tensor_count());
   for (std::size_t l = 0; l < model.layers.size(); ++l)
-    for (const auto& p : model.layers[l].params) out.push_back({static_cast<int>(l), p.numel});
+    for (const auto& p : model.layers[l].params)
+      out.push_back({static_cast<int>(l), p.numel});
   return out;
 }
 
 std::vector<int> gradient_ready_order(const Model& model) {
   std::vector<int> order(model.tensor_count());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(order.size() - 1 - i);
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int>(order.size() - 1 - i);
   return order;
 }
 
@@ -59,7 +61,8 @@ std::span<const StrategyInfo> strategies() {
 
 const StrategyInfo* find_strategy(std::string_view name) {
   for (const auto& s : strategies())
-    if (s.name == name) return &s;
+    if (s.name == name)
+      return &s;
   return nullptr;
 }
 
@@ -76,16 +79,19 @@ double communication_finish_time(const std::vector<GradientGroup>& groups, const
 IterationGraph build_iteration(const Model& model, const WorkerCosts& costs, const std::vector<GradientGroup>& groups,
                                bool communicate) {
   const std::size_t layers = model.layers.size();
-  if (layers == 0) throw std::logic_error("build_iteration: the model has no layers");
+  if (layers == 0)
+    throw std::logic_error("build_iteration: the model has no layers");
   if (costs.fwd_s.size() != layers || costs.bwd_s.size() != layers)
     throw std::logic_error("build_iteration: costs do not match the model's layers");
 
   IterationGraph g;
-  const auto load = g.add({.kind = TaskKind::data_load, .resource = Resource::host_cpu, .duration_s = costs.data_load_s});
+  const auto load =
+      g.add({.kind = TaskKind::data_load, .resource = Resource::host_cpu, .duration_s = costs.data_load_s});
   const auto h2d = g.add({.kind = TaskKind::h2d, .resource = Resource::gpu_compute, .duration_s = costs.h2d_s});
   // With prefetching, this iteration's batch was loaded during the previous one: the loader runs beside the
   // iteration and bounds it from below; without, the copy waits for the load.
-  if (!costs.prefetch) g.depend(load, h2d);
+  if (!costs.prefetch)
+    g.depend(load, h2d);
 
   // Forward in model order on the GPU stream; the model's order is topological (checked when it is loaded).
   std::vector<IterationGraph::Id> fwd(layers), bwd(layers);
@@ -104,10 +110,12 @@ IterationGraph build_iteration(const Model& model, const WorkerCosts& costs, con
                     .duration_s = costs.bwd_s[l]});
     g.depend(l + 1 == layers ? fwd[layers - 1] : bwd[l + 1], bwd[l]);
   }
-  const auto update = g.add({.kind = TaskKind::update, .resource = Resource::gpu_compute, .duration_s = costs.update_s});
+  const auto update =
+      g.add({.kind = TaskKind::update, .resource = Resource::gpu_compute, .duration_s = costs.update_s});
   g.depend(bwd[0], update);
 
-  if (!communicate) return g;
+  if (!communicate)
+    return g;
   IterationGraph::Id previous = 0;
   bool have_previous = false;
   for (std::size_t i = 0; i < groups.size(); ++i) {
@@ -127,11 +135,13 @@ IterationGraph build_iteration(const Model& model, const WorkerCosts& costs, con
                              .collective = Collective::allreduce,
                              .bytes = group.bytes});
     g.depend(ready, comm);
-    if (have_previous) g.depend(previous, comm); // groups are launched in plan order
+    if (have_previous)
+      g.depend(previous, comm); // groups are launched in plan order
     previous = comm;
     have_previous = true;
   }
-  if (have_previous) g.depend(previous, update);
+  if (have_previous)
+    g.depend(previous, update);
   return g;
 }
 

@@ -17,12 +17,12 @@ namespace ddlsim::dag {
 
 /// Task costs of one worker, computed by the simulator from calibration, measurements or the roofline.
 struct WorkerCosts {
-  double data_load_s = 0;  ///< loading + preprocessing one batch on the host
-  bool prefetch = true;    ///< the loader prepares the next batch during this iteration (DataLoader workers)
-  double h2d_s = 0;        ///< host-to-device copy of one batch
+  double data_load_s = 0;    ///< loading + preprocessing one batch on the host
+  bool prefetch = true;      ///< the loader prepares the next batch during this iteration (DataLoader workers)
+  double h2d_s = 0;          ///< host-to-device copy of one batch
   std::vector<double> fwd_s; ///< per layer
   std::vector<double> bwd_s; ///< per layer
-  double update_s = 0;     ///< optimizer step
+  double update_s = 0;       ///< optimizer step
 };
 
 /// A parameter tensor in the model's flattened registration order.
@@ -37,10 +37,10 @@ using CommCost = std::function<double(double bytes)>;
 
 struct StrategyOptions {
   std::string kind = "wfbp";
-  double first_bucket_bytes = 1048576.0;    ///< PyTorch dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
-  double bucket_cap_bytes = 26214400.0;     ///< PyTorch DDP bucket_cap_mb = 25 (MiB)
+  double first_bucket_bytes = 1048576.0;       ///< PyTorch dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
+  double bucket_cap_bytes = 26214400.0;        ///< PyTorch DDP bucket_cap_mb = 25 (MiB)
   double fusion_threshold_bytes = 134217728.0; ///< Horovod >= 0.21 HOROVOD_FUSION_THRESHOLD = 128 MiB
-  double cycle_time_s = 1e-3;               ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
+  double cycle_time_s = 1e-3;                  ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
 };
 
 struct StrategyInput {

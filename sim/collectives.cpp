@@ -16,8 +16,12 @@ struct Hop {
   double alpha_s;
   double bandwidth;
 };
-Hop intra_hop(const Network& n) { return {2 * n.intra.latency_s, n.intra.bandwidth}; }
-Hop inter_hop(const Network& n) { return {2 * n.inter.latency_s, n.inter.bandwidth}; }
+Hop intra_hop(const Network& n) {
+  return {2 * n.intra.latency_s, n.intra.bandwidth};
+}
+Hop inter_hop(const Network& n) {
+  return {2 * n.inter.latency_s, n.inter.bandwidth};
+}
 
 // Ring (Patarasuk & Yuan): reduce-scatter then allgather, 2(p-1) steps of n/p bytes. Ranks are node-major, so
 // one ring edge leaves each node per direction and no NIC is shared; every step lasts as long as its slowest
@@ -27,11 +31,14 @@ public:
   explicit Ring(const Network& n) : net_(n) {}
   CollectiveCost cost(double bytes) const override {
     const int p = net_.workers();
-    if (p <= 1) return {};
+    if (p <= 1)
+      return {};
     const double chunk = bytes / p;
     double step = 0;
-    if (net_.gpus_per_node > 1) step = std::max(step, intra_hop(net_).alpha_s + chunk / intra_hop(net_).bandwidth);
-    if (net_.nodes > 1) step = std::max(step, inter_hop(net_).alpha_s + chunk / inter_hop(net_).bandwidth);
+    if (net_.gpus_per_node > 1)
+      step = std::max(step, intra_hop(net_).alpha_s + chunk / intra_hop(net_).bandwidth);
+    if (net_.nodes > 1)
+      step = std::max(step, inter_hop(net_).alpha_s + chunk / inter_hop(net_).bandwidth);
     return {2.0 * (p - 1) * step, 2.0 * (p - 1) * chunk};
   }
 
@@ -47,7 +54,8 @@ class HalvingDoubling final : public AllreduceModel {
 public:
   explicit HalvingDoubling(const Network& n) : net_(n) {
     const int p = n.workers();
-    if (p <= 1) return;
+    if (p <= 1)
+      return;
     core_ = static_cast<int>(std::bit_floor(static_cast<unsigned>(p)));
     extra_ = p - core_;
     auto real = [&](int v) { return v < extra_ ? 2 * v + 1 : v + extra_; };
@@ -55,14 +63,17 @@ public:
     for (int d = core_ / 2; d >= 1; d /= 2) {
       std::vector<int> crossing(static_cast<std::size_t>(n.nodes), 0);
       for (int v = 0; v < core_; ++v)
-        if (node(real(v)) != node(real(v ^ d))) ++crossing[static_cast<std::size_t>(node(real(v)))];
+        if (node(real(v)) != node(real(v ^ d)))
+          ++crossing[static_cast<std::size_t>(node(real(v)))];
       steps_.push_back(*std::max_element(crossing.begin(), crossing.end()));
     }
     for (int i = 0; i < extra_; ++i)
-      if (node(2 * i) != node(2 * i + 1)) pair_crosses_ = true;
+      if (node(2 * i) != node(2 * i + 1))
+        pair_crosses_ = true;
   }
   CollectiveCost cost(double bytes) const override {
-    if (core_ == 0) return {};
+    if (core_ == 0)
+      return {};
     CollectiveCost c;
     double share = bytes;
     for (int sharers : steps_) {
@@ -96,7 +107,8 @@ class DoubleBinaryTree final : public AllreduceModel {
 public:
   explicit DoubleBinaryTree(const Network& n) : net_(n) {}
   CollectiveCost cost(double bytes) const override {
-    if (net_.workers() <= 1) return {};
+    if (net_.workers() <= 1)
+      return {};
     const double depth = net_.nodes > 1 ? std::ceil(std::log2(static_cast<double>(net_.nodes))) : 0;
     double latency = 2 * (net_.gpus_per_node - 1) * intra_hop(net_).alpha_s;
     double bandwidth = net_.gpus_per_node > 1 ? intra_hop(net_).bandwidth : inter_hop(net_).bandwidth;
@@ -119,7 +131,8 @@ public:
   explicit Hierarchical(const Network& n) : net_(n) {}
   CollectiveCost cost(double bytes) const override {
     const int g = net_.gpus_per_node, nodes = net_.nodes;
-    if (g * nodes <= 1) return {};
+    if (g * nodes <= 1)
+      return {};
     CollectiveCost c;
     if (g > 1) {
       const Hop h = intra_hop(net_);
@@ -143,7 +156,8 @@ class Measured final : public AllreduceModel {
 public:
   Measured(const Network& n, AlphaBeta fit) : ring_(n), fit_(fit), workers_(n.workers()) {}
   CollectiveCost cost(double bytes) const override {
-    if (workers_ <= 1) return {};
+    if (workers_ <= 1)
+      return {};
     return {fit_.alpha_s + fit_.beta_s_per_byte * bytes, ring_.cost(bytes).bytes_sent};
   }
 
@@ -153,24 +167,28 @@ private:
   int workers_;
 };
 
-template <class Model> std::unique_ptr<AllreduceModel> make(const Network& n) { return std::make_unique<Model>(n); }
+template <class Model> std::unique_ptr<AllreduceModel> make(const Network& n) {
+  return std::make_unique<Model>(n);
+}
 
 constexpr std::array<AllreduceAlgorithm, 4> kAlgorithms{{
     {"halving-doubling", "recursive halving reduce-scatter + recursive doubling allgather (Rabenseifner)",
      &make<HalvingDoubling>},
-    {"hierarchical", "intra-node reduce-scatter, inter-node ring allreduce, intra-node allgather",
-     &make<Hierarchical>},
+    {"hierarchical", "intra-node reduce-scatter, inter-node ring allreduce, intra-node allgather", &make<Hierarchical>},
     {"ring", "ring reduce-scatter + allgather, 2(p-1) steps (bandwidth-optimal)", &make<Ring>},
     {"tree", "double binary tree across nodes, chain inside a node, pipelined (NCCL)", &make<DoubleBinaryTree>},
 }};
 
 } // namespace
 
-std::span<const AllreduceAlgorithm> allreduce_algorithms() { return kAlgorithms; }
+std::span<const AllreduceAlgorithm> allreduce_algorithms() {
+  return kAlgorithms;
+}
 
 const AllreduceAlgorithm* find_allreduce_algorithm(std::string_view name) {
   for (const auto& a : kAlgorithms)
-    if (a.name == name) return &a;
+    if (a.name == name)
+      return &a;
   return nullptr;
 }
 

@@ -10,15 +10,18 @@ namespace ddlsim::sim {
 namespace {
 
 double input_activation_bytes(const dag::Model& m, std::size_t l) {
-  if (m.layers[l].inputs.empty()) return l == 0 ? m.input_bytes_per_sample : m.layers[l - 1].activation_bytes;
+  if (m.layers[l].inputs.empty())
+    return l == 0 ? m.input_bytes_per_sample : m.layers[l - 1].activation_bytes;
   double sum = 0;
-  for (int i : m.layers[l].inputs) sum += m.layers[static_cast<std::size_t>(i)].activation_bytes;
+  for (int i : m.layers[l].inputs)
+    sum += m.layers[static_cast<std::size_t>(i)].activation_bytes;
   return sum;
 }
 
 double layer_param_bytes(const dag::Layer& layer) {
   double n = 0;
-  for (const auto& p : layer.params) n += static_cast<double>(p.numel);
+  for (const auto& p : layer.params)
+    n += static_cast<double>(p.numel);
   return 4.0 * n;
 }
 
@@ -43,7 +46,8 @@ ComputeCosts compute_costs(const Scenario& s) {
     const double scale = batch / c->batch_per_gpu; // kernel time grows linearly with batch (large-batch regime)
     for (std::size_t l = 0; l < layers; ++l) {
       const auto it = c->layers.find(m.layers[l].name);
-      if (it == c->layers.end()) continue;
+      if (it == c->layers.end())
+        continue;
       calibrated[l] = true;
       w.fwd_s[l] = it->second.forward_s * scale;
       w.bwd_s[l] = it->second.backward_s * scale;
@@ -70,7 +74,8 @@ ComputeCosts compute_costs(const Scenario& s) {
                                    format_time(calibrated_s)));
     const double per_flop = flops > 0 ? left / flops : 0;
     for (std::size_t l = 0; l < layers; ++l) {
-      if (calibrated[l]) continue;
+      if (calibrated[l])
+        continue;
       w.fwd_s[l] = per_flop * batch * m.layers[l].fwd_flops;
       w.bwd_s[l] = 2 * w.fwd_s[l];
     }
@@ -85,7 +90,8 @@ ComputeCosts compute_costs(const Scenario& s) {
   const double bandwidth = s.gpu.memory_bandwidth * s.gpu.efficiency;
   bool used_roofline = false;
   for (std::size_t l = 0; l < layers; ++l) {
-    if (calibrated[l]) continue;
+    if (calibrated[l])
+      continue;
     used_roofline = true;
     const auto& layer = m.layers[l];
     const double bytes = batch * (input_activation_bytes(m, l) + layer.activation_bytes) + layer_param_bytes(layer);
@@ -101,7 +107,8 @@ double peak_memory_bytes(const Scenario& s, double largest_group_bytes) {
   const auto& m = s.model;
   const double states = 3.0 * 4.0 * static_cast<double>(m.param_count());
   double activations = 0;
-  for (const auto& l : m.layers) activations += l.activation_bytes;
+  for (const auto& l : m.layers)
+    activations += l.activation_bytes;
   return states + s.batch_per_gpu * (activations + m.input_bytes_per_sample) + largest_group_bytes;
 }
 

@@ -20,7 +20,8 @@ std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (std::size_t v = 0; v < n; ++v) {
     missing[v] = boost::in_degree(v, g.graph());
-    if (missing[v] == 0) ready.emplace(0.0, v);
+    if (missing[v] == 0)
+      ready.emplace(0.0, v);
   }
   std::size_t done = 0;
   while (!ready.empty()) {
@@ -37,10 +38,12 @@ std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
     ++done;
     for (auto [it, end] = boost::adjacent_vertices(v, g.graph()); it != end; ++it) {
       ready_at[*it] = std::max(ready_at[*it], timing[v].end_s);
-      if (--missing[*it] == 0) ready.emplace(ready_at[*it], *it);
+      if (--missing[*it] == 0)
+        ready.emplace(ready_at[*it], *it);
     }
   }
-  if (done != n) (void)g.topological_order(); // throws, naming a task on the cycle
+  if (done != n)
+    (void)g.topological_order(); // throws, naming a task on the cycle
   return timing;
 }
 
@@ -55,16 +58,19 @@ Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTimin
   for (std::size_t v = 0; v < g.size(); ++v) {
     const auto kind = g.task(v).kind;
     int cls = -1;
-    if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward || kind == dag::TaskKind::update) cls = 0;
-    if (kind == dag::TaskKind::compression) cls = 1;
-    if (kind == dag::TaskKind::communication) cls = 2;
-    if (cls < 0 || timing[v].end_s <= timing[v].start_s) continue;
+    if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward || kind == dag::TaskKind::update)
+      cls = 0;
+    if (kind == dag::TaskKind::compression)
+      cls = 1;
+    if (kind == dag::TaskKind::communication)
+      cls = 2;
+    if (cls < 0 || timing[v].end_s <= timing[v].start_s)
+      continue;
     edges.push_back({timing[v].start_s, +1, cls});
     edges.push_back({timing[v].end_s, -1, cls});
   }
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
-    return a.t != b.t ? a.t < b.t : a.delta < b.delta;
-  });
+  std::sort(edges.begin(), edges.end(),
+            [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
   Breakdown b;
   std::array<int, 3> active{};
   double last = 0;
@@ -89,7 +95,8 @@ namespace {
 
 double makespan_of(const std::vector<TaskTiming>& timing) {
   double m = 0;
-  for (const auto& t : timing) m = std::max(m, t.end_s);
+  for (const auto& t : timing)
+    m = std::max(m, t.end_s);
   return m;
 }
 
@@ -113,7 +120,8 @@ RunResult run_analytic(const Scenario& s) {
   r.graph = dag::build_iteration(s.model, costs.worker, r.groups, communicate);
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     auto& task = r.graph.task(v);
-    if (task.collective != dag::Collective::allreduce) continue;
+    if (task.collective != dag::Collective::allreduce)
+      continue;
     const auto c = comm_model->cost(task.bytes);
     task.duration_s = c.time_s;
     r.communication_bytes_per_worker += c.bytes_sent;
@@ -129,7 +137,8 @@ RunResult run_analytic(const Scenario& s) {
   r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
   r.breakdown = breakdown_of(r.graph, r.timing, r.iteration_time_s);
   double largest = 0;
-  for (const auto& g : r.groups) largest = std::max(largest, g.bytes);
+  for (const auto& g : r.groups)
+    largest = std::max(largest, g.bytes);
   r.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
   r.sim.events = r.graph.size() + alone.size();
   r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -139,7 +148,8 @@ RunResult run_analytic(const Scenario& s) {
 } // namespace
 
 RunResult run_scenario(const Scenario& s) {
-  if (s.engine == "analytic") return run_analytic(s);
+  if (s.engine == "analytic")
+    return run_analytic(s);
   throw InputError(s.file, "/engine",
                    fmt::format("engine '{}' is not available in this build; use \"analytic\"", s.engine));
 }

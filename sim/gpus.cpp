@@ -31,11 +31,14 @@ constexpr std::array<GpuPreset, 11> kPresets{{
 }};
 } // namespace
 
-std::span<const GpuPreset> gpu_presets() { return kPresets; }
+std::span<const GpuPreset> gpu_presets() {
+  return kPresets;
+}
 
 const GpuPreset* find_gpu_preset(std::string_view name) {
   for (const auto& p : kPresets)
-    if (p.name == name) return &p;
+    if (p.name == name)
+      return &p;
   return nullptr;
 }
 

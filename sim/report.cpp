@@ -19,17 +19,23 @@ std::string tensor_name(const Scenario& s, int index) {
   int k = 0;
   for (const auto& l : s.model.layers)
     for (const auto& p : l.params)
-      if (k++ == index) return p.name;
+      if (k++ == index)
+        return p.name;
   return {};
 }
 
 std::string task_label(const Scenario& s, const dag::Task& t) {
   switch (t.kind) {
-  case dag::TaskKind::forward: return "fwd " + layer_name(s, t.layer);
-  case dag::TaskKind::backward: return "bwd " + layer_name(s, t.layer);
-  case dag::TaskKind::communication: return fmt::format("allreduce #{} ({})", t.group, format_bytes(t.bytes));
-  case dag::TaskKind::delay: return fmt::format("fusion wait #{}", t.group);
-  default: return std::string(dag::task_kind_name(t.kind));
+  case dag::TaskKind::forward:
+    return "fwd " + layer_name(s, t.layer);
+  case dag::TaskKind::backward:
+    return "bwd " + layer_name(s, t.layer);
+  case dag::TaskKind::communication:
+    return fmt::format("allreduce #{} ({})", t.group, format_bytes(t.bytes));
+  case dag::TaskKind::delay:
+    return fmt::format("fusion wait #{}", t.group);
+  default:
+    return std::string(dag::task_kind_name(t.kind));
   }
 }
 
@@ -91,19 +97,22 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", "worker 0"}}}});
   std::array<bool, dag::kResourceCount> used{};
   for (std::size_t v = 0; v < r.graph.size(); ++v)
-    if (r.timing[v].end_s > r.timing[v].start_s) used[static_cast<std::size_t>(r.graph.task(v).resource)] = true;
+    if (r.timing[v].end_s > r.timing[v].start_s)
+      used[static_cast<std::size_t>(r.graph.task(v).resource)] = true;
   for (int res = 0; res < dag::kResourceCount; ++res)
     if (used[static_cast<std::size_t>(res)])
       events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", res},
-                        {"args", {{"name", res == static_cast<int>(dag::Resource::none)
-                                               ? std::string("waits")
-                                               : std::string(dag::resource_name(static_cast<dag::Resource>(res)))}}}});
+                        {"ph", "M"},
+                        {"pid", 0},
+                        {"tid", res},
+                        {"args",
+                         {{"name", res == static_cast<int>(dag::Resource::none)
+                                       ? std::string("waits")
+                                       : std::string(dag::resource_name(static_cast<dag::Resource>(res)))}}}});
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
-    if (r.timing[v].end_s <= r.timing[v].start_s) continue;
+    if (r.timing[v].end_s <= r.timing[v].start_s)
+      continue;
     OrderedJson e;
     e["name"] = task_label(s, t);
     e["cat"] = dag::task_kind_name(t.kind);
@@ -112,7 +121,8 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
     e["dur"] = (r.timing[v].end_s - r.timing[v].start_s) * 1e6;
     e["pid"] = 0;
     e["tid"] = static_cast<int>(t.resource);
-    if (t.bytes > 0) e["args"] = {{"bytes", t.bytes}};
+    if (t.bytes > 0)
+      e["args"] = {{"bytes", t.bytes}};
     events.push_back(std::move(e));
   }
   OrderedJson j;
@@ -144,7 +154,8 @@ void write_reports(const std::string& dir, const Scenario& s, const RunResult& r
   const std::string timeline = trace ? timeline_json(s, r).dump() + "\n" : std::string();
   const std::filesystem::path d(dir);
   write_file_atomic((d / "tasks.csv").string(), tasks);
-  if (trace) write_file_atomic((d / "timeline.json").string(), timeline);
+  if (trace)
+    write_file_atomic((d / "timeline.json").string(), timeline);
   write_file_atomic((d / "summary.json").string(), summary);
 }
 

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 
 namespace ddlsim::sim {
 namespace {
@@ -20,14 +21,16 @@ const std::vector<std::string> kEngines{"analytic", "flow"};
 std::string resolve_relative(const std::string& scenario_file, const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path p(path);
-  if (p.is_absolute() || scenario_file.empty()) return path;
+  if (p.is_absolute() || scenario_file.empty())
+    return path;
   return (fs::path(scenario_file).parent_path() / p).lexically_normal().string();
 }
 
 double flops_value(const Json& v, const std::string& file, const std::string& pointer) {
   if (v.is_number()) {
     const double x = v.get<double>();
-    if (!(x >= 0)) throw InputError(file, pointer, fmt::format("{} must be at least 0", x));
+    if (!(x >= 0))
+      throw InputError(file, pointer, fmt::format("{} must be at least 0", x));
     return x;
   }
   return parse_quantity_at(v, Dimension::flops, file, pointer);
@@ -35,13 +38,15 @@ double flops_value(const Json& v, const std::string& file, const std::string& po
 
 std::vector<std::string> names_of_strategies() {
   std::vector<std::string> out;
-  for (const auto& s : dag::strategies()) out.emplace_back(s.name);
+  for (const auto& s : dag::strategies())
+    out.emplace_back(s.name);
   return out;
 }
 
 std::vector<std::string> names_of_algorithms() {
   std::vector<std::string> out;
-  for (const auto& a : allreduce_algorithms()) out.emplace_back(a.name);
+  for (const auto& a : allreduce_algorithms())
+    out.emplace_back(a.name);
   return out;
 }
 
@@ -75,9 +80,14 @@ void parse_model(ObjectReader r, Scenario& s) {
       spec.heads = static_cast<int>(t.integer("heads", 1, 1 << 14));
       spec.sequence = static_cast<int>(t.integer("sequence", 1, 1 << 24));
       spec.vocabulary = static_cast<int>(t.integer("vocabulary", 1, 1 << 24));
-      if (spec.hidden % spec.heads != 0) t.fail("heads", "hidden must be divisible by heads");
+      if (spec.hidden % spec.heads != 0)
+        t.fail("heads", "hidden must be divisible by heads");
       t.finish();
-      s.model = dag::build_transformer_lm(spec);
+      try {
+        s.model = dag::build_transformer_lm(spec);
+      } catch (const std::invalid_argument& e) {
+        r.fail("transformer", e.what());
+      }
     } else {
       auto model = dag::build_zoo_model(zoo);
       if (!model)
@@ -120,8 +130,10 @@ Calibration parse_calibration(const Json& doc, const std::string& file, const st
 
 void parse_gpu(ObjectReader r, Scenario& s) {
   std::vector<std::string> preset_names;
-  for (const auto& p : gpu_presets()) preset_names.emplace_back(p.name);
-  if (auto name = r.optional_choice("preset", preset_names)) s.gpu.preset = *find_gpu_preset(*name);
+  for (const auto& p : gpu_presets())
+    preset_names.emplace_back(p.name);
+  if (auto name = r.optional_choice("preset", preset_names))
+    s.gpu.preset = *find_gpu_preset(*name);
   if (s.gpu.preset) {
     const auto& p = *s.gpu.preset;
     s.gpu.peak_flops = s.gradient_dtype == DType::fp32   ? p.fp32_flops
@@ -154,13 +166,11 @@ void parse_gpu(ObjectReader r, Scenario& s) {
       const bool known = std::any_of(s.model.layers.begin(), s.model.layers.end(),
                                      [&](const dag::Layer& l) { return l.name == name; });
       if (!known)
-        r.fail("calibration",
-               fmt::format("calibrated layer '{}' is not a layer of model '{}'", name, s.model.name));
+        r.fail("calibration", fmt::format("calibrated layer '{}' is not a layer of model '{}'", name, s.model.name));
     }
   }
   // Every layer must be costed by one of the three sources (DESIGN.md, "Where the numbers come from").
-  const bool calibrated_all =
-      s.gpu.calibration && s.gpu.calibration->layers.size() == s.model.layers.size();
+  const bool calibrated_all = s.gpu.calibration && s.gpu.calibration->layers.size() == s.model.layers.size();
   if (!calibrated_all && !s.gpu.single_gpu_iteration_s && s.gpu.peak_flops == 0)
     r.fail_here("cannot cost compute: give \"preset\" (or \"peak_flops\"), \"single_gpu_iteration\" or a "
                 "\"calibration\" that covers every layer");
@@ -214,8 +224,8 @@ void parse_collectives(ObjectReader r, Scenario& s) {
     } else {
       ObjectReader ar(*a, r.file(), path);
       if (ar.has("alpha") || ar.has("beta")) {
-        s.allreduce.measured = AlphaBeta{ar.quantity("alpha", Dimension::time),
-                                         ar.quantity("beta", Dimension::inverse_bandwidth)};
+        s.allreduce.measured =
+            AlphaBeta{ar.quantity("alpha", Dimension::time), ar.quantity("beta", Dimension::inverse_bandwidth)};
       } else {
         s.allreduce.algorithm = ar.string("algorithm");
       }
@@ -239,7 +249,8 @@ void parse_strategy(ObjectReader r, Scenario& s) {
     if (r.has(key) && kind != o.kind)
       r.fail(key, fmt::format("applies to strategy kind '{}', not '{}'", kind, o.kind));
   if (o.kind == "ddp") {
-    o.first_bucket_bytes = r.optional_quantity("first_bucket", Dimension::bytes, 0, true).value_or(o.first_bucket_bytes);
+    o.first_bucket_bytes =
+        r.optional_quantity("first_bucket", Dimension::bytes, 0, true).value_or(o.first_bucket_bytes);
     o.bucket_cap_bytes = r.optional_quantity("bucket_cap", Dimension::bytes, 0, true).value_or(o.bucket_cap_bytes);
   } else if (o.kind == "fusion") {
     o.fusion_threshold_bytes = r.optional_quantity("threshold", Dimension::bytes).value_or(o.fusion_threshold_bytes);
@@ -258,7 +269,8 @@ void parse_data(ObjectReader r, Scenario& s) {
 
 void check_axis_values(const Json& doc_without_sweep, const std::string& key, const Json& values,
                        const std::string& file, const std::string& pointer) {
-  if (!values.is_array() || values.empty()) throw InputError(file, pointer, "expected a non-empty array of values");
+  if (!values.is_array() || values.empty())
+    throw InputError(file, pointer, "expected a non-empty array of values");
   for (std::size_t i = 0; i < values.size(); ++i) {
     Json point = doc_without_sweep;
     const std::string at = json_pointer_append(pointer, i);
@@ -266,7 +278,9 @@ void check_axis_values(const Json& doc_without_sweep, const std::string& key, co
       apply_override(point, key, values[i], file);
       (void)parse_scenario(point, file);
     } catch (const InputError& e) {
-      throw InputError(file, at, fmt::format("{} = {}: {}{}", key, values[i].dump(), e.pointer().empty() ? "" : e.pointer() + ": ", e.detail()));
+      throw InputError(file, at,
+                       fmt::format("{} = {}: {}{}", key, values[i].dump(),
+                                   e.pointer().empty() ? "" : e.pointer() + ": ", e.detail()));
     }
   }
 }
@@ -278,14 +292,16 @@ std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std
   std::vector<SweepAxis> axes;
   std::set<std::string> seen;
   auto add_axis = [&](const std::string& key, const Json& values, const std::string& pointer, int group) {
-    if (!seen.insert(key).second) throw InputError(file, pointer, fmt::format("'{}' is swept twice", key));
+    if (!seen.insert(key).second)
+      throw InputError(file, pointer, fmt::format("'{}' is swept twice", key));
     check_axis_values(base, key, values, file, pointer);
     axes.push_back({key, values.get<std::vector<Json>>(), group});
   };
   for (const auto& [key, values] : sweep.items()) {
     if (key == "zip") {
       const Json& zip = *r.optional("zip");
-      if (!zip.is_array()) r.fail("zip", "expected an array of objects of equal-length arrays");
+      if (!zip.is_array())
+        r.fail("zip", "expected an array of objects of equal-length arrays");
       for (std::size_t g = 0; g < zip.size(); ++g) {
         const std::string gp = json_pointer_append(r.path("zip"), g);
         ObjectReader zr(zip[g], file, gp);
@@ -294,7 +310,8 @@ std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std
           zr.optional(zkey);
           const std::string zp = json_pointer_append(gp, zkey);
           if (zvalues.is_array() && length != 0 && zvalues.size() != length)
-            throw InputError(file, zp, fmt::format("zipped axes must have equal lengths ({} vs {})", zvalues.size(), length));
+            throw InputError(file, zp,
+                             fmt::format("zipped axes must have equal lengths ({} vs {})", zvalues.size(), length));
           add_axis(zkey, zvalues, zp, static_cast<int>(g));
           length = zvalues.size();
         }
@@ -309,23 +326,29 @@ std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std
 
 } // namespace
 
-double dtype_bytes(DType d) { return d == DType::fp32 ? 4.0 : 2.0; }
+double dtype_bytes(DType d) {
+  return d == DType::fp32 ? 4.0 : 2.0;
+}
 
 void apply_override(Json& doc, const std::string& dotted_key, const Json& value, const std::string& origin) {
-  if (dotted_key.empty()) throw InputError(origin, "", "empty key in override");
+  if (dotted_key.empty())
+    throw InputError(origin, "", "empty key in override");
   Json* node = &doc;
   std::string pointer;
   std::size_t start = 0;
   while (true) {
     const auto dot = dotted_key.find('.', start);
     const std::string part = dotted_key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (part.empty()) throw InputError(origin, "", fmt::format("malformed key '{}' in override", dotted_key));
+    if (part.empty())
+      throw InputError(origin, "", fmt::format("malformed key '{}' in override", dotted_key));
     if (!node->is_object())
       throw InputError(origin, pointer, fmt::format("cannot set '{}': {} is not an object", dotted_key, pointer));
     pointer = json_pointer_append(pointer, part);
     node = &(*node)[part];
-    if (dot == std::string::npos) break;
-    if (node->is_null()) *node = Json::object();
+    if (dot == std::string::npos)
+      break;
+    if (node->is_null())
+      *node = Json::object();
     start = dot + 1;
   }
   *node = value;
@@ -338,12 +361,14 @@ void apply_override(Json& doc, const std::string& assignment, const std::string&
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) value = text; // not JSON: a plain string, e.g. strategy.kind=mg-wfbp
+  if (value.is_discarded())
+    value = text; // not JSON: a plain string, e.g. strategy.kind=mg-wfbp
   apply_override(doc, key, value, origin);
 }
 
 dag::Model parse_layers(const Json& layers, const std::string& file, const std::string& pointer) {
-  if (!layers.is_array() || layers.empty()) throw InputError(file, pointer, "expected a non-empty array of layers");
+  if (!layers.is_array() || layers.empty())
+    throw InputError(file, pointer, "expected a non-empty array of layers");
   dag::Model model;
   std::map<std::string, int> index;
   std::vector<std::vector<std::string>> input_names(layers.size());
@@ -353,7 +378,8 @@ dag::Model parse_layers(const Json& layers, const std::string& file, const std::
     ObjectReader r(layers[i], file, lp);
     dag::Layer layer;
     layer.name = r.string("name");
-    if (layer.name.empty()) r.fail("name", "must not be empty");
+    if (layer.name.empty())
+      r.fail("name", "must not be empty");
     if (!index.emplace(layer.name, static_cast<int>(i)).second)
       r.fail("name", fmt::format("duplicate layer name '{}'", layer.name));
     layer.kind = r.optional_string("kind").value_or("custom");
@@ -361,15 +387,18 @@ dag::Model parse_layers(const Json& layers, const std::string& file, const std::
       const std::string pp = r.path("params");
       if (p->is_number_integer()) {
         const auto n = p->get<std::int64_t>();
-        if (n < 0) throw InputError(file, pp, fmt::format("{} must be at least 0", n));
-        if (n > 0) layer.params.push_back({layer.name + ".weight", {n}, n});
+        if (n < 0)
+          throw InputError(file, pp, fmt::format("{} must be at least 0", n));
+        if (n > 0)
+          layer.params.push_back({layer.name + ".weight", {n}, n});
       } else if (p->is_array()) {
         for (std::size_t k = 0; k < p->size(); ++k) {
           ObjectReader tr((*p)[k], file, json_pointer_append(pp, k));
           dag::ParamTensor t;
           t.name = tr.string("name");
           const Json& shape = tr.required("shape");
-          if (!shape.is_array() || shape.empty()) tr.fail("shape", "expected a non-empty array of positive integers");
+          if (!shape.is_array() || shape.empty())
+            tr.fail("shape", "expected a non-empty array of positive integers");
           t.numel = 1;
           for (std::size_t d = 0; d < shape.size(); ++d) {
             if (!shape[d].is_number_integer() || shape[d].get<std::int64_t>() <= 0)
@@ -381,8 +410,8 @@ dag::Model parse_layers(const Json& layers, const std::string& file, const std::
           layer.params.push_back(std::move(t));
         }
       } else {
-        throw InputError(file, pp, "expected a parameter count or an array of {name, shape} tensors, got " +
-                                       json_type_phrase(*p));
+        throw InputError(
+            file, pp, "expected a parameter count or an array of {name, shape} tensors, got " + json_type_phrase(*p));
       }
     }
     layer.fwd_flops = flops_value(r.required("fwd_flops"), file, r.path("fwd_flops"));
@@ -392,7 +421,8 @@ dag::Model parse_layers(const Json& layers, const std::string& file, const std::
       layer.bwd_flops = 2 * layer.fwd_flops; // input and weight gradients (DESIGN.md)
     layer.activation_bytes = r.optional_quantity("activation_bytes", Dimension::bytes).value_or(0);
     if (const Json* in = r.optional("inputs")) {
-      if (!in->is_array()) r.fail("inputs", "expected an array of layer names");
+      if (!in->is_array())
+        r.fail("inputs", "expected an array of layer names");
       explicit_inputs[i] = true;
       for (std::size_t k = 0; k < in->size(); ++k) {
         if (!(*in)[k].is_string())
@@ -410,39 +440,48 @@ dag::Model parse_layers(const Json& layers, const std::string& file, const std::
     for (std::size_t k = 0; k < input_names[i].size(); ++k) {
       const auto it = index.find(input_names[i][k]);
       const std::string ip = json_pointer_append(json_pointer_append(json_pointer_append(pointer, i), "inputs"), k);
-      if (it == index.end()) throw InputError(file, ip, fmt::format("no layer named '{}'", input_names[i][k]));
-      if (it->second == static_cast<int>(i)) throw InputError(file, ip, "a layer cannot be its own input");
+      if (it == index.end())
+        throw InputError(file, ip, fmt::format("no layer named '{}'", input_names[i][k]));
+      if (it->second == static_cast<int>(i))
+        throw InputError(file, ip, "a layer cannot be its own input");
       boost::add_edge(static_cast<std::size_t>(it->second), i, g);
     }
-    if (!explicit_inputs[i] && i > 0) boost::add_edge(i - 1, i, g);
+    if (!explicit_inputs[i] && i > 0)
+      boost::add_edge(i - 1, i, g);
   }
   // Kahn's algorithm, smallest index first, so acyclic input keeps its order.
   std::vector<std::size_t> indegree(layers.size());
-  for (std::size_t i = 0; i < layers.size(); ++i) indegree[i] = boost::in_degree(i, g);
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    indegree[i] = boost::in_degree(i, g);
   std::set<std::size_t> ready;
   for (std::size_t i = 0; i < layers.size(); ++i)
-    if (indegree[i] == 0) ready.insert(i);
+    if (indegree[i] == 0)
+      ready.insert(i);
   std::vector<std::size_t> order;
   while (!ready.empty()) {
     const std::size_t v = *ready.begin();
     ready.erase(ready.begin());
     order.push_back(v);
     for (auto [it, end] = boost::adjacent_vertices(v, g); it != end; ++it)
-      if (--indegree[*it] == 0) ready.insert(*it);
+      if (--indegree[*it] == 0)
+        ready.insert(*it);
   }
   if (order.size() != layers.size()) {
     std::vector<std::string> cyclic;
     for (std::size_t i = 0; i < layers.size(); ++i)
-      if (indegree[i] > 0) cyclic.push_back(model.layers[i].name);
+      if (indegree[i] > 0)
+        cyclic.push_back(model.layers[i].name);
     throw InputError(file, pointer, fmt::format("layers form a cycle through: {}", fmt::join(cyclic, ", ")));
   }
   dag::Model sorted;
   std::vector<int> position(layers.size());
-  for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = static_cast<int>(k);
+  for (std::size_t k = 0; k < order.size(); ++k)
+    position[order[k]] = static_cast<int>(k);
   for (std::size_t k = 0; k < order.size(); ++k) {
     dag::Layer l = std::move(model.layers[order[k]]);
     std::vector<int> inputs;
-    for (const auto& name : input_names[order[k]]) inputs.push_back(position[static_cast<std::size_t>(index[name])]);
+    for (const auto& name : input_names[order[k]])
+      inputs.push_back(position[static_cast<std::size_t>(index[name])]);
     l.inputs = std::move(inputs);
     sorted.layers.push_back(std::move(l));
   }
@@ -455,24 +494,30 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
   s.file = file;
   s.raw = doc;
   s.name = r.optional_string("name").value_or(std::filesystem::path(file).stem().string());
-  if (s.name.empty()) r.fail("name", "must not be empty");
+  if (s.name.empty())
+    r.fail("name", "must not be empty");
   r.optional_string("description");
   parse_model(r.object("model"), s);
   parse_gpu(r.object("gpu"), s);
   parse_cluster(r.object("cluster"), s);
-  if (auto c = r.optional_object("collectives")) parse_collectives(*c, s);
+  if (auto c = r.optional_object("collectives"))
+    parse_collectives(*c, s);
   parse_strategy(r.object("strategy"), s);
-  if (auto d = r.optional_object("data")) parse_data(*d, s);
+  if (auto d = r.optional_object("data"))
+    parse_data(*d, s);
   s.engine = r.optional_choice("engine", kEngines).value_or("analytic");
-  if (const Json* sw = r.optional("sweep")) s.sweep = parse_sweep(*sw, doc, file);
+  if (const Json* sw = r.optional("sweep"))
+    s.sweep = parse_sweep(*sw, doc, file);
   r.finish();
   return s;
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   Json doc = load_json_file(path);
-  if (!doc.is_object()) throw InputError(path, "", "expected a JSON object at the top level");
-  for (const auto& o : overrides) apply_override(doc, o, path);
+  if (!doc.is_object())
+    throw InputError(path, "", "expected a JSON object at the top level");
+  for (const auto& o : overrides)
+    apply_override(doc, o, path);
   try {
     return parse_scenario(doc, path);
   } catch (const InputError& e) {
@@ -483,7 +528,8 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
       for (std::size_t start = 0;;) {
         const auto dot = key.find('.', start);
         pointer = json_pointer_append(pointer, key.substr(start, dot == std::string::npos ? dot : dot - start));
-        if (dot == std::string::npos) break;
+        if (dot == std::string::npos)
+          break;
         start = dot + 1;
       }
       if (e.pointer() == pointer || e.pointer().starts_with(pointer + "/"))

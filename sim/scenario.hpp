@@ -32,11 +32,11 @@ struct Calibration {
 
 struct GpuSpec {
   std::optional<GpuPreset> preset;
-  double peak_flops = 0;        ///< FLOP/s used by the roofline (preset by dtype, or `peak_flops`); 0 = unknown
-  double memory_bandwidth = 0;  ///< B/s; 0 = unknown
-  double memory_bytes = 0;      ///< B; 0 = unknown
-  double host_link = 0;         ///< B/s; 0 = host-to-device copy not modelled
-  double efficiency = 1.0;      ///< achieved fraction of the roofline
+  double peak_flops = 0;       ///< FLOP/s used by the roofline (preset by dtype, or `peak_flops`); 0 = unknown
+  double memory_bandwidth = 0; ///< B/s; 0 = unknown
+  double memory_bytes = 0;     ///< B; 0 = unknown
+  double host_link = 0;        ///< B/s; 0 = host-to-device copy not modelled
+  double efficiency = 1.0;     ///< achieved fraction of the roofline
   std::optional<double> single_gpu_iteration_s;
   std::optional<Calibration> calibration;
 };
@@ -52,7 +52,7 @@ struct ClusterSpec {
 };
 
 struct AllreduceSpec {
-  std::string algorithm = "ring";   ///< used unless `measured` is set
+  std::string algorithm = "ring"; ///< used unless `measured` is set
   std::optional<AlphaBeta> measured;
 };
 

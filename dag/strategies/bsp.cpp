@@ -5,7 +5,8 @@ namespace ddlsim::dag {
 
 std::vector<GradientGroup> plan_bsp(const StrategyInput& in) {
   const auto tensors = flatten_tensors(in.model);
-  if (tensors.empty()) return {};
+  if (tensors.empty())
+    return {};
   const auto order = gradient_ready_order(in.model);
   auto group = make_group(in.model, tensors, order, 0, order.size(), in.bytes_per_element);
   group.ready_layer = 0; // after the last backward, even if the first layer has no parameters

@@ -22,7 +22,8 @@ std::vector<GradientGroup> plan_ddp(const StrategyInput& in) {
       limit = in.options.bucket_cap_bytes;
     }
   }
-  if (first < order.size()) groups.push_back(make_group(in.model, tensors, order, first, order.size(), in.bytes_per_element));
+  if (first < order.size())
+    groups.push_back(make_group(in.model, tensors, order, first, order.size(), in.bytes_per_element));
   return groups;
 }
 

@@ -31,10 +31,12 @@ std::vector<GradientGroup> plan_fusion(const StrategyInput& in) {
   };
   for (std::size_t k = 0; k < order.size(); ++k) {
     const double b = static_cast<double>(tensors[static_cast<std::size_t>(order[k])].numel) * in.bytes_per_element;
-    if (k > first && (tick_of(k) != tick_of(first) || bytes + b > threshold)) close(k);
+    if (k > first && (tick_of(k) != tick_of(first) || bytes + b > threshold))
+      close(k);
     bytes += b;
   }
-  if (first < order.size()) close(order.size());
+  if (first < order.size())
+    close(order.size());
   return groups;
 }
 

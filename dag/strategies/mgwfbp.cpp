@@ -15,7 +15,8 @@ std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in) {
   const auto order = gradient_ready_order(in.model);
   const auto finish = backward_finish_times(in.costs);
   const std::size_t m = order.size();
-  if (m == 0) return {};
+  if (m == 0)
+    return {};
 
   std::vector<double> ready(m), prefix_bytes(m + 1, 0);
   for (std::size_t k = 0; k < m; ++k) {
@@ -37,7 +38,8 @@ std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in) {
     }
   }
   std::vector<std::size_t> bounds;
-  for (std::size_t j = m; j > 0; j = cut[j]) bounds.push_back(j);
+  for (std::size_t j = m; j > 0; j = cut[j])
+    bounds.push_back(j);
   std::vector<GradientGroup> groups;
   std::size_t first = 0;
   for (auto it = bounds.rbegin(); it != bounds.rend(); ++it) {

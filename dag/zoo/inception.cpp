@@ -2,6 +2,8 @@
 // training: aux_logits=True, transform_input=False (torchvision/models/googlenet.py, inception.py). Convolutions
 // are BasicConv2d = Conv2d(bias=False) + BatchNorm2d(eps=0.001) + ReLU; GoogLeNet's "5x5" branch is a 3x3 conv there.
 // The auxiliary classifiers run in forward order (after inception4a / 4d, after Mixed_6e) with their own loss.
+// Layers are in forward order, so GoogLeNet's aux1/aux2 tensors come before inception4b/4e's in the flattened
+// list, whereas named_parameters() registers them after inception5b (Inception v3's AuxLogits order agrees).
 #include "dag/zoo/builder.hpp"
 #include "dag/zoo/families.hpp"
 

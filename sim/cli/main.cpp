@@ -22,7 +22,8 @@ using namespace ddlsim;
 int run_command(const std::string& scenario_path, const std::string& out_dir, const std::string& engine,
                 const std::vector<std::string>& overrides, bool trace) {
   std::vector<std::string> all = overrides;
-  if (!engine.empty()) all.push_back("engine=" + engine);
+  if (!engine.empty())
+    all.push_back("engine=" + engine);
   const auto scenario = sim::load_scenario(scenario_path, all);
   const auto result = sim::run_scenario(scenario);
   const std::string dir = out_dir.empty() ? (std::filesystem::path("out") / scenario.name).string() : out_dir;
@@ -41,8 +42,10 @@ int check_command(const std::string& scenario_path, const std::vector<std::strin
       points *= axis.values.size();
     } else {
       const auto g = static_cast<std::size_t>(axis.zip_group);
-      if (counted_group.size() <= g) counted_group.resize(g + 1, false);
-      if (!counted_group[g]) points *= axis.values.size();
+      if (counted_group.size() <= g)
+        counted_group.resize(g + 1, false);
+      if (!counted_group[g])
+        points *= axis.values.size();
       counted_group[g] = true;
     }
   }
@@ -53,12 +56,15 @@ int check_command(const std::string& scenario_path, const std::vector<std::strin
 
 int list_command(const std::string& what) {
   if (what == "models") {
-    for (const auto& name : dag::zoo_model_names()) fmt::print("{}\n", name);
+    for (const auto& name : dag::zoo_model_names())
+      fmt::print("{}\n", name);
     fmt::print("transformer\n");
   } else if (what == "strategies") {
-    for (const auto& s : dag::strategies()) fmt::print("{:<10} {}\n", s.name, s.description);
+    for (const auto& s : dag::strategies())
+      fmt::print("{:<10} {}\n", s.name, s.description);
   } else if (what == "collectives") {
-    for (const auto& a : sim::allreduce_algorithms()) fmt::print("allreduce {:<17} {}\n", a.name, a.description);
+    for (const auto& a : sim::allreduce_algorithms())
+      fmt::print("allreduce {:<17} {}\n", a.name, a.description);
   } else if (what == "gpus") {
     for (const auto& g : sim::gpu_presets())
       fmt::print("{:<16} fp32 {:>5.1f} TFLOPS  fp16 {:>6.1f} TFLOPS  memory {:>5.0f} GB/s {:>3.0f} GiB\n", g.name,
@@ -109,9 +115,12 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (run->parsed()) return run_command(scenario, out_dir, engine, overrides, !no_trace);
-    if (check->parsed()) return check_command(scenario, overrides);
-    if (list->parsed()) return list_command(what);
+    if (run->parsed())
+      return run_command(scenario, out_dir, engine, overrides, !no_trace);
+    if (check->parsed())
+      return check_command(scenario, overrides);
+    if (list->parsed())
+      return list_command(what);
   } catch (const InputError& e) {
     std::fprintf(stderr, "ddlsim: %s\n", e.what());
     return 2;

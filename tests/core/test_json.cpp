@@ -21,8 +21,12 @@ TEST_CASE("core::ObjectReader reports unknown keys with their path", "[core][jso
 TEST_CASE("core::ObjectReader checks types, ranges and units", "[core][json]") {
   const Json doc = Json::parse(R"({"n": -1, "s": 3, "b": 10, "q": "10 GB", "t": "-5 us", "x": 1.5, "a/b": true})");
   ObjectReader r(doc, "f.json", "/root");
-  SECTION("range") { REQUIRE_THROWS_WITH(r.integer("n", 1), "f.json: /root/n: -1 is out of range [1, 9223372036854775807]"); }
-  SECTION("type") { REQUIRE_THROWS_WITH(r.string("s"), "f.json: /root/s: expected a string, got an integer"); }
+  SECTION("range") {
+    REQUIRE_THROWS_WITH(r.integer("n", 1), "f.json: /root/n: -1 is out of range [1, 9223372036854775807]");
+  }
+  SECTION("type") {
+    REQUIRE_THROWS_WITH(r.string("s"), "f.json: /root/s: expected a string, got an integer");
+  }
   SECTION("bare number where a unit is needed") {
     REQUIRE_THROWS_WITH(r.quantity("b", Dimension::bandwidth), Catch::Contains("/root/b: 10 has no unit"));
   }
@@ -35,7 +39,9 @@ TEST_CASE("core::ObjectReader checks types, ranges and units", "[core][json]") {
   SECTION("integer expected") {
     REQUIRE_THROWS_WITH(r.integer("x"), "f.json: /root/x: expected an integer, got a number");
   }
-  SECTION("missing") { REQUIRE_THROWS_WITH(r.string("nope"), "f.json: /root/nope: missing required key"); }
+  SECTION("missing") {
+    REQUIRE_THROWS_WITH(r.string("nope"), "f.json: /root/nope: missing required key");
+  }
   SECTION("pointer escaping (RFC 6901)") {
     REQUIRE_THROWS_WITH(r.string("a/b"), "f.json: /root/a~1b: expected a string, got a boolean");
   }
@@ -54,7 +60,8 @@ TEST_CASE("core::write_file_atomic replaces the file and leaves no temporary", "
   write_file_atomic((dir / "a.txt").string(), "second");
   CHECK(read_file((dir / "a.txt").string()) == "second");
   std::size_t files = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir))
+    ++files;
   CHECK(files == 1);
   REQUIRE_THROWS_WITH(read_file((dir / "missing.txt").string()), Catch::EndsWith("missing.txt: cannot open file"));
   fs::remove_all(dir.parent_path());

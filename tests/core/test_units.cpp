@@ -11,15 +11,15 @@ using Catch::Matchers::WithinRel;
 
 TEST_CASE("core::parse_quantity converts units exactly", "[core][units]") {
   auto [text, dim, expected] = GENERATE(table<const char*, Dimension, double>({
-      {"10 Gbps", Dimension::bandwidth, 1.25e9},       // 10e9 bits / 8
+      {"10 Gbps", Dimension::bandwidth, 1.25e9}, // 10e9 bits / 8
       {"12 GB/s", Dimension::bandwidth, 12e9},
-      {"125MBps", Dimension::bandwidth, 125e6},        // SimGrid spelling, bytes
+      {"125MBps", Dimension::bandwidth, 125e6}, // SimGrid spelling, bytes
       {"100 Gb/s", Dimension::bandwidth, 12.5e9},
       {"1 Gbit/s", Dimension::bandwidth, 1.25e8},
       {"25 MiB", Dimension::bytes, 26214400.0},
       {"1 KiB", Dimension::bytes, 1024.0},
       {"4 kB", Dimension::bytes, 4000.0},
-      {"8 Mb", Dimension::bytes, 1e6},                 // megabits
+      {"8 Mb", Dimension::bytes, 1e6}, // megabits
       {"5 us", Dimension::time, 5e-6},
       {"5us", Dimension::time, 5e-6},
       {"252.9 ms", Dimension::time, 0.2529},
@@ -30,7 +30,7 @@ TEST_CASE("core::parse_quantity converts units exactly", "[core][units]") {
       {"312 TFLOP/s", Dimension::flop_rate, 312e12},
       {"4.1 GFLOP", Dimension::flops, 4.1e9},
       {"1e3 B", Dimension::bytes, 1000.0},
-      {"-3 us", Dimension::time, -3e-6},               // sign accepted here; ranges are the loader's job
+      {"-3 us", Dimension::time, -3e-6}, // sign accepted here; ranges are the loader's job
   }));
   CAPTURE(text);
   CHECK_THAT(parse_quantity(text, dim), WithinRel(expected, 1e-15));

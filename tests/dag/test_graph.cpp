@@ -12,9 +12,13 @@ Model chain(int layers) {
   Model m;
   m.name = "chain";
   for (int l = 0; l < layers; ++l)
-    m.layers.push_back({.name = "l" + std::to_string(l), .kind = "linear",
+    m.layers.push_back({.name = "l" + std::to_string(l),
+                        .kind = "linear",
                         .params = {{"l" + std::to_string(l) + ".weight", {100}, 100}},
-                        .fwd_flops = 1, .bwd_flops = 2, .activation_bytes = 4, .inputs = {}});
+                        .fwd_flops = 1,
+                        .bwd_flops = 2,
+                        .activation_bytes = 4,
+                        .inputs = {}});
   return m;
 }
 WorkerCosts costs_for(int layers) {

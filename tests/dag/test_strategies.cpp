@@ -14,15 +14,20 @@ namespace {
 Model model_of(const std::vector<std::int64_t>& numels) {
   Model m;
   for (std::size_t l = 0; l < numels.size(); ++l)
-    m.layers.push_back({.name = "l" + std::to_string(l), .kind = "linear",
+    m.layers.push_back({.name = "l" + std::to_string(l),
+                        .kind = "linear",
                         .params = {{"l" + std::to_string(l) + ".weight", {numels[l]}, numels[l]}},
-                        .fwd_flops = 1, .bwd_flops = 2, .activation_bytes = 0, .inputs = {}});
+                        .fwd_flops = 1,
+                        .bwd_flops = 2,
+                        .activation_bytes = 0,
+                        .inputs = {}});
   return m;
 }
 
 std::vector<std::vector<int>> tensors_of(const std::vector<GradientGroup>& groups) {
   std::vector<std::vector<int>> out;
-  for (const auto& g : groups) out.push_back(g.tensors);
+  for (const auto& g : groups)
+    out.push_back(g.tensors);
   return out;
 }
 
@@ -34,8 +39,8 @@ TEST_CASE("dag::plan_ddp follows PyTorch's bucket rule", "[dag][ddp]") {
   // Reverse order 5,4,3,2,1,0; fp32. First limit 1 MiB: tensors 5 (0.5 MiB) + 4 (0.75 MiB) reach it and close
   // bucket 0. Then 25 MiB: 3 (10 MiB) + 2 (20 MiB) = 30 MiB >= 25 closes bucket 1; 1 + 0 remain as bucket 2.
   const std::int64_t mib_elems = 262144; // 1 MiB of fp32
-  const auto model = model_of({mib_elems, mib_elems * 3, mib_elems * 20, mib_elems * 10, mib_elems * 3 / 4,
-                               mib_elems / 2});
+  const auto model =
+      model_of({mib_elems, mib_elems * 3, mib_elems * 20, mib_elems * 10, mib_elems * 3 / 4, mib_elems / 2});
   WorkerCosts costs;
   costs.bwd_s.assign(6, 1e-3);
   StrategyOptions options;
@@ -57,7 +62,7 @@ TEST_CASE("dag::plan_fusion packs tensors ready in the same cycle up to the thre
   WorkerCosts costs;
   costs.bwd_s = {1.0, 0.5, 0.25, 0.25}; // finish times: l3 0.25, l2 0.5, l1 1.0, l0 2.0
   StrategyOptions options;
-  options.cycle_time_s = 0.6;           // ticks 0.6 (l3, l2), 1.2 (l1), 2.4 (l0)
+  options.cycle_time_s = 0.6; // ticks 0.6 (l3, l2), 1.2 (l1), 2.4 (l0)
   options.fusion_threshold_bytes = 1e9;
   const StrategyInput in{model, costs, 4.0, kLinear, options};
   auto groups = plan_fusion(in);
@@ -93,10 +98,12 @@ TEST_CASE("dag::MgWfbp equals the brute-force optimum over all contiguous partit
   for (int instance = 0; instance < 200; ++instance) {
     const int m = count(rng);
     std::vector<std::int64_t> numels;
-    for (int i = 0; i < m; ++i) numels.push_back(1 + static_cast<std::int64_t>(unit(rng) * 4e6));
+    for (int i = 0; i < m; ++i)
+      numels.push_back(1 + static_cast<std::int64_t>(unit(rng) * 4e6));
     const auto model = model_of(numels);
     WorkerCosts costs;
-    for (int i = 0; i < m; ++i) costs.bwd_s.push_back(unit(rng) * 5e-3);
+    for (int i = 0; i < m; ++i)
+      costs.bwd_s.push_back(unit(rng) * 5e-3);
     const double alpha = unit(rng) * 5e-3, beta = unit(rng) * 2e-9; // up to 5 ms start-up, 0.5 GB/s
     const CommCost cost = [=](double bytes) { return alpha + beta * bytes; };
     StrategyOptions options;

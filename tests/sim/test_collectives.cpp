@@ -10,7 +10,9 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 // p workers of one GPU each on a star: a message crosses two NIC links, alpha = 2 x latency.
-Network star(int p, double bandwidth, double latency) { return {p, 1, {}, {bandwidth, latency}}; }
+Network star(int p, double bandwidth, double latency) {
+  return {p, 1, {}, {bandwidth, latency}};
+}
 double run(std::string_view algorithm, const Network& n, double bytes) {
   return find_allreduce_algorithm(algorithm)->make(n)->cost(bytes).time_s;
 }

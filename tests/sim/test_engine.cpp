@@ -27,7 +27,9 @@ Json calibrated_two_layers(const std::string& strategy) {
   return doc;
 }
 
-double ring(double bytes) { return 2 * 3 * 100e-6 + 2.0 * 3 / 4 * bytes / 1e9; } // p = 4, a = 2 x 50 us
+double ring(double bytes) {
+  return 2 * 3 * 100e-6 + 2.0 * 3 / 4 * bytes / 1e9;
+} // p = 4, a = 2 x 50 us
 
 } // namespace
 
@@ -94,8 +96,10 @@ TEST_CASE("sim::analytic engine reproduces a measured single-GPU iteration", "[s
   // Backward is twice the forward when spread by FLOPs (DESIGN.md): compare the two sums.
   double fwd = 0, bwd = 0;
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
-    if (r.graph.task(v).kind == dag::TaskKind::forward) fwd += r.graph.task(v).duration_s;
-    if (r.graph.task(v).kind == dag::TaskKind::backward) bwd += r.graph.task(v).duration_s;
+    if (r.graph.task(v).kind == dag::TaskKind::forward)
+      fwd += r.graph.task(v).duration_s;
+    if (r.graph.task(v).kind == dag::TaskKind::backward)
+      bwd += r.graph.task(v).duration_s;
   }
   CHECK_THAT(bwd, WithinRel(2 * fwd, 1e-9));
 }
@@ -103,7 +107,8 @@ TEST_CASE("sim::analytic engine reproduces a measured single-GPU iteration", "[s
 TEST_CASE("sim::breakdown accounts for the whole iteration", "[sim][engine]") {
   const auto kind = GENERATE("bsp", "wfbp", "ddp", "fusion", "mg-wfbp");
   CAPTURE(kind);
-  auto s = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json", {std::string("strategy.kind=") + kind});
+  auto s = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json",
+                         {std::string("strategy.kind=") + kind});
   const auto r = run_scenario(s);
   const auto& b = r.breakdown;
   CHECK_THAT(b.compute_s + b.compression_s + b.exposed_communication_s + b.idle_s,
@@ -117,6 +122,7 @@ TEST_CASE("sim::breakdown accounts for the whole iteration", "[sim][engine]") {
   CHECK_THAT(b.compute_s, WithinRel(busy, 1e-9));
   CHECK(r.iteration_time_s >= r.single_gpu_iteration_s);
   std::int64_t elements = 0;
-  for (const auto& g : r.groups) elements += g.elements;
+  for (const auto& g : r.groups)
+    elements += g.elements;
   CHECK(elements == 25557032);
 }

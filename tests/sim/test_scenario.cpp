@@ -29,9 +29,9 @@ TEST_CASE("sim::load_scenario reads the shipped quickstart", "[sim][scenario]") 
   CHECK(s.model.name == "resnet50");
   CHECK(s.model.param_count() == 25557032);
   CHECK(s.cluster.workers() == 8);
-  CHECK(s.cluster.inter.bandwidth == 1.25e9);  // 10 Gbps
+  CHECK(s.cluster.inter.bandwidth == 1.25e9); // 10 Gbps
   CHECK_THAT(s.cluster.inter.latency_s, WithinRel(25e-6, 1e-15));
-  CHECK(s.gpu.peak_flops == 15.7e12);          // V100-SXM2 fp32
+  CHECK(s.gpu.peak_flops == 15.7e12); // V100-SXM2 fp32
   CHECK(s.strategy.kind == "mg-wfbp");
   CHECK(s.engine == "analytic");
 }
@@ -39,10 +39,10 @@ TEST_CASE("sim::load_scenario reads the shipped quickstart", "[sim][scenario]") 
 TEST_CASE("sim::apply_override sets dotted keys with JSON or string values", "[sim][scenario]") {
   Json doc = minimal();
   apply_override(doc, "cluster.nodes=16", "t.json");
-  apply_override(doc, "strategy.kind=mg-wfbp", "t.json");   // not JSON: taken as a string
+  apply_override(doc, "strategy.kind=mg-wfbp", "t.json"); // not JSON: taken as a string
   apply_override(doc, "name=\"quoted\"", "t.json");
   apply_override(doc, R"(strategy={"kind":"ddp","bucket_cap":"10 MiB"})", "t.json");
-  apply_override(doc, "data.prefetch=false", "t.json");      // creates the missing object
+  apply_override(doc, "data.prefetch=false", "t.json"); // creates the missing object
   const auto s = parse_scenario(doc, "t.json");
   CHECK(s.cluster.nodes == 16);
   CHECK(s.name == "quoted");
