@@ -46,7 +46,11 @@ std::string_view task_kind_name(TaskKind k) {
 }
 
 IterationGraph::Id IterationGraph::add(const Task& task) {
-  return boost::add_vertex(task, graph_);
+  // add_vertex(graph) then assign: add_vertex(property, graph) trips GCC 12's -Wuninitialized inside Boost's
+  // named-graph lookup when optimised with sanitizers.
+  const Id id = boost::add_vertex(graph_);
+  graph_[id] = task;
+  return id;
 }
 
 void IterationGraph::depend(Id before, Id after) {
