@@ -128,6 +128,7 @@ RunResult run_analytic(const Scenario& s) {
   }
   r.timing = schedule(r.graph);
   r.iteration_time_s = makespan_of(r.timing);
+  r.critical_path_s = r.graph.critical_path().length_s;
 
   // The same worker alone: the reference for scaling efficiency.
   const auto alone = dag::build_iteration(s.model, costs.worker, {}, false);

@@ -40,6 +40,7 @@ struct RunResult {
   double communication_bytes_per_worker = 0;
   std::vector<dag::GradientGroup> groups;
   double peak_memory_bytes_per_gpu = 0;
+  double critical_path_s = 0; ///< longest dependency chain with unlimited resources: a lower bound
   std::string compute_source;
   dag::IterationGraph graph;
   std::vector<TaskTiming> timing; ///< by task id, worker 0

@@ -121,6 +121,8 @@ TEST_CASE("sim::breakdown accounts for the whole iteration", "[sim][engine]") {
   }
   CHECK_THAT(b.compute_s, WithinRel(busy, 1e-9));
   CHECK(r.iteration_time_s >= r.single_gpu_iteration_s);
+  CHECK(r.critical_path_s <= r.iteration_time_s * (1 + 1e-12)); // resources can only delay
+  CHECK(r.critical_path_s >= r.single_gpu_iteration_s * (1 - 1e-12));
   std::int64_t elements = 0;
   for (const auto& g : r.groups)
     elements += g.elements;
