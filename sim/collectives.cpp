@@ -79,7 +79,7 @@ public:
     for (int sharers : steps_) {
       share /= 2;
       const Hop h = sharers > 0 ? inter_hop(net_) : intra_hop(net_);
-      const double bw = sharers > 0 ? h.bandwidth / sharers : h.bandwidth;
+      const double bw = sharers > 0 ? h.bandwidth / net_.nic_sharers(sharers) : h.bandwidth;
       c.time_s += 2 * (h.alpha_s + share / bw); // once halving, once doubling
     }
     c.bytes_sent = 2 * bytes * (core_ - 1) / core_;
@@ -142,7 +142,7 @@ public:
     if (nodes > 1) {
       const Hop h = inter_hop(net_);
       const double slice = bytes / g;
-      c.time_s += 2.0 * (nodes - 1) * (h.alpha_s + slice / nodes / (h.bandwidth / g));
+      c.time_s += 2.0 * (nodes - 1) * (h.alpha_s + slice / nodes / (h.bandwidth / net_.nic_sharers(g)));
       c.bytes_sent += 2.0 * (nodes - 1) * slice / nodes;
     }
     return c;

@@ -22,7 +22,10 @@ struct Network {
   int gpus_per_node = 1;
   LinkSpec intra;
   LinkSpec inter;
+  bool nic_per_gpu = false; ///< every GPU has its own NIC: off-node flows of one node do not share it
   [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
+  /// How many flows leaving one node at once share one NIC link.
+  [[nodiscard]] int nic_sharers(int crossing_flows) const { return nic_per_gpu ? 1 : crossing_flows; }
 };
 
 /// A measured whole-collective cost model T(n) = alpha + beta * n (n in bytes), e.g. fitted to nccl-tests.

@@ -108,6 +108,10 @@ RunResult run_analytic(const Scenario& s) {
 
   const auto costs = compute_costs(s);
   r.compute_source = costs.source;
+  if (s.cluster.topology.kind != "star")
+    r.notes.push_back(fmt::format("the analytic engine treats the {} topology as a non-blocking star (only the NIC "
+                                  "links are modelled); use the flow engine for its links and contention",
+                                  s.cluster.topology.kind));
   const Network net = s.cluster.network();
   const auto comm_model = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
                                                : find_allreduce_algorithm(s.allreduce.algorithm)->make(net);

@@ -42,6 +42,7 @@ struct RunResult {
   double peak_memory_bytes_per_gpu = 0;
   double critical_path_s = 0; ///< longest dependency chain with unlimited resources: a lower bound
   std::string compute_source;
+  std::vector<std::string> notes; ///< what the user should know about how this was predicted
   dag::IterationGraph graph;
   std::vector<TaskTiming> timing; ///< by task id, worker 0
   SimStats sim;

@@ -5,6 +5,8 @@
 #include "core/io.hpp"
 #include "core/units.hpp"
 
+#include <fmt/ranges.h>
+
 #include <array>
 #include <filesystem>
 
@@ -79,6 +81,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   j["compute_source"] = r.compute_source;
   j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
   j["critical_path_s"] = r.critical_path_s;
+  j["notes"] = r.notes;
   return j;
 }
 
@@ -133,6 +136,13 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
   return j;
 }
 
+std::vector<std::string> notes_lines(const RunResult& r) {
+  std::vector<std::string> out;
+  for (const auto& n : r.notes)
+    out.push_back("  note: " + n + "\n");
+  return out;
+}
+
 std::string human_summary(const Scenario& s, const RunResult& r) {
   const auto& b = r.breakdown;
   return fmt::format("{}: {} on {} GPU{} ({} node{} x {}), {} engine\n"
@@ -145,7 +155,8 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                      format_time(r.iteration_time_s), r.throughput_samples_per_s, 100 * r.scaling_efficiency,
                      format_time(r.single_gpu_iteration_s), r.compute_source, format_time(b.compute_s),
                      format_time(b.exposed_communication_s), format_time(b.idle_s), r.groups.size(),
-                     r.groups.size() == 1 ? "" : "s", s.strategy.kind, format_bytes(r.communication_bytes_per_worker));
+                     r.groups.size() == 1 ? "" : "s", s.strategy.kind, format_bytes(r.communication_bytes_per_worker)) +
+         fmt::format("{}", fmt::join(notes_lines(r), ""));
 }
 
 void write_reports(const std::string& dir, const Scenario& s, const RunResult& r, bool trace) {

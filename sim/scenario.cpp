@@ -8,6 +8,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -189,6 +190,73 @@ LinkSpec parse_link(ObjectReader r) {
   return l;
 }
 
+std::vector<unsigned> positive_list(ObjectReader& r, std::string_view key, std::size_t size) {
+  const Json& v = r.required(key);
+  if (!v.is_array() || v.empty() || (size != 0 && v.size() != size))
+    r.fail(key, size ? fmt::format("expected an array of {} positive integers", size)
+                     : "expected a non-empty array of positive integers");
+  std::vector<unsigned> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_number_integer() || v[i].get<std::int64_t>() < 1 || v[i].get<std::int64_t>() > 1 << 20)
+      throw InputError(r.file(), json_pointer_append(r.path(key), i), "expected a positive integer");
+    out.push_back(v[i].get<unsigned>());
+  }
+  return out;
+}
+
+// Topologies (DESIGN.md "cluster.topology"): "star", or {"kind": "fat-tree", "down": [...], "up": [...],
+// "parallel": [...], "link": {...}}, {"kind": "ring", "link": {...}}, {"kind": "torus", "dimensions": [...],
+// "link": {...}}. The network's endpoints are the nodes, or the GPUs with "nic": "per-gpu".
+void parse_topology(const Json& t, const std::string& file, const std::string& pointer, ClusterSpec& c) {
+  const std::vector<std::string> kinds{"star", "fat-tree", "ring", "torus"};
+  auto& topo = c.topology;
+  if (t.is_string()) {
+    topo.kind = t.get<std::string>();
+    if (std::find(kinds.begin(), kinds.end(), topo.kind) == kinds.end())
+      throw InputError(file, pointer,
+                       fmt::format("unknown topology '{}' (expected one of: {})", topo.kind, fmt::join(kinds, ", ")));
+    if (topo.kind != "star")
+      throw InputError(file, pointer,
+                       fmt::format("topology '{}' needs an object with its parameters, e.g. "
+                                   "{{\"kind\": \"{}\", ...}}",
+                                   topo.kind, topo.kind));
+    return;
+  }
+  ObjectReader r(t, file, pointer);
+  topo.kind = r.choice("kind", kinds);
+  const auto endpoints = static_cast<std::int64_t>(c.endpoints());
+  const std::string what = c.nic_per_gpu ? "GPUs (nic: per-gpu)" : "nodes";
+  if (topo.kind != "star") {
+    if (auto l = r.optional_object("link"))
+      topo.link = parse_link(*l);
+    else
+      topo.link = c.inter;
+  }
+  if (topo.kind == "fat-tree") {
+    topo.down = positive_list(r, "down", 0);
+    topo.up = positive_list(r, "up", topo.down.size());
+    topo.parallel =
+        r.has("parallel") ? positive_list(r, "parallel", topo.down.size()) : std::vector<unsigned>(topo.down.size(), 1);
+    std::int64_t leaves = 1;
+    for (unsigned d : topo.down)
+      leaves *= d;
+    if (leaves != endpoints)
+      r.fail("down", fmt::format("the fat-tree has {} leaves (product of down) but the cluster has {} {}", leaves,
+                                 endpoints, what));
+  } else if (topo.kind == "torus") {
+    topo.dimensions = positive_list(r, "dimensions", 0);
+    std::int64_t size = 1;
+    for (unsigned d : topo.dimensions)
+      size *= d;
+    if (size != endpoints)
+      r.fail("dimensions", fmt::format("the torus has {} positions (product of dimensions) but the cluster has {} {}",
+                                       size, endpoints, what));
+  } else if (topo.kind == "ring") {
+    topo.dimensions = {static_cast<unsigned>(endpoints)};
+  }
+  r.finish();
+}
+
 void parse_cluster(ObjectReader r, Scenario& s) {
   s.cluster.nodes = static_cast<int>(r.integer("nodes", 1, 1 << 20));
   s.cluster.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, 1024));
@@ -200,19 +268,10 @@ void parse_cluster(ObjectReader r, Scenario& s) {
     s.cluster.inter = parse_link(*inter);
   else if (s.cluster.nodes > 1)
     r.fail("inter_node", "missing required key: several nodes need the inter-node link");
-  if (const Json* t = r.optional("topology")) {
-    std::string kind;
-    if (t->is_string()) {
-      kind = t->get<std::string>();
-    } else {
-      ObjectReader tr(*t, r.file(), r.path("topology"));
-      kind = tr.string("kind");
-      tr.finish();
-    }
-    if (kind != "star")
-      r.fail("topology", fmt::format("unknown topology '{}': the analytic engine models \"star\" (one switch)", kind));
-    s.cluster.topology = kind;
-  }
+  if (auto nic = r.optional_choice("nic", {"per-node", "per-gpu"}))
+    s.cluster.nic_per_gpu = *nic == "per-gpu";
+  if (const Json* t = r.optional("topology"))
+    parse_topology(*t, r.file(), r.path("topology"), s.cluster);
   r.finish();
 }
 

@@ -41,14 +41,25 @@ struct GpuSpec {
   std::optional<Calibration> calibration;
 };
 
+/// How the NIC links connect. The endpoints of the network are the nodes (one NIC per node) or the GPUs (a NIC
+/// per GPU); every endpoint has its `inter_node` link into the network.
+struct TopologySpec {
+  std::string kind = "star";                ///< star | fat-tree | ring | torus
+  std::vector<unsigned> down, up, parallel; ///< fat-tree, per level from the leaves (SimGrid's FatTreeParams)
+  std::vector<unsigned> dimensions;         ///< torus; a ring is the torus {endpoints}
+  LinkSpec link;                            ///< switch-to-switch (fat-tree) or neighbour (ring, torus) links
+};
+
 struct ClusterSpec {
   int nodes = 1;
   int gpus_per_node = 1;
   LinkSpec intra;
   LinkSpec inter;
-  std::string topology = "star";
+  bool nic_per_gpu = false; ///< `nic`: "per-node" (default, shared by the node's GPUs) or "per-gpu"
+  TopologySpec topology;
   [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
-  [[nodiscard]] Network network() const { return {nodes, gpus_per_node, intra, inter}; }
+  [[nodiscard]] int endpoints() const { return nic_per_gpu ? workers() : nodes; }
+  [[nodiscard]] Network network() const { return {nodes, gpus_per_node, intra, inter, nic_per_gpu}; }
 };
 
 struct AllreduceSpec {

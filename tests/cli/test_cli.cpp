@@ -278,7 +278,9 @@ TEST_CASE("cli: every malformed scenario exits 2 with one line naming file and J
       {"duplicate_layer_name.json", "/model/layers/2/name", "duplicate layer name 'a'"},
       {"negative_latency.json", "/cluster/intra_node/latency", "-5 us must be at least 0"},
       {"missing_inter_node.json", "/cluster/inter_node", "missing required key"},
-      {"unknown_topology.json", "/cluster/topology", "unknown topology 'torus'"},
+      {"unknown_topology.json", "/cluster/topology", "unknown topology 'hypercube'"},
+      {"fat_tree_leaves.json", "/cluster/topology/down", "the fat-tree has 6 leaves (product of down) but the cluster has 2 nodes"},
+      {"torus_without_dimensions.json", "/cluster/topology/dimensions", "missing required key"},
       {"unknown_gpu_preset.json", "/gpu/preset", "unknown value 'V100'"},
       {"efficiency_out_of_range.json", "/gpu/efficiency", "1.5 is out of range"},
       // The calibration path is resolved relative to the scenario, and the message shows the resolved path.
