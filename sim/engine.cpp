@@ -102,42 +102,59 @@ double makespan_of(const std::vector<TaskTiming>& timing) {
 
 RunResult run_analytic(const Scenario& s) {
   const auto wall_start = std::chrono::steady_clock::now();
-  RunResult r;
-  r.engine = "analytic";
-  r.workers = s.cluster.workers();
-
-  const auto costs = compute_costs(s);
-  r.compute_source = costs.source;
+  auto prepared = detail::prepare(s, "analytic");
+  RunResult& r = prepared.result;
   if (s.cluster.topology.kind != "star")
     r.notes.push_back(fmt::format("the analytic engine treats the {} topology as a non-blocking star (only the NIC "
                                   "links are modelled); use the flow engine for its links and contention",
                                   s.cluster.topology.kind));
-  const Network net = s.cluster.network();
-  const auto comm_model = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
-                                               : find_allreduce_algorithm(s.allreduce.algorithm)->make(net);
-  const dag::CommCost allreduce_time = [&](double bytes) { return comm_model->cost(bytes).time_s; };
-  const double element_bytes = dtype_bytes(s.gradient_dtype);
-  const dag::StrategyInput input{s.model, costs.worker, element_bytes, allreduce_time, s.strategy};
-
-  const bool communicate = r.workers > 1;
-  r.groups = communicate ? dag::find_strategy(s.strategy.kind)->plan(input) : std::vector<dag::GradientGroup>{};
-  r.graph = dag::build_iteration(s.model, costs.worker, r.groups, communicate);
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     auto& task = r.graph.task(v);
-    if (task.collective != dag::Collective::allreduce)
-      continue;
-    const auto c = comm_model->cost(task.bytes);
-    task.duration_s = c.time_s;
-    r.communication_bytes_per_worker += c.bytes_sent;
+    if (task.collective == dag::Collective::allreduce)
+      task.duration_s = prepared.allreduce->cost(task.bytes).time_s;
   }
   r.timing = schedule(r.graph);
+  r.sim.events = r.graph.size();
+  detail::finalize(s, prepared);
+  r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return std::move(r);
+}
+
+} // namespace
+
+namespace detail {
+
+Prepared prepare(const Scenario& s, std::string engine) {
+  Prepared p;
+  RunResult& r = p.result;
+  r.engine = std::move(engine);
+  r.workers = s.cluster.workers();
+  p.costs = compute_costs(s);
+  r.compute_source = p.costs.source;
+  const Network net = s.cluster.network();
+  p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
+                                     : find_allreduce_algorithm(s.allreduce.algorithm)->make(net);
+  const AllreduceModel& model = *p.allreduce;
+  const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
+  const dag::StrategyInput input{s.model, p.costs.worker, dtype_bytes(s.gradient_dtype), allreduce_time, s.strategy};
+  const bool communicate = r.workers > 1;
+  r.groups = communicate ? dag::find_strategy(s.strategy.kind)->plan(input) : std::vector<dag::GradientGroup>{};
+  r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto& task = r.graph.task(v);
+    if (task.collective == dag::Collective::allreduce)
+      r.communication_bytes_per_worker += p.allreduce->cost(task.bytes).bytes_sent;
+  }
+  return p;
+}
+
+void finalize(const Scenario& s, Prepared& p) {
+  RunResult& r = p.result;
   r.iteration_time_s = makespan_of(r.timing);
   r.critical_path_s = r.graph.critical_path().length_s;
-
   // The same worker alone: the reference for scaling efficiency.
-  const auto alone = dag::build_iteration(s.model, costs.worker, {}, false);
+  const auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
   r.single_gpu_iteration_s = makespan_of(schedule(alone));
-
   r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;
   r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
   r.breakdown = breakdown_of(r.graph, r.timing, r.iteration_time_s);
@@ -145,18 +162,14 @@ RunResult run_analytic(const Scenario& s) {
   for (const auto& g : r.groups)
     largest = std::max(largest, g.bytes);
   r.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
-  r.sim.events = r.graph.size() + alone.size();
-  r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  return r;
 }
 
-} // namespace
+} // namespace detail
 
 RunResult run_scenario(const Scenario& s) {
-  if (s.engine == "analytic")
-    return run_analytic(s);
-  throw InputError(s.file, "/engine",
-                   fmt::format("engine '{}' is not available in this build; use \"analytic\"", s.engine));
+  if (s.engine == "flow")
+    return run_flow(s);
+  return run_analytic(s);
 }
 
 } // namespace ddlsim::sim

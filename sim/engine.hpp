@@ -4,7 +4,11 @@
 
 #include "dag/graph.hpp"
 #include "dag/strategy.hpp"
+#include "sim/compute.hpp"
+#include "sim/lowering/lowering.hpp"
 #include "sim/scenario.hpp"
+
+#include <memory>
 
 #include <string>
 #include <vector>
@@ -29,6 +33,16 @@ struct SimStats {
   std::size_t flows = 0;
 };
 
+/// Traffic through one link of the simulated network (flow engine).
+struct LinkUsage {
+  std::string name;
+  std::string role; ///< "intra", "nic", "switch"
+  double bytes = 0;
+  double busy_s = 0;
+  double peak_utilisation = 0; ///< highest instantaneous load / bandwidth
+  double mean_utilisation = 0; ///< bytes / (bandwidth x iteration time)
+};
+
 struct RunResult {
   std::string engine;
   int workers = 1;
@@ -45,8 +59,47 @@ struct RunResult {
   std::vector<std::string> notes; ///< what the user should know about how this was predicted
   dag::IterationGraph graph;
   std::vector<TaskTiming> timing; ///< by task id, worker 0
+  std::vector<LinkUsage> links;   ///< flow engine only
   SimStats sim;
 };
+
+namespace detail {
+/// What both engines share: costs, the collective cost model (also the one MG-WFBP plans with), the strategy's
+/// groups and the DAG, whose communication tasks still need durations and timing.
+struct Prepared {
+  ComputeCosts costs;
+  std::unique_ptr<AllreduceModel> allreduce;
+  RunResult result;
+};
+[[nodiscard]] Prepared prepare(const Scenario& s, std::string engine);
+/// Fills the derived fields from result.graph and result.timing (iteration time, efficiency, breakdown, ...).
+void finalize(const Scenario& s, Prepared& p);
+} // namespace detail
+
+/// The flow-level engine on SimGrid (sim/flow/flow_engine.cpp). One per process: SimGrid's engine is a singleton.
+[[nodiscard]] RunResult run_flow(const Scenario& s);
+
+/// Collectives run by themselves on the flow engine's platform (tests, benchmarks, calibration what-ifs): each
+/// job starts at `start_s` over all of the cluster's workers; they share the network.
+struct CollectiveJob {
+  CollectiveKind kind = CollectiveKind::allreduce;
+  std::string algorithm = "ring";
+  double bytes = 0;
+  double start_s = 0;
+};
+struct CollectiveTiming {
+  double start_s = 0;
+  double end_s = 0;
+};
+struct FlowCollectivesResult {
+  std::vector<CollectiveTiming> jobs;
+  std::vector<LinkUsage> links;
+  std::size_t flows = 0;
+  double wall_s = 0;
+};
+/// One SimGrid simulation per process (its engine is a singleton).
+[[nodiscard]] FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster,
+                                                         const std::vector<CollectiveJob>& jobs, bool per_message);
 
 /// Runs the scenario with its engine. Throws InputError for what only shows when running (e.g. an engine that
 /// this build does not have).

@@ -70,6 +70,17 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   j["buckets"] = std::move(buckets);
   j["peak_memory_bytes_per_gpu"] = static_cast<std::int64_t>(r.peak_memory_bytes_per_gpu);
   j["sim"] = {{"wall_s", r.sim.wall_s}, {"events", r.sim.events}, {"flows", r.sim.flows}};
+  if (!r.links.empty()) {
+    OrderedJson links = OrderedJson::array();
+    for (const auto& l : r.links)
+      links.push_back({{"name", l.name},
+                       {"role", l.role},
+                       {"bytes", l.bytes},
+                       {"busy_s", l.busy_s},
+                       {"peak_utilisation", l.peak_utilisation},
+                       {"mean_utilisation", l.mean_utilisation}});
+    j["links"] = std::move(links);
+  }
   // Extensions: what the prediction rests on.
   j["model"] = {{"name", s.model.name},
                 {"layers", s.model.layers.size()},
@@ -143,6 +154,14 @@ std::vector<std::string> notes_lines(const RunResult& r) {
   return out;
 }
 
+std::string links_csv(const RunResult& r) {
+  std::string out = "name,role,bytes,busy_s,peak_utilisation,mean_utilisation\n";
+  for (const auto& l : r.links)
+    fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{}\n", l.name, l.role, l.bytes, l.busy_s,
+                   l.peak_utilisation, l.mean_utilisation);
+  return out;
+}
+
 std::string human_summary(const Scenario& s, const RunResult& r) {
   const auto& b = r.breakdown;
   return fmt::format("{}: {} on {} GPU{} ({} node{} x {}), {} engine\n"
@@ -166,6 +185,8 @@ void write_reports(const std::string& dir, const Scenario& s, const RunResult& r
   const std::string timeline = trace ? timeline_json(s, r).dump() + "\n" : std::string();
   const std::filesystem::path d(dir);
   write_file_atomic((d / "tasks.csv").string(), tasks);
+  if (!r.links.empty())
+    write_file_atomic((d / "links.csv").string(), links_csv(r));
   if (trace)
     write_file_atomic((d / "timeline.json").string(), timeline);
   write_file_atomic((d / "summary.json").string(), summary);

@@ -565,6 +565,11 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
   if (auto d = r.optional_object("data"))
     parse_data(*d, s);
   s.engine = r.optional_choice("engine", kEngines).value_or("analytic");
+  if (auto f = r.optional_object("flow")) {
+    s.flow_per_message =
+        f->optional_choice("granularity", {"aggregated", "per-message"}).value_or("aggregated") == "per-message";
+    f->finish();
+  }
   if (const Json* sw = r.optional("sweep"))
     s.sweep = parse_sweep(*sw, doc, file);
   r.finish();

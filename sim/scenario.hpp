@@ -90,6 +90,7 @@ struct Scenario {
   AllreduceSpec allreduce;
   dag::StrategyOptions strategy;
   std::string engine = "analytic";
+  bool flow_per_message = false; ///< `flow.granularity`: "aggregated" (default) or "per-message" (reference)
   DataSpec data;
   std::vector<SweepAxis> sweep;
   Json raw; ///< the document after overrides, for sweeps and reports

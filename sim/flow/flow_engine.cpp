@@ -1,0 +1,347 @@
+// The flow-level engine: the iteration DAG runs on SimGrid 3.32 as S4U activities with dependencies (as in
+// examples/cpp/dag-comm/s4u-dag-comm.cpp), collectives are lowered into phases of point-to-point flows
+// (sim/lowering) that share the platform's links by max-min fairness (CM02 with unit factors, DESIGN.md).
+// Compute tasks of the representative worker are timed activities; data-parallel workers are symmetric, so only
+// the network traffic of all ranks is simulated. A collective's next phase is started from the completion
+// callback of its previous one, so only the flows in flight exist at any time.
+#include "sim/engine.hpp"
+#include "sim/flow/platform.hpp"
+#include "sim/lowering/lowering.hpp"
+
+#include <simgrid/s4u/Activity.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Exec.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace sg4 = simgrid::s4u;
+
+namespace ddlsim::sim {
+namespace {
+
+// Timed activities run on one "clock" host with a core per concurrent activity, so that they never share a
+// CPU; its speed turns seconds into FLOPs well above SimGrid's work-amount precision (1e-5).
+constexpr double kClockSpeed = 1e9;
+constexpr int kClockCores = 1 << 24;
+
+class FlowRun {
+public:
+  FlowRun(const flow::Platform& platform, sg4::Host* clock, const LoweringShape& shape, bool per_message)
+      : platform_(platform), clock_(clock), shape_(shape), per_message_(per_message) {
+    sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { completed(a); });
+  }
+
+  /// A timed activity, not started. Exec::init + set_host (not Host::exec_init, which needs an issuing actor),
+  /// as in examples/cpp/dag-tuto: activities are started from main or from completion callbacks, no actor runs.
+  sg4::ExecPtr timed(double seconds) {
+    auto exec = sg4::Exec::init();
+    exec->set_flops_amount(seconds * kClockSpeed);
+    exec->set_host(clock_);
+    return exec;
+  }
+
+  /// Starts the collective of `bytes`; `done` is started when its last phase has finished.
+  void start_collective(const CollectiveLowering& lowering, double bytes, sg4::ExecPtr done) {
+    auto run = std::make_shared<Collective>();
+    run->phases = lowering.lower(shape_, bytes, per_message_ ? Granularity::per_message : Granularity::aggregated);
+    run->done = std::move(done);
+    ++active_;
+    next_phase(run);
+  }
+
+  /// Calls `fn` when `activity` completes (once).
+  void on_done(const sg4::Activity* activity, std::function<void()> fn) { handlers_.emplace(activity, std::move(fn)); }
+
+  [[nodiscard]] std::size_t flows() const { return flows_; }
+  [[nodiscard]] std::size_t events() const { return events_; }
+
+private:
+  struct Collective {
+    std::vector<Phase> phases;
+    std::size_t next = 0;
+    std::size_t outstanding = 0;
+    sg4::ExecPtr done;
+  };
+
+  void completed(const sg4::Activity& a) {
+    ++events_;
+    // SimGrid still uses an activity after its completion callbacks: the handlers (which hold the last
+    // references) are released one time step later.
+    if (sg4::Engine::get_clock() > graveyard_time_) {
+      graveyard_.clear();
+      graveyard_time_ = sg4::Engine::get_clock();
+    }
+    const auto it = handlers_.find(&a);
+    if (it == handlers_.end())
+      return;
+    auto fn = std::move(it->second);
+    handlers_.erase(it);
+    fn();
+    graveyard_.push_back(std::move(fn));
+  }
+
+  double path_latency(int src, int dst) {
+    const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+    const auto it = latency_.find(key);
+    if (it != latency_.end())
+      return it->second;
+    std::vector<sg4::Link*> links;
+    double latency = 0;
+    platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)], links,
+                                                            &latency);
+    latency_.emplace(key, latency);
+    return latency;
+  }
+
+  void next_phase(const std::shared_ptr<Collective>& run) {
+    // Skip empty phases; when none is left the collective is done.
+    while (run->next < run->phases.size() && run->phases[run->next].flows.empty())
+      ++run->next;
+    if (run->next == run->phases.size()) {
+      --active_;
+      run->done->start();
+      return;
+    }
+    const auto& phase = run->phases[run->next++];
+    run->outstanding = phase.flows.size();
+    for (const auto& f : phase.flows) {
+      // An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments) consecutive segments,
+      // each carrying 1/S of the bytes and paying its share of the r path latencies after its transfer: the
+      // latencies stay interleaved with the transfer as in per-message simulation, so under contention other
+      // traffic uses the link during them (tests/flow_engine: within 0.5 % of per-message).
+      const int repeats = std::max(1, f.latency_repeats);
+      const int segments = std::min(repeats, segments_);
+      auto seg = std::make_shared<Segmented>(Segmented{f.src, f.dst, f.bytes / segments, repeats, segments, 0});
+      send_segment(run, seg);
+    }
+  }
+
+  struct Segmented {
+    int src, dst;
+    double bytes_per_segment;
+    int repeats, segments, sent;
+  };
+
+  void send_segment(const std::shared_ptr<Collective>& run, const std::shared_ptr<Segmented>& seg) {
+    // A collective alone on the network has nothing to share its latencies with: after the first segment, it
+    // sends the rest as one flow (the segmentation only matters when other traffic is in flight).
+    int count = 1;
+    if (seg->sent > 0 && active_ == 1)
+      count = seg->segments - seg->sent;
+    const int i = seg->sent;
+    seg->sent += count;
+    // Segment i pays repeats / segments latencies (the first repeats % segments pay one more): one in its flow,
+    // the others after it.
+    int share = 0;
+    for (int k = i; k < i + count; ++k)
+      share += seg->repeats / seg->segments + (k < seg->repeats % seg->segments ? 1 : 0);
+    const double extra = share > 1 ? (share - 1) * path_latency(seg->src, seg->dst) : 0.0;
+    auto comm = sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(seg->src)],
+                                       platform_.gpus[static_cast<std::size_t>(seg->dst)]);
+    comm->set_payload_size(static_cast<std::uint64_t>(seg->bytes_per_segment * count + 0.5));
+    ++flows_;
+    auto next = [this, run, seg] {
+      if (seg->sent < seg->segments)
+        send_segment(run, seg);
+      else
+        piece_done(run);
+    };
+    on_done(comm.get(), [this, comm, extra, next] {
+      if (extra > 0) {
+        auto wait = timed(extra);
+        on_done(wait.get(), [wait, next] { next(); });
+        wait->start();
+      } else {
+        next();
+      }
+    });
+    comm->start();
+  }
+
+  void piece_done(const std::shared_ptr<Collective>& run) {
+    if (--run->outstanding == 0)
+      next_phase(run);
+  }
+
+  const flow::Platform& platform_;
+  sg4::Host* clock_;
+  LoweringShape shape_;
+  bool per_message_;
+  int segments_ = 4;
+  int active_ = 0; ///< collectives in flight
+  std::unordered_map<const sg4::Activity*, std::function<void()>> handlers_;
+  std::unordered_map<std::uint64_t, double> latency_;
+  std::vector<std::function<void()>> graveyard_;
+  double graveyard_time_ = -1;
+  std::size_t flows_ = 0;
+  std::size_t events_ = 0;
+};
+
+// SimGrid engine, settings, platform and the clock host, in that order (the engine must exist first).
+struct Simulation {
+  int argc = 1;
+  char program[7] = "ddlsim";
+  char* argv[2] = {program, nullptr};
+  sg4::Engine engine{&argc, argv};
+  flow::Platform platform;
+  sg4::Host* clock = nullptr;
+
+  explicit Simulation(const ClusterSpec& cluster) {
+    flow::configure_closed_form(engine);
+    flow::enable_link_stats();
+    platform = flow::build_platform(cluster);
+    auto* zone = sg4::create_star_zone("ddlsim-clock");
+    zone->set_parent(engine.get_netzone_root());
+    clock = zone->create_host("ddlsim-clock", kClockSpeed)->set_core_count(kClockCores);
+    zone->seal();
+  }
+};
+
+std::vector<LinkUsage> link_usage(const flow::Platform& platform, double makespan_s) {
+  std::vector<LinkUsage> out;
+  for (const auto& l : flow::collect_link_stats(platform, makespan_s))
+    out.push_back({l.name, l.role, l.bytes, l.busy_s, l.peak_utilisation, l.mean_utilisation});
+  return out;
+}
+
+const CollectiveLowering& lowering_for(const Scenario& s) {
+  if (s.allreduce.measured)
+    throw InputError(s.file, "/collectives/allreduce",
+                     "a measured alpha-beta fit has no network lowering: the flow engine needs an algorithm "
+                     "(ring, tree, halving-doubling, hierarchical); use the analytic engine to replay a fit");
+  const auto* l = find_lowering(CollectiveKind::allreduce, s.allreduce.algorithm);
+  if (l == nullptr)
+    throw InputError(s.file, "/collectives/allreduce",
+                     fmt::format("the flow engine has no lowering of allreduce '{}'", s.allreduce.algorithm));
+  return *l;
+}
+
+} // namespace
+
+RunResult run_flow(const Scenario& s) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const CollectiveLowering& lowering = lowering_for(s);
+  auto prepared = detail::prepare(s, "flow");
+  RunResult& r = prepared.result;
+  auto& graph = r.graph;
+
+  // Per-resource order: the analytic schedule's order (readiness order), enforced with dependencies, since
+  // SimGrid activities on the clock host do not queue.
+  for (std::size_t v = 0; v < graph.size(); ++v) {
+    auto& task = graph.task(v);
+    if (task.collective == dag::Collective::allreduce)
+      task.duration_s = prepared.allreduce->cost(task.bytes).time_s;
+  }
+  const auto analytic_timing = schedule(graph);
+
+  Simulation sim(s.cluster);
+  FlowRun run(sim.platform, sim.clock, {s.cluster.nodes, s.cluster.gpus_per_node}, s.flow_per_message);
+
+  // Two activities per task: `in` waits for the predecessors, `out` releases the successors. For a compute task
+  // they are one timed activity; for a collective, `in` starts the lowering and `out` is started by it.
+  const std::size_t n = graph.size();
+  std::vector<sg4::ExecPtr> in(n), out(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto& task = graph.task(v);
+    if (task.collective == dag::Collective::allreduce) {
+      in[v] = run.timed(0);
+      out[v] = run.timed(0);
+      const double bytes = task.bytes;
+      auto done = out[v];
+      run.on_done(in[v].get(), [&run, &lowering, bytes, done] { run.start_collective(lowering, bytes, done); });
+    } else {
+      in[v] = out[v] = run.timed(task.duration_s);
+    }
+  }
+  std::vector<std::vector<std::size_t>> by_resource(dag::kResourceCount);
+  for (std::size_t v = 0; v < n; ++v)
+    if (graph.task(v).resource != dag::Resource::none)
+      by_resource[static_cast<std::size_t>(graph.task(v).resource)].push_back(v);
+  std::set<std::pair<std::size_t, std::size_t>> edges;
+  for (std::size_t v = 0; v < n; ++v)
+    for (std::size_t w : graph.successors(v))
+      edges.emplace(v, w);
+  for (auto& tasks : by_resource) {
+    std::sort(tasks.begin(), tasks.end(), [&](std::size_t a, std::size_t b) {
+      return analytic_timing[a].start_s != analytic_timing[b].start_s
+                 ? analytic_timing[a].start_s < analytic_timing[b].start_s
+                 : a < b;
+    });
+    for (std::size_t i = 1; i < tasks.size(); ++i)
+      edges.emplace(tasks[i - 1], tasks[i]);
+  }
+  std::vector<bool> has_predecessor(n, false);
+  for (const auto& [v, w] : edges) {
+    out[v]->add_successor(in[w]);
+    has_predecessor[w] = true;
+  }
+  // Roots start now; every other activity starts when its last dependency completes.
+  for (std::size_t v = 0; v < n; ++v)
+    if (!has_predecessor[v])
+      in[v]->start();
+
+  sim.engine.run();
+
+  r.timing.assign(n, {});
+  for (std::size_t v = 0; v < n; ++v) {
+    if (out[v]->get_state() != sg4::Activity::State::FINISHED)
+      throw std::logic_error(
+          fmt::format("flow engine: task {} ({}) never finished", v, dag::task_kind_name(graph.task(v).kind)));
+    const bool collective = graph.task(v).collective == dag::Collective::allreduce;
+    r.timing[v].start_s = collective ? in[v]->get_finish_time() : in[v]->get_start_time();
+    r.timing[v].end_s = out[v]->get_finish_time();
+    if (collective)
+      graph.task(v).duration_s = r.timing[v].end_s - r.timing[v].start_s;
+  }
+  detail::finalize(s, prepared);
+  r.links = link_usage(sim.platform, r.iteration_time_s);
+  r.sim.flows = run.flows();
+  r.sim.events = run.events();
+  r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return std::move(r);
+}
+
+FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster, const std::vector<CollectiveJob>& jobs,
+                                           bool per_message) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  std::vector<const CollectiveLowering*> lowerings;
+  for (const auto& job : jobs) {
+    lowerings.push_back(find_lowering(job.kind, job.algorithm));
+    if (lowerings.back() == nullptr)
+      throw std::invalid_argument(fmt::format("no lowering of {} '{}'", collective_name(job.kind), job.algorithm));
+  }
+  Simulation sim(cluster);
+  FlowRun run(sim.platform, sim.clock, {cluster.nodes, cluster.gpus_per_node}, per_message);
+  std::vector<sg4::ExecPtr> start(jobs.size()), done(jobs.size()); // alive until the run ends
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    start[i] = run.timed(jobs[i].start_s);
+    done[i] = run.timed(0);
+    run.on_done(start[i].get(), [&run, lowering = lowerings[i], bytes = jobs[i].bytes, d = done[i]] {
+      run.start_collective(*lowering, bytes, d);
+    });
+    start[i]->start();
+  }
+  sim.engine.run();
+  FlowCollectivesResult result;
+  double makespan = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (done[i]->get_state() != sg4::Activity::State::FINISHED)
+      throw std::logic_error(fmt::format("flow engine: collective {} never finished", i));
+    result.jobs.push_back({jobs[i].start_s, done[i]->get_finish_time()});
+    makespan = std::max(makespan, done[i]->get_finish_time());
+  }
+  result.links = link_usage(sim.platform, makespan);
+  result.flows = run.flows();
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+} // namespace ddlsim::sim

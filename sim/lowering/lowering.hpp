@@ -1,0 +1,53 @@
+// Collective lowering: one implementation per (collective, algorithm) behind one interface, turning a collective
+// over the cluster's workers into phases of point-to-point flows between ranks (ranks are node-major: rank r is
+// GPU r % g of node r / g). The flow engine runs the phases on the simulated network; a phase starts when the
+// previous one has finished everywhere.
+//
+// Granularity: `per_message` emits every message of the algorithm (the reference, e.g. 2(p-1) phases of p
+// messages for a ring); `aggregated` folds steps that reuse the same links into one flow per link pair carrying
+// the steps' bytes, paying the path latency `latency_repeats` times (a ring becomes one phase of p flows of
+// 2(p-1)/p n bytes with latency_repeats 2(p-1)). Without contention both take the closed-form time.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace ddlsim::sim {
+
+struct Flow {
+  int src = 0;
+  int dst = 0;
+  double bytes = 0;
+  int latency_repeats = 1; ///< the path latency is paid this many times (aggregated steps)
+};
+
+struct Phase {
+  std::vector<Flow> flows;
+};
+
+struct LoweringShape {
+  int nodes = 1;
+  int gpus_per_node = 1;
+  [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
+};
+
+enum class Granularity { aggregated, per_message };
+
+enum class CollectiveKind { allreduce, allgather, reduce_scatter, broadcast, point_to_point };
+
+/// `bytes`: the collective's payload per rank (allreduce: the buffer; allgather: the gathered result;
+/// reduce-scatter: the input buffer; broadcast: the buffer, root rank 0; point-to-point: rank 0 -> rank p-1).
+using LowerFn = std::vector<Phase> (*)(const LoweringShape& shape, double bytes, Granularity granularity);
+
+struct CollectiveLowering {
+  CollectiveKind collective;
+  std::string_view algorithm;
+  LowerFn lower;
+};
+
+[[nodiscard]] std::span<const CollectiveLowering> lowerings();
+[[nodiscard]] const CollectiveLowering* find_lowering(CollectiveKind collective, std::string_view algorithm);
+[[nodiscard]] std::string_view collective_name(CollectiveKind c);
+
+} // namespace ddlsim::sim

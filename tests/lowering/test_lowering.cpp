@@ -1,0 +1,184 @@
+// Collective lowerings (sim/lowering): the registry, well-formed phases for every algorithm and shape, aggregated
+// against per-message lowerings (same pairs, same bytes, folded steps counted in latency_repeats), and sizes at
+// 8192 ranks.
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+using namespace ddlsim::sim;
+using namespace ddlsim::sim::test;
+using Catch::Matchers::WithinAbs;
+using Catch::Matchers::WithinRel;
+
+TEST_CASE("lowering::registry lists each algorithm once and finds it by collective and name", "[lowering]") {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& l : lowerings()) {
+    CAPTURE(collective_name(l.collective), l.algorithm);
+    CHECK(seen.emplace(std::string(collective_name(l.collective)), std::string(l.algorithm)).second);
+    CHECK(find_lowering(l.collective, l.algorithm) == &l);
+    CHECK(l.lower != nullptr);
+  }
+  CHECK(seen == std::set<std::pair<std::string, std::string>>{{"allreduce", "halving-doubling"},
+                                                              {"allreduce", "hierarchical"},
+                                                              {"allreduce", "ring"},
+                                                              {"allreduce", "tree"},
+                                                              {"allgather", "recursive-doubling"},
+                                                              {"allgather", "ring"},
+                                                              {"reduce_scatter", "ring"},
+                                                              {"broadcast", "ring"},
+                                                              {"broadcast", "tree"},
+                                                              {"point_to_point", "direct"}});
+  CHECK(find_lowering(CollectiveKind::allreduce, "butterfly") == nullptr);
+  CHECK(find_lowering(CollectiveKind::reduce_scatter, "tree") == nullptr);
+}
+
+TEST_CASE("lowering::every lowering emits well-formed, deterministic phases", "[lowering]") {
+  // A flow joins two distinct ranks of the shape, carries a finite non-negative byte count (0 bytes when the
+  // payload is 0) and pays its latency at least once; no phase is empty; the same input lowers identically.
+  for (const auto& l : lowerings())
+    for (const auto& shape : shapes())
+      for (auto granularity : {Granularity::aggregated, Granularity::per_message})
+        for (double bytes : {0.0, 1.0, 3e6}) {
+          CAPTURE(collective_name(l.collective), l.algorithm, describe(shape), describe(granularity), bytes);
+          const int p = shape.workers();
+          const auto phases = l.lower(shape, bytes, granularity);
+          if (p == 1)
+            CHECK(phases.empty());
+          else
+            CHECK(!phases.empty());
+          bool ok = true;
+          for (const auto& ph : phases) {
+            ok = ok && !ph.flows.empty();
+            for (const auto& f : ph.flows)
+              ok = ok && f.src >= 0 && f.src < p && f.dst >= 0 && f.dst < p && f.src != f.dst && f.bytes >= 0 &&
+                   std::isfinite(f.bytes) && f.latency_repeats >= 1 && (bytes > 0 || f.bytes == 0);
+          }
+          CHECK(ok);
+          const auto again = l.lower(shape, bytes, granularity);
+          bool same = again.size() == phases.size();
+          for (std::size_t i = 0; same && i < phases.size(); ++i) {
+            same = again[i].flows.size() == phases[i].flows.size();
+            for (std::size_t j = 0; same && j < phases[i].flows.size(); ++j) {
+              const auto &a = phases[i].flows[j], &b = again[i].flows[j];
+              same = a.src == b.src && a.dst == b.dst && a.bytes == b.bytes && a.latency_repeats == b.latency_repeats;
+            }
+          }
+          CHECK(same);
+        }
+}
+
+TEST_CASE("lowering::aggregated lowerings move the per-message bytes between the same pairs", "[lowering]") {
+  // Folding steps keeps every (src, dst) pair and its bytes. For the step-synchronous algorithms, an aggregated
+  // flow's latency_repeats counts the per-message flows it folds. The pipelined ones (allreduce tree, broadcast
+  // ring) instead repeat the latency of the pipeline's depth, so that count is not compared for them.
+  for (const auto& l : lowerings())
+    for (const auto& shape : shapes())
+      for (double bytes : {0.0, 5e6}) {
+        CAPTURE(collective_name(l.collective), l.algorithm, describe(shape), bytes);
+        const auto agg = pair_tally(l.lower(shape, bytes, Granularity::aggregated));
+        const auto msg = pair_tally(l.lower(shape, bytes, Granularity::per_message));
+        const bool pipelined = (l.collective == CollectiveKind::allreduce && l.algorithm == "tree") ||
+                               (l.collective == CollectiveKind::broadcast && l.algorithm == "ring");
+        REQUIRE(agg.size() == msg.size());
+        for (const auto& [pair, a] : agg) {
+          CAPTURE(pair.first, pair.second);
+          const auto it = msg.find(pair);
+          REQUIRE(it != msg.end());
+          CHECK_THAT(a.bytes, WithinRel(it->second.bytes, 1e-12) || WithinAbs(it->second.bytes, 1e-9));
+          if (!pipelined)
+            CHECK(a.latency_repeats == it->second.flows);
+          CHECK(it->second.latency_repeats == it->second.flows); // per-message flows pay their latency once
+        }
+      }
+}
+
+TEST_CASE("lowering::aggregated algorithms fold into few phases", "[lowering]") {
+  const double n = 64e6;
+  SECTION("ring allreduce: one phase of p flows of 2(p-1)/p n, latency_repeats 2(p-1)") {
+    const auto phases = lower(CollectiveKind::allreduce, "ring", {4, 4}, n, Granularity::aggregated);
+    REQUIRE(phases.size() == 1);
+    REQUIRE(phases[0].flows.size() == 16);
+    for (const auto& f : phases[0].flows) {
+      CHECK(f.dst == (f.src + 1) % 16);
+      CHECK_THAT(f.bytes, WithinRel(2.0 * 15 / 16 * n, 1e-12));
+      CHECK(f.latency_repeats == 30);
+    }
+  }
+  SECTION("halving-doubling on 12 ranks: pre, log2 8 = 3 folded core phases far to near, post") {
+    const auto phases = lower(CollectiveKind::allreduce, "halving-doubling", {12, 1}, n, Granularity::aggregated);
+    REQUIRE(phases.size() == 5);
+    CHECK(phases[0].flows.size() == 4);
+    CHECK(phases[4].flows.size() == 4);
+    for (std::size_t s = 1; s <= 3; ++s) {
+      CAPTURE(s);
+      const double d = 8 >> s; // virtual distance 4, 2, 1
+      REQUIRE(phases[s].flows.size() == 8);
+      for (const auto& f : phases[s].flows) {
+        CHECK_THAT(f.bytes, WithinRel(2 * d / 8 * n, 1e-12));
+        CHECK(f.latency_repeats == 2);
+      }
+    }
+  }
+  SECTION("hierarchical on 4 x 8: one intra-node phase, one inter-node phase") {
+    const auto phases = lower(CollectiveKind::allreduce, "hierarchical", {4, 8}, n, Granularity::aggregated);
+    REQUIRE(phases.size() == 2);
+    CHECK(phases[0].flows[0].latency_repeats == 14);
+    CHECK_THAT(phases[0].flows[0].bytes, WithinRel(2.0 * 7 / 8 * n, 1e-12));
+    CHECK(phases[1].flows[0].latency_repeats == 6);
+    CHECK_THAT(phases[1].flows[0].bytes, WithinRel(2.0 * 3 / 4 * n / 8, 1e-12));
+  }
+  SECTION("tree on 8 x 4: a zero-byte chain-latency phase, then every edge of both trees at once") {
+    const auto phases = lower(CollectiveKind::allreduce, "tree", {8, 4}, n, Granularity::aggregated);
+    REQUIRE(phases.size() == 2);
+    REQUIRE(phases[0].flows.size() == 8);
+    for (const auto& f : phases[0].flows) {
+      CHECK(f.bytes == 0);
+      CHECK(f.latency_repeats == 6); // 2(g-1)
+      CHECK(f.src / 4 == f.dst / 4);
+    }
+    REQUIRE(phases[1].flows.size() == 4 * 31); // 2 trees x 31 edges x 2 directions
+    for (const auto& f : phases[1].flows) {
+      CHECK(f.bytes == n / 2);
+      CHECK(f.latency_repeats == (f.src / 4 != f.dst / 4 ? 6 : 1)); // 2 ceil(log2 8) across nodes
+    }
+  }
+  SECTION("broadcast ring: one phase, edge i -> i+1 carries n and repeats the i+1 hops of the pipeline") {
+    const auto phases = lower(CollectiveKind::broadcast, "ring", {3, 2}, n, Granularity::aggregated);
+    REQUIRE(phases.size() == 1);
+    REQUIRE(phases[0].flows.size() == 5);
+    for (int i = 0; i < 5; ++i) {
+      const auto& f = phases[0].flows[static_cast<std::size_t>(i)];
+      CHECK((f.src == i && f.dst == i + 1 && f.bytes == n && f.latency_repeats == i + 1));
+    }
+  }
+}
+
+TEST_CASE("lowering::8192 ranks lower into phase-level flows", "[lowering][scale]") {
+  SECTION("aggregated ring allreduce: 1 phase of 8192 flows") {
+    for (const LoweringShape shape : {LoweringShape{8192, 1}, LoweringShape{1024, 8}}) {
+      CAPTURE(describe(shape));
+      const auto phases = lower(CollectiveKind::allreduce, "ring", shape, 1e9, Granularity::aggregated);
+      REQUIRE(phases.size() == 1);
+      CHECK(phases[0].flows.size() == 8192);
+    }
+  }
+  SECTION("per-message ring allreduce: 2(p-1) phases of p flows") {
+    // 8192 ranks would hold 2 x 8191 x 8192 = 134 M flows (3 GiB); the count is checked at 1024 ranks.
+    const auto phases = lower(CollectiveKind::allreduce, "ring", {1024, 1}, 1e9, Granularity::per_message);
+    CHECK(phases.size() == 2 * 1023);
+    CHECK(phases.back().flows.size() == 1024);
+  }
+  SECTION("every aggregated lowering stays at O(p) flows per phase and few phases") {
+    for (const auto& l : lowerings()) {
+      CAPTURE(collective_name(l.collective), l.algorithm);
+      const auto phases = l.lower({1024, 8}, 1e9, Granularity::aggregated);
+      CHECK(phases.size() <= 16);
+      for (const auto& ph : phases)
+        CHECK(ph.flows.size() <= 4 * 8192);
+    }
+  }
+}
