@@ -7,6 +7,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 
@@ -149,6 +150,14 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
 
 std::vector<std::string> notes_lines(const RunResult& r) {
   std::vector<std::string> out;
+  if (!r.links.empty()) {
+    const auto busiest = std::max_element(r.links.begin(), r.links.end(), [](const LinkUsage& a, const LinkUsage& b) {
+      return a.mean_utilisation < b.mean_utilisation;
+    });
+    out.push_back(fmt::format("  busiest link   {} ({}): busy {}, {} carried, mean utilisation {:.1f} %\n",
+                              busiest->name, busiest->role, format_time(busiest->busy_s), format_bytes(busiest->bytes),
+                              100 * busiest->mean_utilisation));
+  }
   for (const auto& n : r.notes)
     out.push_back("  note: " + n + "\n");
   return out;
