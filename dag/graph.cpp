@@ -108,10 +108,10 @@ IterationGraph::CriticalPath IterationGraph::critical_path() const {
   std::vector<Id> via(size(), size());
   for (Id v : order) {
     double start = 0;
-    for (Id p : predecessors(v)) {
-      if (via[v] == size() || finish[p] > start) {
-        start = finish[p];
-        via[v] = p;
+    for (auto [it, end] = boost::inv_adjacent_vertices(v, graph_); it != end; ++it) {
+      if (via[v] == size() || finish[*it] > start) {
+        start = finish[*it];
+        via[v] = *it;
       }
     }
     finish[v] = start + graph_[v].duration_s;
