@@ -19,19 +19,19 @@ struct ParamTensor {
 /// One layer: the unit of forward/backward compute in the DAG.
 /// FLOPs count multiply and add separately (a multiply-accumulate is 2 FLOPs), per sample.
 struct Layer {
-  std::string name;                 ///< e.g. "layer1.0.conv1"
-  std::string kind;                 ///< "conv", "linear", "bn", "relu", "pool", "embedding", "attention", ...
-  std::vector<ParamTensor> params;  ///< registration order; empty for parameter-free layers
-  double fwd_flops = 0;             ///< forward FLOPs per sample
-  double bwd_flops = 0;             ///< backward FLOPs per sample (input + weight gradients; ~2x forward)
-  double activation_bytes = 0;      ///< bytes of this layer's output per sample, fp32
-  std::vector<int> inputs;          ///< indices of the layers whose outputs this one reads; empty = the previous layer
+  std::string name;                ///< e.g. "layer1.0.conv1"
+  std::string kind;                ///< "conv", "linear", "bn", "relu", "pool", "embedding", "attention", ...
+  std::vector<ParamTensor> params; ///< registration order; empty for parameter-free layers
+  double fwd_flops = 0;            ///< forward FLOPs per sample
+  double bwd_flops = 0;            ///< backward FLOPs per sample (input + weight gradients; ~2x forward)
+  double activation_bytes = 0;     ///< bytes of this layer's output per sample, fp32
+  std::vector<int> inputs;         ///< indices of the layers whose outputs this one reads; empty = the previous layer
 };
 
 struct Model {
-  std::string name;                    ///< zoo name, e.g. "resnet50"
-  std::vector<Layer> layers;           ///< forward execution order
-  double input_bytes_per_sample = 0;   ///< bytes of one input sample as copied host->device (fp32 image, int64 tokens)
+  std::string name;                  ///< zoo name, e.g. "resnet50"
+  std::vector<Layer> layers;         ///< forward execution order
+  double input_bytes_per_sample = 0; ///< bytes of one input sample as copied host->device (fp32 image, int64 tokens)
 
   [[nodiscard]] std::int64_t param_count() const;
   [[nodiscard]] std::size_t tensor_count() const;

@@ -3,7 +3,7 @@
 // cost at 8,192 GPUs. Every simulation runs in a forked child (SimGrid's Engine is one per process).
 #include "sim/flow/platform.hpp"
 
-#include "run_in_child.hpp"
+#include "support/run_in_child.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

@@ -1,20 +1,29 @@
 // The flow engine against closed forms: contention-free collectives agree with the analytic engine within 0.1 %,
 // shared bottlenecks halve bandwidth, aggregated lowering stays within 0.5 % of per-message simulation, and a
 // whole iteration agrees with the analytic engine when nothing contends.
-#include "child.hpp"
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
 #include "sim/scenario.hpp"
+#include "support/run_in_child.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <stdexcept>
 
 using namespace ddlsim;
 using namespace ddlsim::sim;
 using Catch::Matchers::WithinRel;
 
 namespace {
+
+// One simulation per child process (SimGrid's engine is a singleton); `fn` returns the numbers to check.
+template <class Fn> std::vector<double> in_child(Fn&& fn) {
+  const auto report = test::run_in_child([&](test::ChildReport& out) { out.values = fn(); });
+  if (!report.error.empty())
+    throw std::runtime_error(report.error);
+  return report.values;
+}
 
 ClusterSpec cluster(int nodes, int gpus, double inter_bw, double inter_lat, double intra_bw = 150e9,
                     double intra_lat = 1e-6) {
@@ -27,7 +36,7 @@ ClusterSpec cluster(int nodes, int gpus, double inter_bw, double inter_lat, doub
 }
 
 double flow_time(const ClusterSpec& c, const std::string& algorithm, double bytes, bool per_message) {
-  const auto out = test::in_child([&] {
+  const auto out = in_child([&] {
     const auto r = run_collectives_flow(c, {{CollectiveKind::allreduce, algorithm, bytes, 0.0}}, per_message);
     return std::vector<double>{r.jobs[0].end_s - r.jobs[0].start_s};
   });
@@ -78,7 +87,7 @@ TEST_CASE("flow::two allreduces on one shared bottleneck each take the time of o
   // equal flows, so each finishes at 2(p-1)a + 2(p-1)/p n/(B/2).
   const auto c = cluster(8, 1, 1.25e9, 25e-6);
   const double n = 100e6, p = 8, a = 50e-6, B = 1.25e9;
-  const auto out = test::in_child([&] {
+  const auto out = in_child([&] {
     const auto r = run_collectives_flow(
         c, {{CollectiveKind::allreduce, "ring", n, 0.0}, {CollectiveKind::allreduce, "ring", n, 0.0}}, false);
     return std::vector<double>{r.jobs[0].end_s, r.jobs[1].end_s};
@@ -110,7 +119,7 @@ TEST_CASE("flow::aggregated lowering stays within 0.5 % of per-message simulatio
   CAPTURE(algorithm, background);
   const auto c = cluster(8, 8, 12.5e9, 5e-6, 100e9, 1e-6);
   auto run = [&](bool per_message) {
-    return test::in_child([&] {
+    return in_child([&] {
       std::vector<CollectiveJob> jobs{{CollectiveKind::allreduce, algorithm, 256e6, 0.0}};
       // Background: a second, smaller allreduce that starts mid-way and shares every link.
       if (background)
@@ -130,7 +139,7 @@ TEST_CASE("flow::a whole iteration agrees with the analytic engine when nothing 
   auto base = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json",
                             {std::string("strategy.kind=") + kind});
   const double analytic = run_scenario(base).iteration_time_s;
-  const auto out = test::in_child([&] {
+  const auto out = in_child([&] {
     auto s = base;
     s.engine = "flow";
     const auto r = run_scenario(s);
