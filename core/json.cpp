@@ -231,10 +231,7 @@ double parse_quantity_at(const Json& value, Dimension d, const std::string& file
   if (value.is_number())
     throw InputError(file, pointer,
                      fmt::format("{} has no unit; write a {} string such as {}", value.dump(), dimension_name(d),
-                                 d == Dimension::bandwidth ? "\"10 Gbps\""
-                                 : d == Dimension::time    ? "\"5 us\""
-                                 : d == Dimension::bytes   ? "\"25 MiB\""
-                                                           : "\"15.7 TFLOPS\""));
+                                 dimension_example(d)));
   if (!value.is_string())
     throw InputError(file, pointer,
                      fmt::format("expected a {} string, got {}", dimension_name(d), json_type_phrase(value)));

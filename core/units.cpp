@@ -98,7 +98,7 @@ std::optional<double> inverse_bandwidth_unit(std::string_view u) {
   return *t / *d;
 }
 
-std::string example(Dimension d) {
+std::string_view example(Dimension d) {
   switch (d) {
   case Dimension::time:
     return "\"5 us\", \"252.9 ms\"";
@@ -131,6 +131,10 @@ std::string hint(std::string_view unit, Dimension d) {
 }
 
 } // namespace
+
+std::string_view dimension_example(Dimension d) {
+  return example(d);
+}
 
 std::string_view dimension_name(Dimension d) {
   switch (d) {

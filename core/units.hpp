@@ -52,6 +52,8 @@ enum class Dimension { time, bytes, bandwidth, inverse_bandwidth, flops, flop_ra
 
 /// Name of the dimension for messages ("time", "bandwidth", ...).
 [[nodiscard]] std::string_view dimension_name(Dimension d);
+/// Examples of well-formed values for messages, e.g. "\"5 us\", \"252.9 ms\"".
+[[nodiscard]] std::string_view dimension_example(Dimension d);
 
 /// Parses `text` as a quantity of dimension `d` and returns it in base units (s, B, B/s, s/B, FLOP, FLOP/s).
 /// Throws std::invalid_argument with a message that says how to fix the input.

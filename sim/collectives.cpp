@@ -4,6 +4,8 @@
 // arithmetic is not costed (GPU reductions run at memory bandwidth, far above network bandwidth).
 #include "sim/collectives.hpp"
 
+#include "sim/lowering/lowering.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -56,9 +58,10 @@ public:
     const int p = n.workers();
     if (p <= 1)
       return;
-    core_ = static_cast<int>(std::bit_floor(static_cast<unsigned>(p)));
-    extra_ = p - core_;
-    auto real = [&](int v) { return v < extra_ ? 2 * v + 1 : v + extra_; };
+    const PowerOfTwoCore core_map(p);
+    core_ = core_map.core;
+    extra_ = core_map.extra;
+    auto real = [&core_map](int v) { return core_map.real(v); };
     auto node = [&](int rank) { return rank / n.gpus_per_node; };
     for (int d = core_ / 2; d >= 1; d /= 2) {
       std::vector<int> crossing(static_cast<std::size_t>(n.nodes), 0);

@@ -108,11 +108,6 @@ RunResult run_analytic(const Scenario& s) {
     r.notes.push_back(fmt::format("the analytic engine treats the {} topology as a non-blocking star (only the NIC "
                                   "links are modelled); use the flow engine for its links and contention",
                                   s.cluster.topology.kind));
-  for (std::size_t v = 0; v < r.graph.size(); ++v) {
-    auto& task = r.graph.task(v);
-    if (task.collective == dag::Collective::allreduce)
-      task.duration_s = prepared.allreduce->cost(task.bytes).time_s;
-  }
   r.timing = schedule(r.graph);
   r.sim.events = r.graph.size();
   detail::finalize(s, prepared);
@@ -141,9 +136,12 @@ Prepared prepare(const Scenario& s, std::string engine) {
   r.groups = communicate ? dag::find_strategy(s.strategy.kind)->plan(input) : std::vector<dag::GradientGroup>{};
   r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
-    const auto& task = r.graph.task(v);
-    if (task.collective == dag::Collective::allreduce)
-      r.communication_bytes_per_worker += p.allreduce->cost(task.bytes).bytes_sent;
+    auto& task = r.graph.task(v);
+    if (task.collective != dag::Collective::allreduce)
+      continue;
+    const auto cost = p.allreduce->cost(task.bytes);
+    task.duration_s = cost.time_s; // the closed form; the flow engine replaces it with what it simulates
+    r.communication_bytes_per_worker += cost.bytes_sent;
   }
   return p;
 }

@@ -65,7 +65,7 @@ struct RunResult {
 
 namespace detail {
 /// What both engines share: costs, the collective cost model (also the one MG-WFBP plans with), the strategy's
-/// groups and the DAG, whose communication tasks still need durations and timing.
+/// groups and the DAG, whose communication tasks carry their closed-form durations; timing is the engine's job.
 struct Prepared {
   ComputeCosts costs;
   std::unique_ptr<AllreduceModel> allreduce;

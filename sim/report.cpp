@@ -18,13 +18,12 @@ std::string layer_name(const Scenario& s, int layer) {
   return layer >= 0 ? s.model.layers[static_cast<std::size_t>(layer)].name : std::string();
 }
 
-std::string tensor_name(const Scenario& s, int index) {
-  int k = 0;
+std::vector<std::string> tensor_names(const Scenario& s) {
+  std::vector<std::string> names;
   for (const auto& l : s.model.layers)
     for (const auto& p : l.params)
-      if (k++ == index)
-        return p.name;
-  return {};
+      names.push_back(p.name);
+  return names;
 }
 
 std::string task_label(const Scenario& s, const dag::Task& t) {
@@ -57,6 +56,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                       {"exposed_communication", r.breakdown.exposed_communication_s},
                       {"idle", r.breakdown.idle_s}};
   j["communication_bytes_per_worker"] = r.communication_bytes_per_worker;
+  const auto names = tensor_names(s);
   OrderedJson buckets = OrderedJson::array();
   for (std::size_t i = 0; i < r.groups.size(); ++i) {
     const auto& g = r.groups[i];
@@ -64,8 +64,8 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     b["tensors"] = g.tensors.size();
     b["elements"] = g.elements;
     b["bytes"] = static_cast<std::int64_t>(g.bytes);
-    b["first_tensor"] = tensor_name(s, g.tensors.front());
-    b["last_tensor"] = tensor_name(s, g.tensors.back());
+    b["first_tensor"] = names[static_cast<std::size_t>(g.tensors.front())];
+    b["last_tensor"] = names[static_cast<std::size_t>(g.tensors.back())];
     buckets.push_back(std::move(b));
   }
   j["buckets"] = std::move(buckets);

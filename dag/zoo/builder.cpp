@@ -138,7 +138,8 @@ Src ModelBuilder::embedding(const std::string& name, std::int64_t rows, std::int
   return src;
 }
 
-Chw ModelBuilder::max_pool2d(const std::string& name, Chw in, const PoolSpec& spec) {
+// Max and average pooling cost the same here: k*k operations per output element, backward the same.
+Chw ModelBuilder::pool2d(const std::string& name, Chw in, const PoolSpec& spec) {
   Chw out{in.c, window_out(in.h, spec.k, spec.stride, spec.pad, spec.ceil_mode),
           window_out(in.w, spec.k, spec.stride, spec.pad, spec.ceil_mode)};
   out.src = push(name, "pool", {in.src}, false);
@@ -149,15 +150,12 @@ Chw ModelBuilder::max_pool2d(const std::string& name, Chw in, const PoolSpec& sp
   return out;
 }
 
+Chw ModelBuilder::max_pool2d(const std::string& name, Chw in, const PoolSpec& spec) {
+  return pool2d(name, in, spec);
+}
+
 Chw ModelBuilder::avg_pool2d(const std::string& name, Chw in, const PoolSpec& spec) {
-  Chw out{in.c, window_out(in.h, spec.k, spec.stride, spec.pad, spec.ceil_mode),
-          window_out(in.w, spec.k, spec.stride, spec.pad, spec.ceil_mode)};
-  out.src = push(name, "pool", {in.src}, false);
-  Layer& layer = model_.layers.back();
-  layer.fwd_flops = as_double(spec.k * spec.k) * as_double(out.numel());
-  layer.bwd_flops = layer.fwd_flops;
-  layer.activation_bytes = kFloatBytes * as_double(out.numel());
-  return out;
+  return pool2d(name, in, spec);
 }
 
 Chw ModelBuilder::adaptive_avg_pool2d(const std::string& name, Chw in, std::int64_t out_h, std::int64_t out_w) {

@@ -110,6 +110,7 @@ public:
   Src embedding(const std::string& name, std::int64_t rows, std::int64_t num_embeddings, std::int64_t dim);
 
   // Parameter-free layers.
+  Chw pool2d(const std::string& name, Chw in, const PoolSpec& spec);
   Chw max_pool2d(const std::string& name, Chw in, const PoolSpec& spec);
   Chw avg_pool2d(const std::string& name, Chw in, const PoolSpec& spec);
   Chw adaptive_avg_pool2d(const std::string& name, Chw in, std::int64_t out_h, std::int64_t out_w);

@@ -252,11 +252,6 @@ RunResult run_flow(const Scenario& s) {
 
   // Per-resource order: the analytic schedule's order (readiness order), enforced with dependencies, since
   // SimGrid activities on the clock host do not queue.
-  for (std::size_t v = 0; v < graph.size(); ++v) {
-    auto& task = graph.task(v);
-    if (task.collective == dag::Collective::allreduce)
-      task.duration_s = prepared.allreduce->cost(task.bytes).time_s;
-  }
   const auto analytic_timing = schedule(graph);
 
   Simulation sim(s.cluster);

@@ -19,10 +19,11 @@ std::vector<Phase> lower_allgather_recursive_doubling(const LoweringShape& shape
   const int p = shape.workers();
   if (p <= 1)
     return {};
-  const int core = static_cast<int>(std::bit_floor(static_cast<unsigned>(p)));
-  const int extra = p - core;
+  const PowerOfTwoCore core_map(p);
+  const int core = core_map.core;
+  const int extra = core_map.extra;
   const double block = bytes / p;
-  const auto real = [extra](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+  const auto real = [&core_map](int v) { return core_map.real(v); };
   // Blocks held by the virtual ranks [first, first + count): one each, plus one more for each paired rank.
   const auto blocks = [extra](int first, int count) { return count + std::clamp(extra - first, 0, count); };
 

@@ -19,9 +19,10 @@ std::vector<Phase> lower_allreduce_halving_doubling(const LoweringShape& shape, 
   const int p = shape.workers();
   if (p <= 1)
     return {};
-  const int core = static_cast<int>(std::bit_floor(static_cast<unsigned>(p)));
-  const int extra = p - core;
-  const auto real = [extra](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+  const PowerOfTwoCore core_map(p);
+  const int core = core_map.core;
+  const int extra = core_map.extra;
+  const auto real = [&core_map](int v) { return core_map.real(v); };
   const int core_steps = std::countr_zero(static_cast<unsigned>(core));
   const bool per_message = granularity == Granularity::per_message;
 

@@ -9,6 +9,7 @@
 // 2(p-1)/p n bytes with latency_repeats 2(p-1)). Without contention both take the closed-form time.
 #pragma once
 
+#include <bit>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,17 @@ struct LoweringShape {
 };
 
 enum class Granularity { aggregated, per_message };
+
+/// Non-powers of two in recursive halving/doubling (Thakur, Rabenseifner, Gropp, IJHPCA 2005, Sec. 4.4): the
+/// p' = 2^floor(log2 p) core runs over virtual ranks; the first 2r ranks (r = p - p') pair up as (2i, 2i+1) and
+/// virtual rank v stands for real rank v < r ? 2v+1 : v+r.
+struct PowerOfTwoCore {
+  int core = 0;  ///< p'
+  int extra = 0; ///< r
+  explicit PowerOfTwoCore(int p)
+      : core(p >= 1 ? static_cast<int>(std::bit_floor(static_cast<unsigned>(p))) : 0), extra(p - core) {}
+  [[nodiscard]] int real(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
+};
 
 enum class CollectiveKind { allreduce, allgather, reduce_scatter, broadcast, point_to_point };
 
