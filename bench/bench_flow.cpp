@@ -1,34 +1,104 @@
 // Benchmark: the flow engine on SimGrid from 64 to 8,192 GPUs (issue #3 targets: ResNet-50 WFBP iteration on
 // 1,024 GPUs <= 2 s wall and <= 1 GiB resident; on 8,192 GPUs <= 20 s; one 1 GiB ring allreduce on 1,024 GPUs
-// <= 0.2 s), beside the analytic engine and the per-message reference. Every point runs in its own child process
-// (SimGrid's engine is a singleton); peak memory is the child's maximum resident set. Prints a table; not a test.
+// <= 0.2 s), beside the analytic engine, the same engine with node symmetry off (every flow simulated) and the
+// per-message reference. Every iteration point is one `ddlsim run` process (SimGrid's engine is one per
+// process): wall time is the process's, from spawn to exit, and memory its peak resident set (wait4's
+// ru_maxrss), the way /usr/bin/time measures them. Prints tables; not a test.
+//
+//   bench_flow [max GPUs, default 8192] [max GPUs with symmetry off, default 2048]
+#include "core/io.hpp"
+#include "core/json.hpp"
 #include "sim/engine.hpp"
-#include "sim/scenario.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
-#include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+extern char** environ;
+
 using namespace ddlsim;
+namespace fs = std::filesystem;
 
 namespace {
 
 struct Point {
-  double wall_s = 0;
+  bool ok = false;
+  double process_s = 0; ///< spawn to exit
+  double peak_mib = 0;  ///< peak resident set of the process
   double iteration_s = 0;
   double flows = 0;
-  double max_rss_mib = 0;
-  bool ok = false;
 };
 
-// Runs `fn` (returning {wall, iteration, flows}) in a child; reads the numbers and the child's peak RSS.
-template <class Fn> Point in_child(Fn fn) {
+Json resnet50(int gpus, const std::string& engine) {
+  Json doc = Json::parse(R"({"model": {"zoo": "resnet50", "batch_per_gpu": 64},
+    "gpu": {"preset": "V100-SXM2-32GB", "efficiency": 0.642},
+    "cluster": {"intra_node": {"bandwidth": "150 GB/s", "latency": "1 us"},
+                "inter_node": {"bandwidth": "100 Gbps", "latency": "5 us"}},
+    "collectives": {"allreduce": "ring"}, "strategy": {"kind": "wfbp"}})");
+  doc["cluster"]["nodes"] = gpus / 8;
+  doc["cluster"]["gpus_per_node"] = 8;
+  doc["engine"] = engine;
+  return doc;
+}
+
+// Runs `ddlsim run` on `scenario` and reads its summary.json.
+Point run_cli(const fs::path& dir, const std::string& name, const Json& scenario) {
+  const fs::path file = dir / (name + ".json");
+  const fs::path out = dir / name;
+  write_file_atomic(file.string(), scenario.dump());
+  std::vector<std::string> args{DDLSIM_CLI, "run", file.string(), "--out", out.string(), "--no-trace"};
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  Point p;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    return p;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
+  p.process_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  p.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return p;
+  const Json summary = Json::parse(read_file((out / "summary.json").string()));
+  p.iteration_s = summary.at("iteration_time_s").get<double>();
+  p.flows = summary.at("sim").at("flows").get<double>();
+  p.ok = true;
+  return p;
+}
+
+std::string cells(const Point& p) {
+  if (!p.ok)
+    return fmt::format("{:>9} {:>8} {:>10}", "failed", "", "");
+  return fmt::format("{:>9.3f} {:>8.0f} {:>10.0f}", p.process_s, p.peak_mib, p.flows);
+}
+std::string blank() { return fmt::format("{:>9} {:>8} {:>10}", "-", "-", "-"); }
+
+double agreement(const Point& flow, double analytic_s) {
+  return 100 * std::abs(flow.iteration_s - analytic_s) / analytic_s;
+}
+
+// One ring allreduce by itself (run_collectives_flow) in a forked child: its own wall clock and its peak RSS.
+Point collective_in_child(double bytes, bool per_message, bool symmetry) {
   int fds[2];
   if (::pipe(fds) != 0)
     return {};
@@ -36,10 +106,19 @@ template <class Fn> Point in_child(Fn fn) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
+    sim::ClusterSpec c;
+    c.nodes = 128;
+    c.gpus_per_node = 8;
+    c.intra = {150e9, 1e-6};
+    c.inter = {12.5e9, 5e-6};
     double out[3] = {0, 0, 0};
     int code = 0;
     try {
-      fn(out);
+      const auto r =
+          sim::run_collectives_flow(c, {{sim::CollectiveKind::allreduce, "ring", bytes, 0}}, per_message, symmetry);
+      out[0] = r.wall_s;
+      out[1] = r.jobs[0].end_s;
+      out[2] = static_cast<double>(r.flows);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "point failed: %s\n", e.what());
       code = 3;
@@ -57,79 +136,70 @@ template <class Fn> Point in_child(Fn fn) {
   ::wait4(pid, &status, 0, &usage);
   Point p;
   p.ok = got == static_cast<ssize_t>(sizeof out) && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  p.wall_s = out[0];
+  p.process_s = out[0];
   p.iteration_s = out[1];
   p.flows = out[2];
-  p.max_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  p.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
   return p;
-}
-
-sim::Scenario resnet50(int nodes, int gpus, const std::string& engine, bool per_message) {
-  Json doc = Json::parse(R"({"model": {"zoo": "resnet50", "batch_per_gpu": 64},
-    "gpu": {"preset": "V100-SXM2-32GB", "efficiency": 0.642},
-    "cluster": {"intra_node": {"bandwidth": "150 GB/s", "latency": "1 us"},
-                "inter_node": {"bandwidth": "100 Gbps", "latency": "5 us"}},
-    "collectives": {"allreduce": "ring"}, "strategy": {"kind": "wfbp"}})");
-  doc["cluster"]["nodes"] = nodes;
-  doc["cluster"]["gpus_per_node"] = gpus;
-  doc["engine"] = engine;
-  if (per_message)
-    doc["flow"] = {{"granularity", "per-message"}};
-  return sim::parse_scenario(doc, "bench");
-}
-
-std::string fmt_point(const Point& p) {
-  if (!p.ok)
-    return fmt::format("{:>10} {:>10} {:>12}", "failed", "", "");
-  return fmt::format("{:>10.3f} {:>10.0f} {:>12.0f}", p.wall_s, p.max_rss_mib, p.flows);
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
   const int max_gpus = argc > 1 ? std::atoi(argv[1]) : 8192;
-  fmt::print("ResNet-50, WFBP (161 ring allreduces), batch 64, 8 GPUs per node, 100 Gb/s NICs\n");
-  fmt::print("{:>6} | {:>10} {:>10} {:>12} | {:>12} {:>12} | {:>10}\n", "GPUs", "flow wall s", "peak MiB", "flows",
-             "flow iter ms", "analytic ms", "agreement");
+  const int max_full = argc > 2 ? std::atoi(argv[2]) : 2048;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ddlsim-bench-flow-{}", ::getpid());
+  fs::create_directories(dir);
+
+  fmt::print("ResNet-50, WFBP (161 ring allreduces), batch 64, 8 GPUs per node, star, 100 Gb/s NICs\n");
+  fmt::print("wall = the ddlsim process from spawn to exit; MiB = its peak resident set\n\n");
+  fmt::print("{:>5} | {:^30} | {:^30} | {:>11} {:>11} | {:>9}\n", "", "flow (node symmetry, default)",
+             "flow, symmetry off", "", "", "flow vs");
+  fmt::print("{:>5} | {:>9} {:>8} {:>10} | {:>9} {:>8} {:>10} | {:>11} {:>11} | {:>9}\n", "GPUs", "wall s", "MiB",
+             "flows", "wall s", "MiB", "flows", "flow ms", "analytic ms", "analytic");
+  double previous_wall = 0, previous_mib = 0;
+  std::vector<std::string> growth;
   for (int gpus = 64; gpus <= max_gpus; gpus *= 2) {
-    const int nodes = gpus / 8;
-    const auto flow = in_child([&](double* out) {
-      const auto r = sim::run_scenario(resnet50(nodes, 8, "flow", false));
-      out[0] = r.sim.wall_s;
-      out[1] = r.iteration_time_s;
-      out[2] = static_cast<double>(r.sim.flows);
-    });
-    const auto analytic = sim::run_scenario(resnet50(nodes, 8, "analytic", false));
-    fmt::print("{:>6} | {} | {:>12.3f} {:>12.3f} | {:>9.5f}%\n", gpus, fmt_point(flow), flow.iteration_s * 1e3,
-               analytic.iteration_time_s * 1e3,
-               100 * std::abs(flow.iteration_s - analytic.iteration_time_s) / analytic.iteration_time_s);
+    const auto flow = run_cli(dir, fmt::format("sym{}", gpus), resnet50(gpus, "flow"));
+    Point full;
+    if (gpus <= max_full) {
+      Json doc = resnet50(gpus, "flow");
+      doc["flow"] = {{"symmetry", "off"}};
+      full = run_cli(dir, fmt::format("full{}", gpus), doc);
+    }
+    const auto analytic = run_cli(dir, fmt::format("analytic{}", gpus), resnet50(gpus, "analytic"));
+    fmt::print("{:>5} | {} | {} | {:>11.3f} {:>11.3f} | {:>8.5f}%\n", gpus, cells(flow),
+               gpus <= max_full ? cells(full) : blank(), flow.iteration_s * 1e3, analytic.iteration_s * 1e3,
+               agreement(flow, analytic.iteration_s));
+    if (full.ok && flow.ok && std::abs(full.iteration_s - flow.iteration_s) > 1e-9 * flow.iteration_s)
+      fmt::print("      !! symmetry off predicts {:.6f} ms\n", full.iteration_s * 1e3);
+    if (previous_wall > 0)
+      growth.push_back(fmt::format("{:>5}: wall x{:.2f}, memory x{:.2f}", gpus, flow.process_s / previous_wall,
+                                   flow.peak_mib / previous_mib));
+    previous_wall = flow.process_s;
+    previous_mib = flow.peak_mib;
   }
-  fmt::print("\nPer-message reference (every ring step a flow), same scenario\n");
-  for (int gpus : {64, 256}) {
-    const auto p = in_child([&](double* out) {
-      const auto r = sim::run_scenario(resnet50(gpus / 8, 8, "flow", true));
-      out[0] = r.sim.wall_s;
-      out[1] = r.iteration_time_s;
-      out[2] = static_cast<double>(r.sim.flows);
-    });
-    fmt::print("{:>6} | {} | {:>12.3f}\n", gpus, fmt_point(p), p.iteration_s * 1e3);
+  fmt::print("\nGrowth per doubling of GPUs (node symmetry):\n");
+  for (const auto& g : growth)
+    fmt::print("  {}\n", g);
+
+  fmt::print("\nPer-message reference (every ring step a flow, symmetry off), same scenario\n");
+  for (int gpus : {64, 128}) {
+    Json doc = resnet50(gpus, "flow");
+    doc["flow"] = {{"granularity", "per-message"}, {"symmetry", "off"}};
+    const auto p = run_cli(dir, fmt::format("msg{}", gpus), doc);
+    fmt::print("{:>5} | {} | {:>11.3f} ms\n", gpus, cells(p), p.iteration_s * 1e3);
   }
-  fmt::print("\nOne 1 GiB ring allreduce on 1,024 GPUs (128 nodes x 8)\n");
-  for (bool per_message : {false, true}) {
-    const auto p = in_child([&](double* out) {
-      sim::ClusterSpec c;
-      c.nodes = 128;
-      c.gpus_per_node = 8;
-      c.intra = {150e9, 1e-6};
-      c.inter = {12.5e9, 5e-6};
-      const auto r =
-          sim::run_collectives_flow(c, {{sim::CollectiveKind::allreduce, "ring", 1073741824.0, 0}}, per_message);
-      out[0] = r.wall_s;
-      out[1] = r.jobs[0].end_s;
-      out[2] = static_cast<double>(r.flows);
-    });
-    fmt::print("{:>13} | {} | {:>12.3f} ms simulated\n", per_message ? "per-message" : "aggregated", fmt_point(p),
-               p.iteration_s * 1e3);
-  }
+
+  fmt::print("\nOne 1 GiB ring allreduce on 1,024 GPUs (128 nodes x 8), in a forked child: wall = the simulation's,\n"
+             "MiB = the child's peak resident set\n");
+  for (bool per_message : {false, true})
+    for (bool symmetry : {true, false}) {
+      const auto p = collective_in_child(1073741824.0, per_message, symmetry);
+      fmt::print("{:>12}, {:<13} | {} | {:>9.3f} ms simulated\n", per_message ? "per-message" : "aggregated",
+                 symmetry ? "symmetry" : "symmetry off", cells(p), p.iteration_s * 1e3);
+    }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
   return 0;
 }

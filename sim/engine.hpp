@@ -94,12 +94,15 @@ struct CollectiveTiming {
 struct FlowCollectivesResult {
   std::vector<CollectiveTiming> jobs;
   std::vector<LinkUsage> links;
-  std::size_t flows = 0;
+  std::size_t flows = 0;    ///< flows simulated
+  std::string symmetry;     ///< the node symmetry used (flow/symmetry.hpp), "none" when every flow was simulated
   double wall_s = 0;
 };
-/// One SimGrid simulation per process (its engine is a singleton).
+/// One SimGrid simulation per process (its engine is a singleton). `use_symmetry`: simulate node 0's flows on the
+/// 2-node quotient when the cluster and the collectives are node-symmetric (exact; flow/symmetry.hpp).
 [[nodiscard]] FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster,
-                                                         const std::vector<CollectiveJob>& jobs, bool per_message);
+                                                         const std::vector<CollectiveJob>& jobs, bool per_message,
+                                                         bool use_symmetry = true);
 
 /// Runs the scenario with its engine. Throws InputError for what only shows when running (e.g. an engine that
 /// this build does not have).

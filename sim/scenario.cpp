@@ -568,6 +568,7 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
   if (auto f = r.optional_object("flow")) {
     s.flow_per_message =
         f->optional_choice("granularity", {"aggregated", "per-message"}).value_or("aggregated") == "per-message";
+    s.flow_symmetry = f->optional_choice("symmetry", {"auto", "off"}).value_or("auto") == "auto";
     f->finish();
   }
   if (const Json* sw = r.optional("sweep"))

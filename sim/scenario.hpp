@@ -91,6 +91,7 @@ struct Scenario {
   dag::StrategyOptions strategy;
   std::string engine = "analytic";
   bool flow_per_message = false; ///< `flow.granularity`: "aggregated" (default) or "per-message" (reference)
+  bool flow_symmetry = true;     ///< `flow.symmetry`: "auto" (default: use node symmetry when exact) or "off"
   DataSpec data;
   std::vector<SweepAxis> sweep;
   Json raw; ///< the document after overrides, for sweeps and reports

@@ -2,10 +2,12 @@
 // examples/cpp/dag-comm/s4u-dag-comm.cpp), collectives are lowered into phases of point-to-point flows
 // (sim/lowering) that share the platform's links by max-min fairness (CM02 with unit factors, DESIGN.md).
 // Compute tasks of the representative worker are timed activities; data-parallel workers are symmetric, so only
-// the network traffic of all ranks is simulated. A collective's next phase is started from the completion
-// callback of its previous one, so only the flows in flight exist at any time.
+// the network traffic of all ranks is simulated, or, when nodes are symmetric (flow/symmetry.hpp), node 0's traffic on
+// a 2-node quotient platform, exactly. A collective's next phase is started from the completion callback of its
+// previous one, so only the flows in flight exist at any time.
 #include "sim/engine.hpp"
 #include "sim/flow/platform.hpp"
+#include "sim/flow/symmetry.hpp"
 #include "sim/lowering/lowering.hpp"
 
 #include <simgrid/s4u/Activity.hpp>
@@ -35,8 +37,7 @@ constexpr int kClockCores = 1 << 24;
 
 class FlowRun {
 public:
-  FlowRun(const flow::Platform& platform, sg4::Host* clock, const LoweringShape& shape, bool per_message)
-      : platform_(platform), clock_(clock), shape_(shape), per_message_(per_message) {
+  FlowRun(const flow::Platform& platform, sg4::Host* clock) : platform_(platform), clock_(clock) {
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { completed(a); });
   }
 
@@ -49,10 +50,11 @@ public:
     return exec;
   }
 
-  /// Starts the collective of `bytes`; `done` is started when its last phase has finished.
-  void start_collective(const CollectiveLowering& lowering, double bytes, sg4::ExecPtr done) {
+  /// Starts a collective lowered into `phases` (ranks of this platform); `done` is started when its last phase has
+  /// finished.
+  void start_collective(std::vector<Phase> phases, sg4::ExecPtr done) {
     auto run = std::make_shared<Collective>();
-    run->phases = lowering.lower(shape_, bytes, per_message_ ? Granularity::per_message : Granularity::aggregated);
+    run->phases = std::move(phases);
     run->done = std::move(done);
     ++active_;
     next_phase(run);
@@ -189,8 +191,6 @@ private:
 
   const flow::Platform& platform_;
   sg4::Host* clock_;
-  LoweringShape shape_;
-  bool per_message_;
   int segments_ = 4;
   int active_ = 0;                                              ///< collectives in flight
   std::map<double, std::vector<std::function<void()>>> timers_; ///< pending waits by the instant they end
@@ -200,6 +200,78 @@ private:
   double graveyard_time_ = -1;
   std::size_t flows_ = 0;
   std::size_t events_ = 0;
+};
+
+// The collectives of a run and how they are simulated: when the platform admits the 2-node quotient and every
+// collective's lowering is invariant under one node symmetry, each is lowered now and kept as its representatives
+// (flow/symmetry.hpp); otherwise each is lowered with the full shape when it starts.
+class CollectivePlan {
+public:
+  struct Job {
+    const CollectiveLowering* lowering;
+    double bytes;
+  };
+
+  CollectivePlan(const ClusterSpec& cluster, std::vector<Job> jobs, bool per_message, bool use_symmetry)
+      : cluster_(cluster), shape_{cluster.nodes, cluster.gpus_per_node}, jobs_(std::move(jobs)),
+        granularity_(per_message ? Granularity::per_message : Granularity::aggregated) {
+    if (!use_symmetry) {
+      obstacle_ = "switched off (flow.symmetry: off)";
+      return;
+    }
+    obstacle_ = flow::quotient_obstacle(cluster);
+    if (!obstacle_.empty() || jobs_.empty())
+      return;
+    auto candidates = flow::candidate_symmetries(shape_);
+    for (const auto& job : jobs_) {
+      const auto phases = job.lowering->lower(shape_, job.bytes, granularity_);
+      std::erase_if(candidates, [&](flow::NodeSymmetry g) { return !flow::invariant(phases, shape_, g); });
+      if (candidates.empty()) {
+        obstacle_ = fmt::format("{} {} is not node-symmetric", collective_name(job.lowering->collective),
+                                job.lowering->algorithm);
+        quotient_.clear();
+        return;
+      }
+      quotient_.push_back(flow::quotient_phases(phases, shape_));
+    }
+    symmetry_ = candidates.front();
+  }
+
+  [[nodiscard]] bool symmetric() const { return symmetry_ != flow::NodeSymmetry::none; }
+  /// The cluster to build: the quotient when symmetric.
+  [[nodiscard]] ClusterSpec platform_cluster() const {
+    return symmetric() ? flow::quotient_cluster(cluster_) : cluster_;
+  }
+  /// Job i's phases in the built platform's ranks (once per job).
+  [[nodiscard]] std::vector<Phase> phases(std::size_t i) {
+    if (symmetric())
+      return std::move(quotient_[i]);
+    return jobs_[i].lowering->lower(shape_, jobs_[i].bytes, granularity_);
+  }
+  /// Every link of the full cluster from the simulated platform's statistics.
+  [[nodiscard]] std::vector<flow::LinkStats> link_stats(const flow::Platform& p, double makespan_s) const {
+    auto stats = flow::collect_link_stats(p, makespan_s);
+    return symmetric() ? flow::expand_link_stats(stats, cluster_) : stats;
+  }
+  /// What the report says about it.
+  [[nodiscard]] std::string note() const {
+    if (symmetric())
+      return fmt::format("flow engine: the {} nodes are symmetric ({}); node 0's flows were simulated on a 2-node "
+                         "quotient of the star, which is exact for max-min sharing, and every node's links report "
+                         "their representative's figures (flow.symmetry: off simulates every flow)",
+                         cluster_.nodes, flow::symmetry_name(symmetry_));
+    return fmt::format("flow engine: every flow simulated (node symmetry not used: {})", obstacle_);
+  }
+  [[nodiscard]] flow::NodeSymmetry symmetry() const { return symmetry_; }
+
+private:
+  ClusterSpec cluster_;
+  LoweringShape shape_;
+  std::vector<Job> jobs_;
+  Granularity granularity_;
+  flow::NodeSymmetry symmetry_ = flow::NodeSymmetry::none;
+  std::string obstacle_;
+  std::vector<std::vector<Phase>> quotient_;
 };
 
 // SimGrid engine, settings, platform and the clock host, in that order (the engine must exist first).
@@ -222,9 +294,9 @@ struct Simulation {
   }
 };
 
-std::vector<LinkUsage> link_usage(const flow::Platform& platform, double makespan_s) {
+std::vector<LinkUsage> link_usage(const CollectivePlan& plan, const flow::Platform& platform, double makespan_s) {
   std::vector<LinkUsage> out;
-  for (const auto& l : flow::collect_link_stats(platform, makespan_s))
+  for (const auto& l : plan.link_stats(platform, makespan_s))
     out.push_back({l.name, l.role, l.bytes, l.busy_s, l.peak_utilisation, l.mean_utilisation});
   return out;
 }
@@ -254,21 +326,31 @@ RunResult run_flow(const Scenario& s) {
   // SimGrid activities on the clock host do not queue.
   const auto analytic_timing = schedule(graph);
 
-  Simulation sim(s.cluster);
-  FlowRun run(sim.platform, sim.clock, {s.cluster.nodes, s.cluster.gpus_per_node}, s.flow_per_message);
+  const std::size_t n = graph.size();
+  std::vector<CollectivePlan::Job> jobs;
+  std::vector<std::size_t> job_of(n, 0);
+  for (std::size_t v = 0; v < n; ++v)
+    if (graph.task(v).collective == dag::Collective::allreduce) {
+      job_of[v] = jobs.size();
+      jobs.push_back({&lowering, graph.task(v).bytes});
+    }
+  CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);
+  r.notes.push_back(plan.note());
+
+  Simulation sim(plan.platform_cluster());
+  FlowRun run(sim.platform, sim.clock);
 
   // Two activities per task: `in` waits for the predecessors, `out` releases the successors. For a compute task
   // they are one timed activity; for a collective, `in` starts the lowering and `out` is started by it.
-  const std::size_t n = graph.size();
   std::vector<sg4::ExecPtr> in(n), out(n);
   for (std::size_t v = 0; v < n; ++v) {
     const auto& task = graph.task(v);
     if (task.collective == dag::Collective::allreduce) {
       in[v] = run.timed(0);
       out[v] = run.timed(0);
-      const double bytes = task.bytes;
-      auto done = out[v];
-      run.on_done(in[v].get(), [&run, &lowering, bytes, done] { run.start_collective(lowering, bytes, done); });
+      run.on_done(in[v].get(), [&run, &plan, job = job_of[v], done = out[v]] {
+        run.start_collective(plan.phases(job), done);
+      });
     } else {
       in[v] = out[v] = run.timed(task.duration_s);
     }
@@ -314,7 +396,7 @@ RunResult run_flow(const Scenario& s) {
       graph.task(v).duration_s = r.timing[v].end_s - r.timing[v].start_s;
   }
   detail::finalize(s, prepared);
-  r.links = link_usage(sim.platform, r.iteration_time_s);
+  r.links = link_usage(plan, sim.platform, r.iteration_time_s);
   r.sim.flows = run.flows();
   r.sim.events = run.events();
   r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -322,23 +404,23 @@ RunResult run_flow(const Scenario& s) {
 }
 
 FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster, const std::vector<CollectiveJob>& jobs,
-                                           bool per_message) {
+                                           bool per_message, bool use_symmetry) {
   const auto wall_start = std::chrono::steady_clock::now();
-  std::vector<const CollectiveLowering*> lowerings;
+  std::vector<CollectivePlan::Job> planned;
   for (const auto& job : jobs) {
-    lowerings.push_back(find_lowering(job.kind, job.algorithm));
-    if (lowerings.back() == nullptr)
+    const auto* lowering = find_lowering(job.kind, job.algorithm);
+    if (lowering == nullptr)
       throw std::invalid_argument(fmt::format("no lowering of {} '{}'", collective_name(job.kind), job.algorithm));
+    planned.push_back({lowering, job.bytes});
   }
-  Simulation sim(cluster);
-  FlowRun run(sim.platform, sim.clock, {cluster.nodes, cluster.gpus_per_node}, per_message);
+  CollectivePlan plan(cluster, std::move(planned), per_message, use_symmetry);
+  Simulation sim(plan.platform_cluster());
+  FlowRun run(sim.platform, sim.clock);
   std::vector<sg4::ExecPtr> start(jobs.size()), done(jobs.size()); // alive until the run ends
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     start[i] = run.timed(jobs[i].start_s);
     done[i] = run.timed(0);
-    run.on_done(start[i].get(), [&run, lowering = lowerings[i], bytes = jobs[i].bytes, d = done[i]] {
-      run.start_collective(*lowering, bytes, d);
-    });
+    run.on_done(start[i].get(), [&run, &plan, i, d = done[i]] { run.start_collective(plan.phases(i), d); });
     start[i]->start();
   }
   sim.engine.run();
@@ -350,8 +432,9 @@ FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster, const std
     result.jobs.push_back({jobs[i].start_s, done[i]->get_finish_time()});
     makespan = std::max(makespan, done[i]->get_finish_time());
   }
-  result.links = link_usage(sim.platform, makespan);
+  result.links = link_usage(plan, sim.platform, makespan);
   result.flows = run.flows();
+  result.symmetry = std::string(flow::symmetry_name(plan.symmetry()));
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
 }

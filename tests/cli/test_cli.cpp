@@ -335,6 +335,7 @@ TEST_CASE("cli: bad --set overrides exit 2 naming the scenario and the overridde
       {R"(strategy={"kind":"ddp","bucket_cap":10})", "/strategy/bucket_cap", "10 has no unit"},
       {"cluster.inter_node.bandwidth=10 GB", "/cluster/inter_node/bandwidth", "'GB' is an amount of data"},
       {"engine=warp", "/engine", "unknown value 'warp'"},
+      {"flow.symmetry=on", "/flow/symmetry", "unknown value 'on'"},
       {"nodes", "", "override 'nodes' is not of the form key.path=VALUE"},
       {"=3", "", "override '=3' is not of the form key.path=VALUE"},
       {"cluster..nodes=2", "", "malformed key 'cluster..nodes' in override"},
