@@ -10,8 +10,8 @@
 #include "core/json.hpp"
 #include "sim/engine.hpp"
 
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -91,7 +91,9 @@ std::string cells(const Point& p) {
     return fmt::format("{:>9} {:>8} {:>10}", "failed", "", "");
   return fmt::format("{:>9.3f} {:>8.0f} {:>10.0f}", p.process_s, p.peak_mib, p.flows);
 }
-std::string blank() { return fmt::format("{:>9} {:>8} {:>10}", "-", "-", "-"); }
+std::string blank() {
+  return fmt::format("{:>9} {:>8} {:>10}", "-", "-", "-");
+}
 
 double agreement(const Point& flow, double analytic_s) {
   return 100 * std::abs(flow.iteration_s - analytic_s) / analytic_s;

@@ -94,8 +94,8 @@ struct CollectiveTiming {
 struct FlowCollectivesResult {
   std::vector<CollectiveTiming> jobs;
   std::vector<LinkUsage> links;
-  std::size_t flows = 0;    ///< flows simulated
-  std::string symmetry;     ///< the node symmetry used (flow/symmetry.hpp), "none" when every flow was simulated
+  std::size_t flows = 0; ///< flows simulated
+  std::string symmetry;  ///< the node symmetry used (flow/symmetry.hpp), "none" when every flow was simulated
   double wall_s = 0;
 };
 /// One SimGrid simulation per process (its engine is a singleton). `use_symmetry`: simulate node 0's flows on the

@@ -348,9 +348,8 @@ RunResult run_flow(const Scenario& s) {
     if (task.collective == dag::Collective::allreduce) {
       in[v] = run.timed(0);
       out[v] = run.timed(0);
-      run.on_done(in[v].get(), [&run, &plan, job = job_of[v], done = out[v]] {
-        run.start_collective(plan.phases(job), done);
-      });
+      run.on_done(in[v].get(),
+                  [&run, &plan, job = job_of[v], done = out[v]] { run.start_collective(plan.phases(job), done); });
     } else {
       in[v] = out[v] = run.timed(task.duration_s);
     }

@@ -14,7 +14,9 @@ namespace {
 
 using Key = std::tuple<int, int, double, int>;
 
-Key key(const Flow& f) { return {f.src, f.dst, f.bytes, f.latency_repeats}; }
+Key key(const Flow& f) {
+  return {f.src, f.dst, f.bytes, f.latency_repeats};
+}
 
 // Applies the node map to both ends of every flow of `phase`, sorted, against the sorted phase itself.
 template <class NodeMap>

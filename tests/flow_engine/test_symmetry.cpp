@@ -37,8 +37,7 @@ ClusterSpec star(int nodes, int gpus, bool nic_per_gpu) {
 
 // Runs the jobs with and without symmetry, each in its own child: end times, then per link bytes, busy time, peak
 // and mean utilisation; the texts are the link names and the symmetry used.
-test::ChildReport run(const ClusterSpec& c, const std::vector<CollectiveJob>& jobs, bool per_message,
-                      bool symmetry) {
+test::ChildReport run(const ClusterSpec& c, const std::vector<CollectiveJob>& jobs, bool per_message, bool symmetry) {
   auto report = test::run_in_child([&](test::ChildReport& out) {
     const auto r = run_collectives_flow(c, jobs, per_message, symmetry);
     for (const auto& j : r.jobs)
@@ -74,8 +73,7 @@ TEST_CASE("flow::symmetry: ring and hierarchical are invariant under the node sh
   CHECK(flow::candidate_symmetries({1, 8}).empty());
 }
 
-TEST_CASE("flow::symmetry: the quotient keeps node 0's flows and sends the others' to node 1",
-          "[flow][symmetry]") {
+TEST_CASE("flow::symmetry: the quotient keeps node 0's flows and sends the others' to node 1", "[flow][symmetry]") {
   const LoweringShape shape{4, 2};
   const auto full = lower("ring", shape);
   const auto q = flow::quotient_phases(full, shape);
