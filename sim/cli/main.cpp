@@ -6,14 +6,17 @@
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
 #include "sim/gpus.hpp"
+#include "sim/plot.hpp"
 #include "sim/report.hpp"
 #include "sim/scenario.hpp"
+#include "sim/sweep.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 namespace {
 
@@ -51,6 +54,62 @@ int check_command(const std::string& scenario_path, const std::vector<std::strin
   }
   fmt::print("{}: valid ({} on {} GPUs, strategy {}, {} sweep point{})\n", scenario_path, s.model.name,
              s.cluster.workers(), s.strategy.kind, points, points == 1 ? "" : "s");
+  return 0;
+}
+
+// Exit status of a sweep or merge with failed points: the results are complete, but not every point ran.
+constexpr int kSomePointsFailed = 3;
+
+int report_sweep(const sim::SweepOutcome& o, const std::string& dir) {
+  fmt::print("sweep: {} point{}: {} run now, {} already done, {} failed; results in {}/results.csv and results.json\n",
+             o.points, o.points == 1 ? "" : "s", o.ran, o.resumed, o.failed, dir);
+  for (const auto& p : o.plots)
+    fmt::print("  plot {}\n", p);
+  if (o.failed > 0) {
+    std::fprintf(stderr, "ddlsim: %zu of %zu points failed (their error is in the error column of %s/results.csv)\n",
+                 o.failed, o.points, dir.c_str());
+    return kSomePointsFailed;
+  }
+  return 0;
+}
+
+int sweep_command(const std::string& scenario_path, std::string out_dir, const std::vector<std::string>& overrides,
+                  int jobs, bool resume, const std::string& shard, bool plots) {
+  const auto s = sim::load_scenario(scenario_path, overrides); // validates the scenario and every swept value
+  if (s.sweep.empty())
+    throw InputError(scenario_path, "/sweep", "the scenario has no \"sweep\" block to expand (use ddlsim run)");
+  sim::SweepOptions o;
+  o.out_dir = out_dir.empty() ? (std::filesystem::path("out") / s.name).string() : out_dir;
+  o.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.resume = resume;
+  if (!shard.empty())
+    o.shard = sim::parse_shard(shard);
+  o.plots = plots;
+  return report_sweep(sim::run_sweep(s, o), o.out_dir);
+}
+
+int merge_command(const std::vector<std::string>& shards, const std::string& out_dir, bool plots) {
+  return report_sweep(sim::merge_sweeps(shards, out_dir, plots), out_dir);
+}
+
+int plot_command(const std::string& csv, sim::PlotRequest request, std::string out) {
+  const auto table = sim::read_results_csv(csv);
+  const auto keys = table.swept_keys();
+  if (request.x.empty())
+    request.x = table.column("workers") >= 0 && !keys.empty() && keys.front() == "cluster.nodes"
+                    ? "workers"
+                    : (keys.empty() ? "workers" : keys.front());
+  if (request.y.empty())
+    request.y = "throughput_samples_per_s";
+  if (request.group.empty())
+    for (const auto& k : keys)
+      if (k != request.x && !(request.x == "workers" && k == "cluster.nodes")) {
+        request.group = k;
+        break;
+      }
+  if (out.empty())
+    out = (std::filesystem::path(csv).parent_path() / fmt::format("plot-{}-vs-{}.png", request.y, request.x)).string();
+  fmt::print("plot {}\n", sim::make_plot(table, request, out));
   return 0;
 }
 
@@ -96,6 +155,34 @@ int main(int argc, char** argv) {
   check->add_option("SCENARIO", scenario, "scenario JSON file")->required();
   check->add_option("--set", overrides, "override a scenario key: a.b=JSON (repeatable)");
 
+  int jobs = 0;
+  bool resume = false, no_plots = false;
+  std::string shard;
+  auto* sweep = app.add_subcommand("sweep", "run every point of the scenario's sweep; write results.csv, results.json "
+                                            "and plots");
+  sweep->add_option("SCENARIO", scenario, "scenario JSON file with a \"sweep\" block")->required();
+  sweep->add_option("--out", out_dir, "output directory (default: out/<scenario name>)");
+  sweep->add_option("-j,--jobs", jobs, "points run at a time (default: number of cores)")->check(CLI::PositiveNumber);
+  sweep->add_flag("--resume", resume, "skip the points already in DIR/points.jsonl");
+  sweep->add_option("--shard", shard, "run the points whose index is I modulo N (I/N, e.g. $SLURM_ARRAY_TASK_ID/8)");
+  sweep->add_option("--set", overrides, "override a scenario key: a.b=JSON (repeatable)");
+  sweep->add_flag("--no-plots", no_plots, "do not draw the plots");
+
+  std::vector<std::string> shard_dirs;
+  auto* merge = app.add_subcommand("merge", "combine the results of sweep shards (--shard I/N) into one table");
+  merge->add_option("SHARD_DIR", shard_dirs, "the shards' output directories")->required();
+  merge->add_option("--out", out_dir, "output directory")->required();
+  merge->add_flag("--no-plots", no_plots, "do not draw the plots");
+
+  std::string results_csv, plot_out;
+  sim::PlotRequest plot_request;
+  auto* plot = app.add_subcommand("plot", "plot columns of a sweep's results.csv (PNG or SVG, with .dat and .gp)");
+  plot->add_option("RESULTS", results_csv, "results.csv of a sweep")->required();
+  plot->add_option("--x", plot_request.x, "column on the x axis (default: GPUs when nodes were swept)");
+  plot->add_option("--y", plot_request.y, "column on the y axis (default: throughput_samples_per_s)");
+  plot->add_option("--group", plot_request.group, "one line per value of this column");
+  plot->add_option("--out", plot_out, "FILE.png or FILE.svg (default: beside results.csv)");
+
   auto* list = app.add_subcommand("list", "list what is built in");
   list->add_option("WHAT", what, "models | strategies | collectives | gpus")
       ->required()
@@ -119,6 +206,12 @@ int main(int argc, char** argv) {
       return run_command(scenario, out_dir, engine, overrides, !no_trace);
     if (check->parsed())
       return check_command(scenario, overrides);
+    if (sweep->parsed())
+      return sweep_command(scenario, out_dir, overrides, jobs, resume, shard, !no_plots);
+    if (merge->parsed())
+      return merge_command(shard_dirs, out_dir, !no_plots);
+    if (plot->parsed())
+      return plot_command(results_csv, plot_request, plot_out);
     if (list->parsed())
       return list_command(what);
   } catch (const InputError& e) {

@@ -1,0 +1,297 @@
+// End-to-end tests of `ddlsim sweep`, `ddlsim merge` and `ddlsim plot` (DESIGN.md "CLI"; sim/sweep.hpp): points
+// agree with single runs, zip groups advance together, a failing point is recorded and the others go on, a killed
+// sweep resumes without losing a finished point and ends with the same table as an uninterrupted one, shards merge
+// into the unsharded table, plots are valid PNG and SVG.
+#include "support/cli.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <thread>
+
+using Catch::Contains;
+using Catch::Matchers::WithinRel;
+using ddlsim::test::read_text;
+using ddlsim::test::run_ddlsim;
+using ddlsim::test::run_ok;
+using ddlsim::test::TempDir;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kQuickstart = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json";
+
+// RFC 4180 rows (quoted cells may hold commas, quotes and newlines).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string cell;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cell += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(cell);
+      cell.clear();
+    } else if (c == '\n') {
+      rows.back().push_back(cell);
+      cell.clear();
+      rows.emplace_back();
+    } else {
+      cell += c;
+    }
+  }
+  if (rows.back().empty())
+    rows.pop_back();
+  return rows;
+}
+
+std::size_t column(const std::vector<std::vector<std::string>>& rows, const std::string& name) {
+  const auto& header = rows.at(0);
+  const auto it = std::find(header.begin(), header.end(), name);
+  REQUIRE(it != header.end());
+  return static_cast<std::size_t>(it - header.begin());
+}
+
+// The table without the one column that measures the machine.
+std::vector<std::vector<std::string>> without_wall_time(std::vector<std::vector<std::string>> rows) {
+  const auto c = column(rows, "sim.wall_s");
+  for (auto& r : rows)
+    r.erase(r.begin() + static_cast<std::ptrdiff_t>(c));
+  return rows;
+}
+
+std::vector<std::vector<std::string>> results(const std::string& dir) {
+  return parse_csv(read_text(fs::path(dir) / "results.csv"));
+}
+
+// Complete lines only: a line cut short by a kill has no newline yet.
+std::size_t lines_in(const fs::path& file) {
+  const std::string text = read_text(file);
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+bool is_png(const fs::path& p) {
+  const std::string data = read_text(p);
+  return data.size() > 8 && data.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0;
+}
+
+bool is_svg(const fs::path& p) {
+  const std::string data = read_text(p);
+  return data.find("<svg") != std::string::npos && data.rfind("</svg>") != std::string::npos;
+}
+
+const std::string kNodesByStrategy = R"(sweep={"cluster.nodes": [1, 2, 4], "strategy.kind": ["wfbp", "ddp"]})";
+
+} // namespace
+
+TEST_CASE("sweep: every point of the product runs, as ddlsim run would, and the standard plots are drawn",
+          "[cli][sweep]") {
+  TempDir tmp;
+  const std::string out = tmp / "sweep";
+  const auto o = run_ok({"sweep", kQuickstart, "--out", out, "-j", "2", "--set", kNodesByStrategy});
+  CHECK_THAT(o.out, Contains("6 points: 6 run now, 0 already done, 0 failed"));
+  CHECK_THAT(o.err, Contains("sweep: 6/6 points (100%), 0 failed")); // plain progress lines off a terminal
+  const auto rows = results(out);
+  REQUIRE(rows.size() == 7);
+  CHECK(rows[0][0] == "point");
+  CHECK(rows[0][1] == "cluster.nodes");
+  CHECK(rows[0][2] == "strategy.kind");
+  CHECK(rows[0][3] == "status");
+  CHECK(rows[0].back() == "error");
+  // Row-major: the first axis varies slowest.
+  CHECK(rows[1][1] == "1");
+  CHECK(rows[1][2] == "wfbp");
+  CHECK(rows[2][1] == "1");
+  CHECK(rows[2][2] == "ddp");
+  CHECK(rows[6][1] == "4");
+  // Point 5 (4 nodes, ddp) is what `ddlsim run` predicts for it.
+  const std::string single = tmp / "single";
+  run_ok({"run", kQuickstart, "--out", single, "--no-trace", "--set", "cluster.nodes=4", "--set", "strategy.kind=ddp"});
+  const auto summary = json::parse(read_text(fs::path(single) / "summary.json"));
+  CHECK(rows[6][column(rows, "status")] == "ok");
+  CHECK_THAT(std::stod(rows[6][column(rows, "iteration_time_s")]),
+             WithinRel(summary["iteration_time_s"].get<double>(), 1e-15));
+  CHECK(rows[6][column(rows, "workers")] == "16");
+  const auto j = json::parse(read_text(fs::path(out) / "results.json"));
+  REQUIRE(j["points"].size() == 6);
+  CHECK(j["swept_keys"] == json::array({"cluster.nodes", "strategy.kind"}));
+  CHECK(j["points"][5]["params"]["strategy.kind"] == "ddp");
+  CHECK(j["points"][5]["summary"]["iteration_time_s"] == summary["iteration_time_s"]);
+  for (const char* plot : {"throughput", "speedup", "scaling_efficiency", "breakdown"}) {
+    CAPTURE(plot);
+    CHECK(is_png(fs::path(out) / (std::string(plot) + ".png")));
+    CHECK(is_svg(fs::path(out) / (std::string(plot) + ".svg")));
+    CHECK(fs::exists(fs::path(out) / (std::string(plot) + ".gp")));
+    CHECK(fs::exists(fs::path(out) / (std::string(plot) + ".dat")));
+  }
+}
+
+TEST_CASE("sweep: zipped keys advance together", "[cli][sweep]") {
+  TempDir tmp;
+  const std::string out = tmp / "zip";
+  run_ok({"sweep", kQuickstart, "--out", out, "--no-plots", "--set",
+          R"(sweep={"strategy.kind": ["bsp", "mg-wfbp"], "zip": [{"cluster.nodes": [1, 2, 8],
+                    "cluster.inter_node.bandwidth": ["10 Gbps", "25 Gbps", "100 Gbps"]}]})"});
+  const auto rows = results(out);
+  REQUIRE(rows.size() == 7); // 2 x 3, not 2 x 3 x 3
+  // Keys in the sweep block's order, which is alphabetical (JSON objects are unordered): "zip" comes last.
+  CHECK(rows[0][1] == "strategy.kind");
+  CHECK(rows[0][2] == "cluster.inter_node.bandwidth");
+  CHECK(rows[0][3] == "cluster.nodes");
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    const std::string nodes = rows[r][3], bw = rows[r][2];
+    CHECK(
+        ((nodes == "1" && bw == "10 Gbps") || (nodes == "2" && bw == "25 Gbps") || (nodes == "8" && bw == "100 Gbps")));
+  }
+}
+
+TEST_CASE("sweep: a failing point is recorded with its error, the others go on, the exit status says so",
+          "[cli][sweep][errors]") {
+  TempDir tmp;
+  const std::string out = tmp / "fail";
+  // Each value is valid with the base scenario, but 3 nodes do not fill a fat-tree of 2 leaves.
+  const auto o = run_ddlsim({"sweep", kQuickstart, "--out", out, "--no-plots", "--set",
+                             R"(sweep={"cluster.nodes": [2, 3], "cluster.topology": ["star",
+                               {"kind": "fat-tree", "down": [2], "up": [1], "parallel": [1],
+                                "link": {"bandwidth": "100 Gbps", "latency": "1 us"}}]})"});
+  CHECK(o.exit_code == 3);
+  CHECK_THAT(o.err, Contains("1 of 4 points failed"));
+  const auto rows = results(out);
+  REQUIRE(rows.size() == 5);
+  const auto status = column(rows, "status"), error = column(rows, "error");
+  CHECK(rows[1][status] == "ok");
+  CHECK(rows[2][status] == "ok");
+  CHECK(rows[3][status] == "ok");
+  CHECK(rows[4][status] == "failed");
+  CHECK_THAT(rows[4][error], Contains("quickstart.json") && Contains("/cluster/topology") && Contains("leaves"));
+  CHECK(rows[4][column(rows, "iteration_time_s")].empty());
+}
+
+TEST_CASE("sweep: killed mid-way and resumed, no finished point is lost and the table is the uninterrupted one",
+          "[cli][sweep][resume]") {
+  TempDir tmp;
+  // Flow-engine points each run in their own process (~tens of ms): slow enough to kill the sweep mid-way.
+  const std::string sweep = R"(sweep={"cluster.nodes": [2, 3, 4, 5, 6, 7, 8, 9], "strategy.kind": ["wfbp", "ddp",
+                                       "mg-wfbp", "bsp", "fusion"]})";
+  const std::vector<std::string> base{"sweep",       kQuickstart, "--set", sweep,       "--set",
+                                      "engine=flow", "-j",        "1",     "--no-plots"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string killed = tmp / "killed";
+  const fs::path journal = fs::path(killed) / "points.jsonl";
+  {
+    // Spawn, wait for a few finished points, then SIGKILL: no handler, no clean-up.
+    auto args = with({"--out", killed});
+    std::vector<std::string> argv_strings{ddlsim::test::ddlsim_binary()};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_strings)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    REQUIRE(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0);
+    posix_spawn_file_actions_destroy(&actions);
+    for (int i = 0; i < 20000 && (!fs::exists(journal) || lines_in(journal) < 6); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(WIFSIGNALED(status)); // killed, not finished
+  }
+  const std::size_t done_before = lines_in(journal) - 1; // minus the header
+  REQUIRE(done_before >= 5);
+  REQUIRE(done_before < 40);
+  const auto resumed = run_ok(with({"--out", killed, "--resume"}));
+  CHECK_THAT(resumed.out,
+             Contains(std::to_string(40 - done_before) + " run now, " + std::to_string(done_before) + " already done"));
+  const std::string clean = tmp / "clean";
+  run_ok(with({"--out", clean}));
+  CHECK(without_wall_time(results(killed)) == without_wall_time(results(clean)));
+  // Resuming a finished sweep runs nothing; resuming with another scenario is refused.
+  CHECK_THAT(run_ok(with({"--out", killed, "--resume"})).out, Contains("0 run now, 40 already done"));
+  auto other = with({"--out", killed, "--resume", "--set", "cluster.gpus_per_node=2"});
+  const auto refused = run_ddlsim(other);
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Contains("points.jsonl") && Contains("different sweep"));
+}
+
+TEST_CASE("sweep: shards run disjoint points and merge into the unsharded table", "[cli][sweep][shard]") {
+  TempDir tmp;
+  const std::string all = tmp / "all";
+  run_ok({"sweep", kQuickstart, "--out", all, "--no-plots", "--set", kNodesByStrategy});
+  std::vector<std::string> merge{"merge", "--out", tmp / "merged"};
+  std::size_t rows_seen = 0;
+  for (int i = 0; i < 4; ++i) {
+    const std::string dir = tmp / ("shard" + std::to_string(i));
+    run_ok({"sweep", kQuickstart, "--out", dir, "--set", kNodesByStrategy, "--shard", std::to_string(i) + "/4"});
+    const auto rows = results(dir);
+    for (std::size_t r = 1; r < rows.size(); ++r)
+      CHECK(std::stoi(rows[r][0]) % 4 == i);
+    rows_seen += rows.size() - 1;
+    CHECK_FALSE(fs::exists(fs::path(dir) / "throughput.png")); // a shard's points are a sample: no plots
+    merge.push_back(dir);
+  }
+  CHECK(rows_seen == 6);
+  const auto merged = run_ok(merge);
+  CHECK_THAT(merged.out, Contains("6 points"));
+  CHECK(without_wall_time(results(tmp / "merged")) == without_wall_time(results(all)));
+  CHECK(is_png(fs::path(tmp / "merged") / "throughput.png"));
+}
+
+TEST_CASE("sweep: bad command lines exit 2 with one clear line", "[cli][sweep][errors]") {
+  TempDir tmp;
+  const auto [args, phrase] = GENERATE(table<std::vector<std::string>, std::string>({
+      {{"--shard", "2/2"}, "--shard: '2/2': need 0 <= I < N"},
+      {{"--shard", "x"}, "'x' is not of the form I/N"},
+      {{"--set", "sweep={\"cluster.nodes\": []}"}, "/sweep/cluster.nodes: expected a non-empty array"},
+      {{"--set", "sweep={\"cluster.nodez\": [1]}"}, "unknown key"},
+  }));
+  CAPTURE(args, phrase);
+  std::vector<std::string> all{"sweep", kQuickstart, "--out", tmp / "x", "--set", kNodesByStrategy};
+  all.insert(all.end(), args.begin(), args.end());
+  const auto o = run_ddlsim(all);
+  CHECK(o.exit_code == 2);
+  CHECK_THAT(o.err, Contains(phrase));
+  const auto lines = std::count(o.err.begin(), o.err.end(), '\n');
+  CHECK(lines == 1);
+  // Without a sweep block there is nothing to sweep.
+  const auto none = run_ddlsim({"sweep", kQuickstart, "--out", tmp / "y"});
+  CHECK(none.exit_code == 2);
+  CHECK_THAT(none.err, Contains("/sweep") && Contains("no \"sweep\" block"));
+}
+
+TEST_CASE("plot: a custom plot of a results table as SVG or PNG, with its data and script", "[cli][plot]") {
+  TempDir tmp;
+  const std::string out = tmp / "sweep";
+  run_ok({"sweep", kQuickstart, "--out", out, "--no-plots", "--set", kNodesByStrategy});
+  const std::string svg = tmp / "custom.svg";
+  run_ok({"plot", out + "/results.csv", "--x", "cluster.nodes", "--y", "iteration_time_s", "--group", "strategy.kind",
+          "--out", svg});
+  CHECK(is_svg(svg));
+  CHECK(fs::exists(tmp / "custom.gp"));
+  CHECK(fs::exists(tmp / "custom.dat"));
+  const auto defaults = run_ok({"plot", out + "/results.csv"});
+  CHECK(is_png(fs::path(out) / "plot-throughput_samples_per_s-vs-workers.png"));
+  const auto bad = run_ddlsim({"plot", out + "/results.csv", "--y", "no_such_column"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("results.csv") && Contains("no_such_column") && Contains("iteration_time_s"));
+}

@@ -1,0 +1,77 @@
+// Sweep expansion, shards and the results tables (sim/sweep.hpp); the runner itself is tested end to end in
+// tests/cli/test_sweep_cli.cpp.
+#include "core/error.hpp"
+#include "sim/sweep.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+using namespace ddlsim;
+using namespace ddlsim::sim;
+using Catch::Contains;
+
+TEST_CASE("sweep: the product of the axes, first axis slowest, zip groups as one axis", "[sweep]") {
+  const std::vector<SweepAxis> axes{
+      {"a", {1, 2}, -1}, {"z1", {"x", "y", "w"}, 0}, {"b", {true, false}, -1}, {"z2", {10, 20, 30}, 0}};
+  const auto points = expand_sweep(axes);
+  REQUIRE(points.size() == 2 * 3 * 2);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    CAPTURE(i);
+    CHECK(points[i].index == i);
+    REQUIRE(points[i].assignments.size() == 4);
+    // Keys in declaration order; the zip group sits at its first key's place (second dimension).
+    CHECK(points[i].assignments[0].first == "a");
+    CHECK(points[i].assignments[1].first == "z1");
+    CHECK(points[i].assignments[2].first == "b");
+    CHECK(points[i].assignments[3].first == "z2");
+    CHECK(points[i].assignments[0].second == (i / 6 == 0 ? 1 : 2));
+    const std::size_t z = i / 2 % 3;
+    CHECK(points[i].assignments[1].second == std::vector<Json>{"x", "y", "w"}[z]);
+    CHECK(points[i].assignments[3].second == std::vector<Json>{10, 20, 30}[z]);
+    CHECK(points[i].assignments[2].second == (i % 2 == 0));
+  }
+  CHECK(swept_keys(axes) == std::vector<std::string>{"a", "z1", "b", "z2"});
+}
+
+TEST_CASE("sweep: shards partition the points", "[sweep]") {
+  const auto s = parse_shard("3/8");
+  CHECK(s.index == 3);
+  CHECK(s.count == 8);
+  std::set<std::size_t> seen;
+  for (int i = 0; i < 8; ++i) {
+    const auto shard = parse_shard(std::to_string(i) + "/8");
+    for (std::size_t p = 0; p < 100; ++p)
+      if (shard.owns(p))
+        CHECK(seen.insert(p).second);
+  }
+  CHECK(seen.size() == 100);
+  for (const char* bad : {"8/8", "-1/8", "1/0", "1", "a/b", "1/8x", ""}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_shard(bad), InputError);
+  }
+}
+
+TEST_CASE("sweep: results.csv quotes what needs quoting and leaves failed rows' numbers empty", "[sweep]") {
+  PointResult ok;
+  ok.index = 0;
+  ok.params = OrderedJson{{"strategy", "ddp"}, {"topology", {{"kind", "star"}}}};
+  ok.ok = true;
+  ok.summary = OrderedJson{{"scenario", "s"}, {"iteration_time_s", 0.25}, {"model", {{"name", "resnet50"}}}};
+  PointResult bad;
+  bad.index = 1;
+  bad.params = OrderedJson{{"strategy", "a,b"}, {"topology", "ring"}};
+  bad.error = "file.json: /x: say \"no\"";
+  const auto csv = results_csv({"strategy", "topology"}, {ok, bad});
+  const auto header = csv.substr(0, csv.find('\n'));
+  CHECK(header.rfind("point,strategy,topology,status,scenario,engine,workers,iteration_time_s,", 0) == 0);
+  CHECK_THAT(header, Contains(",model,strategy,allreduce,") && Contains(",error"));
+  CHECK_THAT(csv, Contains("\n0,ddp,\"{\"\"kind\"\":\"\"star\"\"}\",ok,s,,,0.25,"));
+  CHECK_THAT(csv, Contains(",resnet50,"));
+  CHECK_THAT(csv, Contains("\n1,\"a,b\",ring,failed,,,,,"));
+  CHECK_THAT(csv, Contains(",\"file.json: /x: say \"\"no\"\"\"\n"));
+  const auto j = results_json("s", {"strategy", "topology"}, {ok, bad});
+  CHECK(j["points"][0]["status"] == "ok");
+  CHECK(j["points"][1]["error"] == bad.error);
+  CHECK(j["points"][1]["params"]["strategy"] == "a,b");
+}
