@@ -295,3 +295,27 @@ TEST_CASE("plot: a custom plot of a results table as SVG or PNG, with its data a
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("results.csv") && Contains("no_such_column") && Contains("iteration_time_s"));
 }
+
+TEST_CASE("scenarios: every shipped scenario is valid, listed in the README, and its sweep runs without a failure",
+          "[cli][sweep][scenarios]") {
+  const fs::path dir = fs::path(DDLSIM_SOURCE_DIR) / "scenarios";
+  const std::string readme = read_text(fs::path(DDLSIM_SOURCE_DIR) / "README.md");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json")
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 7);
+  TempDir tmp;
+  for (const auto& f : files) {
+    CAPTURE(f.filename().string());
+    CHECK_THAT(readme, Contains("`scenarios/" + f.filename().string() + "`"));
+    run_ok({"check", f.string()});
+    const auto doc = json::parse(read_text(f));
+    if (!doc.contains("sweep"))
+      continue;
+    const std::string out = tmp / f.stem().string();
+    const auto o = run_ok({"sweep", f.string(), "--out", out, "--no-plots"});
+    CHECK_THAT(o.out, Contains(" 0 failed"));
+  }
+}
