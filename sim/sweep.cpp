@@ -379,8 +379,9 @@ public:
       last_ = now;
       constexpr int width = 30;
       const int filled = static_cast<int>(fraction * width);
-      std::fprintf(stderr, "\r  sweep [%s%s] %zu/%zu %3.0f%%  %zu failed  ETA %s   ", std::string(filled, '#').c_str(),
-                   std::string(width - filled, '.').c_str(), done, total_, 100 * fraction, failed, eta.c_str());
+      const std::string when = final ? "in " + format_duration(elapsed) : "ETA " + eta;
+      std::fprintf(stderr, "\r  sweep [%s%s] %zu/%zu %3.0f%%  %zu failed  %s   ", std::string(filled, '#').c_str(),
+                   std::string(width - filled, '.').c_str(), done, total_, 100 * fraction, failed, when.c_str());
       if (final)
         std::fputc('\n', stderr);
       return;
@@ -489,7 +490,7 @@ Shard parse_shard(const std::string& text) {
 std::string results_csv(const std::vector<std::string>& keys, const std::vector<PointResult>& results) {
   std::string out = "point";
   for (const auto& k : keys)
-    out += "," + csv_cell(k);
+    fmt::format_to(std::back_inserter(out), ",{}", csv_cell(k));
   out += ",status";
   for (const auto& f : kFields)
     out += std::string(",") + f.column;
@@ -497,7 +498,7 @@ std::string results_csv(const std::vector<std::string>& keys, const std::vector<
   for (const auto& r : results) {
     out += std::to_string(r.index);
     for (const auto& k : keys)
-      out += "," + (r.params.contains(k) ? csv_cell(value_text(r.params.at(k))) : std::string());
+      fmt::format_to(std::back_inserter(out), ",{}", r.params.contains(k) ? csv_cell(value_text(r.params.at(k))) : "");
     out += r.ok ? ",ok" : ",failed";
     for (const auto& f : kFields) {
       out += ",";
@@ -507,7 +508,7 @@ std::string results_csv(const std::vector<std::string>& keys, const std::vector<
           out += csv_cell(number_text(r.summary.at(ptr)));
       }
     }
-    out += "," + csv_cell(r.error) + "\n";
+    fmt::format_to(std::back_inserter(out), ",{}\n", csv_cell(r.error));
   }
   return out;
 }
