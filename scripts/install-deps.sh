@@ -12,6 +12,7 @@ packages=(
   libeigen3-dev         # fitting (calibration)
   libcli11-dev          # command line
   gnuplot-nox           # plots
+  python3               # test scripts (tests/scripts)
 )
 
 missing=()
