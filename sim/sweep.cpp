@@ -387,7 +387,7 @@ public:
       return;
     }
     const int decile = static_cast<int>(fraction * 10);
-    if (!final && decile <= last_decile_)
+    if (!final && (decile <= last_decile_ || done == total_)) // the final line reports 100 %
       return;
     last_decile_ = decile;
     std::fprintf(stderr, "sweep: %zu/%zu points (%.0f%%), %zu failed, %s\n", done, total_, 100 * fraction, failed,
