@@ -42,6 +42,7 @@ std::vector<Phase> lower_allgather_recursive_doubling(const LoweringShape& shape
 std::vector<Phase> lower_reduce_scatter_ring(const LoweringShape& shape, double bytes, Granularity granularity);
 std::vector<Phase> lower_broadcast_ring(const LoweringShape& shape, double bytes, Granularity granularity);
 std::vector<Phase> lower_broadcast_tree(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_global_topk_tree(const LoweringShape& shape, double bytes, Granularity granularity);
 std::vector<Phase> lower_point_to_point_direct(const LoweringShape& shape, double bytes, Granularity granularity);
 
 } // namespace ddlsim::sim::detail

@@ -46,10 +46,13 @@ struct PowerOfTwoCore {
   [[nodiscard]] int real(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
 };
 
-enum class CollectiveKind { allreduce, allgather, reduce_scatter, broadcast, point_to_point };
+/// `global_topk`: gTop-k's sparse allreduce of k (value, index) pairs per rank into the global top-k (Shi et al.,
+/// ICDCS 2019).
+enum class CollectiveKind { allreduce, allgather, reduce_scatter, broadcast, point_to_point, global_topk };
 
 /// `bytes`: the collective's payload per rank (allreduce: the buffer; allgather: the gathered result;
-/// reduce-scatter: the input buffer; broadcast: the buffer, root rank 0; point-to-point: rank 0 -> rank p-1).
+/// reduce-scatter: the input buffer; broadcast: the buffer, root rank 0; point-to-point: rank 0 -> rank p-1;
+/// global top-k: one rank's k pairs, the size of every message).
 using LowerFn = std::vector<Phase> (*)(const LoweringShape& shape, double bytes, Granularity granularity);
 
 struct CollectiveLowering {

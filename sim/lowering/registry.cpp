@@ -8,7 +8,7 @@ namespace ddlsim::sim {
 namespace {
 
 using CK = CollectiveKind;
-constexpr std::array<CollectiveLowering, 10> kLowerings{{
+constexpr std::array<CollectiveLowering, 11> kLowerings{{
     {CK::allreduce, "halving-doubling", &detail::lower_allreduce_halving_doubling},
     {CK::allreduce, "hierarchical", &detail::lower_allreduce_hierarchical},
     {CK::allreduce, "ring", &detail::lower_allreduce_ring},
@@ -19,6 +19,7 @@ constexpr std::array<CollectiveLowering, 10> kLowerings{{
     {CK::broadcast, "ring", &detail::lower_broadcast_ring},
     {CK::broadcast, "tree", &detail::lower_broadcast_tree},
     {CK::point_to_point, "direct", &detail::lower_point_to_point_direct},
+    {CK::global_topk, "tree", &detail::lower_global_topk_tree},
 }};
 
 } // namespace
@@ -46,6 +47,8 @@ std::string_view collective_name(CollectiveKind c) {
     return "broadcast";
   case CollectiveKind::point_to_point:
     return "point_to_point";
+  case CollectiveKind::global_topk:
+    return "global_topk";
   }
   return "unknown";
 }

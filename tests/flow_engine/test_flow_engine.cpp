@@ -3,6 +3,7 @@
 // whole iteration agrees with the analytic engine when nothing contends.
 #include "sim/collectives.hpp"
 #include "sim/engine.hpp"
+#include "sim/lowering/evaluate.hpp"
 #include "sim/scenario.hpp"
 #include "support/run_in_child.hpp"
 
@@ -10,6 +11,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 
 using namespace ddlsim;
 using namespace ddlsim::sim;
@@ -156,4 +158,28 @@ TEST_CASE("flow::a whole iteration agrees with the analytic engine when nothing 
   CHECK(out[2] > 0);
   // A ring over 2 nodes x 4 GPUs sends one ring edge out of each node: the NIC carries 2(p-1)/p of the buffer.
   CHECK_THAT(out[3], WithinRel(out[4], 1e-6));
+}
+
+TEST_CASE("flow::sparse collectives (gTop-k, Top-k's allgather) agree with their phase-synchronous cost",
+          "[flow][agreement][sparse]") {
+  // Without contention the flow engine runs a lowering's phases exactly as the analytic evaluation does
+  // (sim/lowering/evaluate.hpp), on single- and multi-GPU nodes, powers of two and not.
+  auto [nodes, gpus] = GENERATE(table<int, int>({{2, 1}, {3, 1}, {8, 1}, {13, 1}, {64, 1}, {4, 4}, {6, 8}}));
+  const double pairs_bytes = 8 * 0.001 * 25557032; // ResNet-50 at density 0.001: k values + k indices
+  const auto c = cluster(nodes, gpus, 1.25e9, 25e-6, 12e9, 5e-6);
+  const LoweringShape shape{nodes, gpus};
+  const int p = nodes * gpus;
+  for (const auto& [kind, algorithm, bytes] :
+       {std::tuple{CollectiveKind::global_topk, "tree", pairs_bytes},
+        std::tuple{CollectiveKind::allgather, "recursive-doubling", p * pairs_bytes}}) {
+    CAPTURE(nodes, gpus, collective_name(kind), algorithm);
+    const double expected = phase_synchronous_time(
+        find_lowering(kind, algorithm)->lower(shape, bytes, Granularity::aggregated), c.network());
+    const auto out = in_child([&] {
+      const auto r = run_collectives_flow(c, {{kind, algorithm, bytes, 0.0}}, false);
+      return std::vector<double>{r.jobs[0].end_s - r.jobs[0].start_s};
+    });
+    REQUIRE(out.size() == 1);
+    CHECK_THAT(out[0], WithinRel(expected, 1e-3));
+  }
 }

@@ -2,6 +2,7 @@
 // phases on a two-level cluster (GPU links inside a node, one NIC per node on a star) and must reproduce the
 // alpha-beta cost of ring, halving-doubling, hierarchical and double-binary-tree allreduce.
 #include "sim/collectives.hpp"
+#include "sim/lowering/evaluate.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,43 +16,9 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
-// Contention-free evaluator. A flow between GPUs of one node crosses two GPU links (alpha 2 l_i, bandwidth B_i)
-// shared by the phase's intra-node flows leaving its source GPU or entering its destination GPU; a flow between
-// nodes crosses two NIC links (alpha 2 l_e, bandwidth B_e) shared likewise by the node's off-node flows. A flow
-// takes latency_repeats alpha + bytes / (B / max(sharers at source, sharers at destination)); a phase takes its
-// slowest flow; the collective the sum of its phases. On single-GPU nodes this is the star evaluator
-// max(latency_repeats 2 l + bytes / (B / max(#out(src), #in(dst)))).
+// The contention-free evaluator the analytic engine uses for lowerings without a closed form.
 double evaluate(const std::vector<Phase>& phases, const Network& net) {
-  const int g = net.gpus_per_node, p = net.workers();
-  double total = 0;
-  std::vector<int> out(static_cast<std::size_t>(p)), in(static_cast<std::size_t>(p));
-  std::vector<int> nic_out(static_cast<std::size_t>(net.nodes)), nic_in(static_cast<std::size_t>(net.nodes));
-  for (const auto& ph : phases) {
-    std::fill(out.begin(), out.end(), 0);
-    std::fill(in.begin(), in.end(), 0);
-    std::fill(nic_out.begin(), nic_out.end(), 0);
-    std::fill(nic_in.begin(), nic_in.end(), 0);
-    for (const auto& f : ph.flows) {
-      if (f.src / g == f.dst / g) {
-        ++out[static_cast<std::size_t>(f.src)];
-        ++in[static_cast<std::size_t>(f.dst)];
-      } else {
-        ++nic_out[static_cast<std::size_t>(f.src / g)];
-        ++nic_in[static_cast<std::size_t>(f.dst / g)];
-      }
-    }
-    double slowest = 0;
-    for (const auto& f : ph.flows) {
-      const bool intra = f.src / g == f.dst / g;
-      const int sharers =
-          intra ? std::max(out[static_cast<std::size_t>(f.src)], in[static_cast<std::size_t>(f.dst)])
-                : std::max(nic_out[static_cast<std::size_t>(f.src / g)], nic_in[static_cast<std::size_t>(f.dst / g)]);
-      const LinkSpec& link = intra ? net.intra : net.inter;
-      slowest = std::max(slowest, f.latency_repeats * 2 * link.latency_s + f.bytes * sharers / link.bandwidth);
-    }
-    total += slowest;
-  }
-  return total;
+  return phase_synchronous_time(phases, net);
 }
 
 double closed_form(std::string_view algorithm, const Network& net, double bytes) {
@@ -146,5 +113,41 @@ TEST_CASE("lowering::per-message tree and broadcast ring pay one latency per syn
   SECTION("tree on 8 single-GPU nodes: k + 2H - 1 steps, H = 3") {
     const auto per_message = lower(CollectiveKind::allreduce, "tree", {8, 1}, n, Granularity::per_message);
     CHECK(per_message.size() == 8 + 2 * 3 - 1);
+  }
+}
+
+TEST_CASE("lowering::the gTop-k paper's cost model: dense ring, Top-k by recursive-doubling allgather, gTop-k",
+          "[lowering][closed-form][sparse]") {
+  // Shi et al., ICDCS 2019, Table I, with alpha per message and beta per element on p single-GPU workers of a
+  // star: dense ring allreduce 2(p-1) a + 2(p-1)/p m b; Top-k (allgather of k values and k indices by recursive
+  // doubling) log2(p) a + 2(p-1) rho m b; gTop-k 2 log2(p) a + 4 log2(p) rho m b. Here a = 2 x NIC latency (two
+  // NIC links per message), b = 4 bytes / B (fp32 values, int32 indices).
+  const double m = 25557032; // ResNet-50's gradient elements
+  const double rho = GENERATE(0.001, 0.01);
+  const double bandwidth = GENERATE(1.25e8, 1.25e9); // 1 GbE, 10 GbE
+  const double latency = 25e-6;
+  CAPTURE(rho, bandwidth);
+  const double a = 2 * latency, b = 4 / bandwidth, k = rho * m;
+  for (int p = 2; p <= 64; p *= 2) {
+    CAPTURE(p);
+    const Network net{p, 1, {}, {bandwidth, latency}};
+    const double lg = std::log2(p);
+    CHECK_THAT(closed_form("ring", net, 4 * m), WithinRel(2 * (p - 1) * a + 2.0 * (p - 1) / p * m * b, 1e-12));
+    const auto topk =
+        lower(CollectiveKind::allgather, "recursive-doubling", {p, 1}, p * 8 * k, Granularity::aggregated);
+    CHECK_THAT(evaluate(topk, net), WithinRel(lg * a + 2 * (p - 1) * rho * m * b, 1e-12));
+    const auto gtopk = lower(CollectiveKind::global_topk, "tree", {p, 1}, 8 * k, Granularity::aggregated);
+    CHECK_THAT(evaluate(gtopk, net), WithinRel(2 * lg * a + 4 * lg * rho * m * b, 1e-12));
+    // gTop-k's traffic grows with log2 p, Top-k's with p: from 4 workers on, gTop-k sends less per worker.
+    if (p >= 4)
+      CHECK(busiest_sender_bytes(gtopk, p) <= busiest_sender_bytes(topk, p));
+  }
+  // Non-powers of two fold r = p - p' ranks in before and out after the core: 2 log2(p') + 2 messages.
+  for (int p : {3, 5, 6, 7, 12, 33}) {
+    CAPTURE(p);
+    const Network net{p, 1, {}, {bandwidth, latency}};
+    const double core_rounds = std::floor(std::log2(p));
+    const auto gtopk = lower(CollectiveKind::global_topk, "tree", {p, 1}, 8 * k, Granularity::aggregated);
+    CHECK_THAT(evaluate(gtopk, net), WithinRel((2 * core_rounds + 2) * (a + 2 * k * b), 1e-12));
   }
 }

@@ -303,12 +303,13 @@ TEST_CASE("lowering::per-message step structure of rings, halving-doubling and t
 }
 
 TEST_CASE("lowering::after a per-message collective every rank holds every contribution", "[lowering][dataflow]") {
-  // Whole-buffer propagation (see propagate): allreduce and allgather end with every rank holding all p
+  // Whole-buffer propagation (see propagate): allreduce, allgather and gTop-k end with every rank holding all p
   // contributions, a broadcast with every rank holding rank 0's.
   const std::vector<Named> all_to_all{
-      {CollectiveKind::allreduce, "ring"}, {CollectiveKind::allreduce, "halving-doubling"},
-      {CollectiveKind::allreduce, "tree"}, {CollectiveKind::allreduce, "hierarchical"},
-      {CollectiveKind::allgather, "ring"}, {CollectiveKind::allgather, "recursive-doubling"}};
+      {CollectiveKind::allreduce, "ring"},  {CollectiveKind::allreduce, "halving-doubling"},
+      {CollectiveKind::allreduce, "tree"},  {CollectiveKind::allreduce, "hierarchical"},
+      {CollectiveKind::allgather, "ring"},  {CollectiveKind::allgather, "recursive-doubling"},
+      {CollectiveKind::global_topk, "tree"}}; // the global top-k depends on every rank's pairs
   for (const auto& shape : shapes())
     for (double bytes : {0.0, 1e6, 64e6}) {
       const int p = shape.workers();

@@ -1,0 +1,25 @@
+// The analytic cost of a lowered collective: its phases run one after another, each as long as its slowest flow,
+// with the links shared as in the analytic engine's closed forms (sim/collectives.hpp). Collectives without a
+// hand-derived closed form (e.g. gTop-k) are costed this way, so that the analytic engine and the flow engine
+// run the same lowering; the lowering tests check it against every closed form that exists.
+#pragma once
+
+#include "sim/collectives.hpp"
+#include "sim/lowering/lowering.hpp"
+
+#include <vector>
+
+namespace ddlsim::sim {
+
+/// Contention-free evaluation of `phases` on `net`. A flow between GPUs of one node crosses two GPU links (alpha
+/// 2 l_i, bandwidth B_i) shared by the phase's intra-node flows leaving its source GPU or entering its
+/// destination GPU; a flow between nodes crosses two NIC links (alpha 2 l_e, bandwidth B_e) shared likewise by
+/// the off-node flows of its NIC's endpoint (the node, or the GPU with a NIC per GPU). A flow takes
+/// latency_repeats alpha + bytes / (B / max(sharers at source, sharers at destination)); a phase takes its
+/// slowest flow; the collective the sum of its phases.
+[[nodiscard]] double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net);
+
+/// Bytes the busiest rank sends over all phases.
+[[nodiscard]] double busiest_sender_bytes(const std::vector<Phase>& phases, int workers);
+
+} // namespace ddlsim::sim
