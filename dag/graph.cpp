@@ -23,6 +23,20 @@ std::string_view resource_name(Resource r) {
   return "?";
 }
 
+std::string_view collective_name(Collective c) {
+  switch (c) {
+  case Collective::none:
+    return "none";
+  case Collective::allreduce:
+    return "allreduce";
+  case Collective::allgather:
+    return "allgather";
+  case Collective::global_topk:
+    return "global_topk";
+  }
+  return "?";
+}
+
 std::string_view task_kind_name(TaskKind k) {
   switch (k) {
   case TaskKind::data_load:

@@ -23,7 +23,10 @@ enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compress
 [[nodiscard]] std::string_view task_kind_name(TaskKind k);
 
 /// A collective the engine costs (analytic) or lowers onto the platform (flow).
-enum class Collective : std::uint8_t { none, allreduce };
+/// `allgather`: every worker's selected pairs to every worker (Top-k); `global_topk`: gTop-k's sparse allreduce.
+enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk };
+
+[[nodiscard]] std::string_view collective_name(Collective c);
 
 struct Task {
   TaskKind kind = TaskKind::delay;
@@ -42,6 +45,14 @@ struct GradientGroup {
   double bytes = 0;
   int ready_layer = -1;      ///< the layer whose backward completes the group (the lowest layer index in it)
   double launch_delay_s = 0; ///< extra wait after the group is ready (Horovod cycle)
+  /// How the group goes on the wire: a dense allreduce of `bytes`, or compressed (sparsification strategies):
+  /// `wire_bytes` is the collective's payload (the lowering's convention, sim/lowering/lowering.hpp), with GPU
+  /// kernels before (compression) and after (decompression) it.
+  Collective collective = Collective::allreduce;
+  double wire_bytes = 0;
+  double compress_s = 0;
+  double decompress_s = 0;
+  std::int64_t selected = 0; ///< elements sent per worker (sparsification), 0 when dense
 };
 
 class IterationGraph {

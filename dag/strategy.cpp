@@ -49,11 +49,14 @@ GradientGroup make_group(const Model& model, const std::vector<TensorRef>& tenso
 }
 
 std::span<const StrategyInfo> strategies() {
-  static constexpr std::array<StrategyInfo, 5> kStrategies{{
+  static constexpr std::array<StrategyInfo, 7> kStrategies{{
       {"bsp", "one allreduce of all gradients after the backward pass", &plan_bsp},
       {"ddp", "PyTorch DDP buckets: reverse order, first_bucket then bucket_cap", &plan_ddp},
       {"fusion", "Horovod tensor fusion: ready tensors packed up to threshold every cycle_time", &plan_fusion},
+      {"gtopk", "global top-k sparsification: log2 p rounds of tree merging, then a broadcast (Shi et al., ICDCS 2019)",
+       &plan_gtopk},
       {"mg-wfbp", "MG-WFBP optimal merging of consecutive gradients (Shi et al., INFOCOM 2019)", &plan_mgwfbp},
+      {"topk", "local top-k sparsification of the whole gradient, allgather of (value, index) pairs", &plan_topk},
       {"wfbp", "wait-free backpropagation: one allreduce per tensor as soon as it is ready", &plan_wfbp},
   }};
   return kStrategies;
@@ -129,12 +132,29 @@ IterationGraph build_iteration(const Model& model, const WorkerCosts& costs, con
       g.depend(ready, wait);
       ready = wait;
     }
+    if (group.compress_s > 0) { // compression kernels run on the GPU stream
+      const auto compress = g.add({.kind = TaskKind::compression,
+                                   .resource = Resource::gpu_compute,
+                                   .group = static_cast<int>(i),
+                                   .duration_s = group.compress_s});
+      g.depend(ready, compress);
+      ready = compress;
+    }
+    const bool dense = group.collective == Collective::allreduce;
     const auto comm = g.add({.kind = TaskKind::communication,
                              .resource = Resource::comm,
                              .group = static_cast<int>(i),
-                             .collective = Collective::allreduce,
-                             .bytes = group.bytes});
+                             .collective = group.collective,
+                             .bytes = dense ? group.bytes : group.wire_bytes});
     g.depend(ready, comm);
+    if (group.decompress_s > 0) {
+      const auto decompress = g.add({.kind = TaskKind::compression,
+                                     .resource = Resource::gpu_compute,
+                                     .group = static_cast<int>(i),
+                                     .duration_s = group.decompress_s});
+      g.depend(comm, decompress);
+      g.depend(decompress, update);
+    }
     if (have_previous)
       g.depend(previous, comm); // groups are launched in plan order
     previous = comm;

@@ -3,6 +3,7 @@
 // dag/strategies/ plus one line in the registry (strategy.cpp).
 #pragma once
 
+#include "dag/compression.hpp"
 #include "dag/graph.hpp"
 #include "dag/model.hpp"
 
@@ -17,12 +18,13 @@ namespace ddlsim::dag {
 
 /// Task costs of one worker, computed by the simulator from calibration, measurements or the roofline.
 struct WorkerCosts {
-  double data_load_s = 0;    ///< loading + preprocessing one batch on the host
-  bool prefetch = true;      ///< the loader prepares the next batch during this iteration (DataLoader workers)
-  double h2d_s = 0;          ///< host-to-device copy of one batch
-  std::vector<double> fwd_s; ///< per layer
-  std::vector<double> bwd_s; ///< per layer
-  double update_s = 0;       ///< optimizer step
+  double data_load_s = 0;      ///< loading + preprocessing one batch on the host
+  bool prefetch = true;        ///< the loader prepares the next batch during this iteration (DataLoader workers)
+  double h2d_s = 0;            ///< host-to-device copy of one batch
+  std::vector<double> fwd_s;   ///< per layer
+  std::vector<double> bwd_s;   ///< per layer
+  double update_s = 0;         ///< optimizer step
+  double memory_bandwidth = 0; ///< effective GPU memory bandwidth (B/s) for memory-bound kernels (compression)
 };
 
 /// A parameter tensor in the model's flattened registration order.
@@ -41,6 +43,8 @@ struct StrategyOptions {
   double bucket_cap_bytes = 26214400.0;        ///< PyTorch DDP bucket_cap_mb = 25 (MiB)
   double fusion_threshold_bytes = 134217728.0; ///< Horovod >= 0.21 HOROVOD_FUSION_THRESHOLD = 128 MiB
   double cycle_time_s = 1e-3;                  ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
+  double density = 0.001;                      ///< sparsification: fraction of gradient elements sent
+  Selection selection = Selection::sort;       ///< sparsification: how the top-k is selected
 };
 
 struct StrategyInput {
@@ -49,6 +53,7 @@ struct StrategyInput {
   double bytes_per_element;
   const CommCost& allreduce_time;
   const StrategyOptions& options;
+  int workers = 1; ///< data-parallel workers (sparsification sizes its allgather and decompression by it)
 };
 
 /// Gradient tensors in the order their gradients become ready: reverse registration order (autograd runs the
@@ -82,6 +87,12 @@ std::vector<GradientGroup> plan_wfbp(const StrategyInput& in);
 std::vector<GradientGroup> plan_ddp(const StrategyInput& in);
 std::vector<GradientGroup> plan_fusion(const StrategyInput& in);
 std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in);
+std::vector<GradientGroup> plan_topk(const StrategyInput& in);
+std::vector<GradientGroup> plan_gtopk(const StrategyInput& in);
+
+/// The whole gradient as one group after backward (BSP's group), sparsified at in.options.density for
+/// `collective` (allgather: Top-k; global_topk: gTop-k), with its compression and decompression kernels.
+[[nodiscard]] std::vector<GradientGroup> plan_sparse_whole_model(const StrategyInput& in, Collective collective);
 
 /// Finish time of the last gradient group's communication, relative to the start of backward, when groups are
 /// sent one at a time in order on one communication stream: the quantity MG-WFBP minimises.

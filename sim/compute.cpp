@@ -38,6 +38,7 @@ ComputeCosts compute_costs(const Scenario& s) {
   w.bwd_s.assign(layers, 0);
   w.prefetch = s.data.prefetch;
   w.data_load_s = s.data.loading_per_sample_s * batch;
+  w.memory_bandwidth = s.gpu.memory_bandwidth * s.gpu.efficiency; // memory-bound kernels (compression)
   w.h2d_s = s.gpu.host_link > 0 ? m.input_bytes_per_sample * batch / s.gpu.host_link : 0;
 
   // Which layers the calibration covers.

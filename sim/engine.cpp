@@ -2,7 +2,9 @@
 // one representative worker (data-parallel workers are symmetric), breakdown by interval accounting.
 #include "sim/engine.hpp"
 
+#include "core/units.hpp"
 #include "sim/compute.hpp"
+#include "sim/lowering/evaluate.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -131,19 +133,45 @@ Prepared prepare(const Scenario& s, std::string engine) {
                                      : find_allreduce_algorithm(s.allreduce.algorithm)->make(net);
   const AllreduceModel& model = *p.allreduce;
   const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
-  const dag::StrategyInput input{s.model, p.costs.worker, dtype_bytes(s.gradient_dtype), allreduce_time, s.strategy};
+  const dag::StrategyInput input{s.model,        p.costs.worker, dtype_bytes(s.gradient_dtype),
+                                 allreduce_time, s.strategy,     r.workers};
   const bool communicate = r.workers > 1;
   r.groups = communicate ? dag::find_strategy(s.strategy.kind)->plan(input) : std::vector<dag::GradientGroup>{};
   r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
+  const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     auto& task = r.graph.task(v);
-    if (task.collective != dag::Collective::allreduce)
+    if (task.collective == dag::Collective::none)
       continue;
-    const auto cost = p.allreduce->cost(task.bytes);
-    task.duration_s = cost.time_s; // the closed form; the flow engine replaces it with what it simulates
+    // The closed form, or the phase-synchronous cost of the lowering; the flow engine replaces it with what it
+    // simulates.
+    CollectiveCost cost;
+    if (task.collective == dag::Collective::allreduce) {
+      cost = p.allreduce->cost(task.bytes);
+    } else {
+      const auto phases = sparse_lowering(task.collective).lower(shape, task.bytes, Granularity::aggregated);
+      cost = {phase_synchronous_time(phases, net), busiest_sender_bytes(phases, r.workers)};
+    }
+    task.duration_s = cost.time_s;
     r.communication_bytes_per_worker += cost.bytes_sent;
   }
+  for (const auto& g : r.groups)
+    if (g.selected > 0)
+      r.notes.push_back(fmt::format(
+          "{}: {} of {} gradient elements sent per worker (density {}), {} selection; compression {} and "
+          "decompression {} per iteration on the GPU (memory traffic at {:.0f} GB/s)",
+          s.strategy.kind, g.selected, g.elements, s.strategy.density, dag::selection_name(s.strategy.selection),
+          format_time(g.compress_s), format_time(g.decompress_s), p.costs.worker.memory_bandwidth / 1e9));
   return p;
+}
+
+const CollectiveLowering& sparse_lowering(dag::Collective c) {
+  const CollectiveLowering* l = c == dag::Collective::allgather
+                                    ? find_lowering(CollectiveKind::allgather, "recursive-doubling")
+                                    : find_lowering(CollectiveKind::global_topk, "tree");
+  if (c != dag::Collective::allgather && c != dag::Collective::global_topk)
+    throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
+  return *l;
 }
 
 void finalize(const Scenario& s, Prepared& p) {

@@ -33,7 +33,9 @@ std::string task_label(const Scenario& s, const dag::Task& t) {
   case dag::TaskKind::backward:
     return "bwd " + layer_name(s, t.layer);
   case dag::TaskKind::communication:
-    return fmt::format("allreduce #{} ({})", t.group, format_bytes(t.bytes));
+    return fmt::format("{} #{} ({})", dag::collective_name(t.collective), t.group, format_bytes(t.bytes));
+  case dag::TaskKind::compression:
+    return fmt::format("compression #{}", t.group);
   case dag::TaskKind::delay:
     return fmt::format("fusion wait #{}", t.group);
   default:
@@ -176,13 +178,15 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
   return fmt::format("{}: {} on {} GPU{} ({} node{} x {}), {} engine\n"
                      "  iteration      {}  ({:.1f} samples/s, scaling efficiency {:.1f} %)\n"
                      "  1-GPU          {}  (compute costs from {})\n"
-                     "  breakdown      compute {}, exposed communication {}, idle {}\n"
-                     "  communication  {} allreduce{} ({}), {} sent per worker\n",
+                     "  breakdown      compute {}, {}exposed communication {}, idle {}\n"
+                     "  communication  {} {}{} ({}), {} sent per worker\n",
                      s.name, s.model.name, r.workers, r.workers == 1 ? "" : "s", s.cluster.nodes,
                      s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, r.engine,
                      format_time(r.iteration_time_s), r.throughput_samples_per_s, 100 * r.scaling_efficiency,
                      format_time(r.single_gpu_iteration_s), r.compute_source, format_time(b.compute_s),
+                     b.compression_s > 0 ? fmt::format("compression {}, ", format_time(b.compression_s)) : "",
                      format_time(b.exposed_communication_s), format_time(b.idle_s), r.groups.size(),
+                     r.groups.empty() ? "allreduce" : dag::collective_name(r.groups.front().collective),
                      r.groups.size() == 1 ? "" : "s", s.strategy.kind, format_bytes(r.communication_bytes_per_worker)) +
          fmt::format("{}", fmt::join(notes_lines(r), ""));
 }

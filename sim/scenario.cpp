@@ -5,6 +5,8 @@
 #include "core/io.hpp"
 #include "dag/zoo/zoo.hpp"
 
+#include <fmt/ranges.h>
+
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
 
@@ -302,11 +304,13 @@ void parse_strategy(ObjectReader r, Scenario& s) {
   auto& o = s.strategy;
   o.kind = r.choice("kind", names_of_strategies());
   // Keys that belong to another kind get a message that says which.
-  const std::vector<std::pair<std::string, std::string>> owner{
-      {"first_bucket", "ddp"}, {"bucket_cap", "ddp"}, {"threshold", "fusion"}, {"cycle_time", "fusion"}};
-  for (const auto& [key, kind] : owner)
-    if (r.has(key) && kind != o.kind)
-      r.fail(key, fmt::format("applies to strategy kind '{}', not '{}'", kind, o.kind));
+  const std::vector<std::pair<std::string, std::vector<std::string>>> owner{
+      {"first_bucket", {"ddp"}},  {"bucket_cap", {"ddp"}},        {"threshold", {"fusion"}},
+      {"cycle_time", {"fusion"}}, {"density", {"topk", "gtopk"}}, {"selection", {"topk", "gtopk"}}};
+  for (const auto& [key, kinds] : owner)
+    if (r.has(key) && std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end())
+      r.fail(key, fmt::format("applies to strategy kind{} '{}', not '{}'", kinds.size() > 1 ? "s" : "",
+                              fmt::join(kinds, "', '"), o.kind));
   if (o.kind == "ddp") {
     o.first_bucket_bytes =
         r.optional_quantity("first_bucket", Dimension::bytes, 0, true).value_or(o.first_bucket_bytes);
@@ -314,6 +318,20 @@ void parse_strategy(ObjectReader r, Scenario& s) {
   } else if (o.kind == "fusion") {
     o.fusion_threshold_bytes = r.optional_quantity("threshold", Dimension::bytes).value_or(o.fusion_threshold_bytes);
     o.cycle_time_s = r.optional_quantity("cycle_time", Dimension::time).value_or(o.cycle_time_s);
+  } else if (o.kind == "topk" || o.kind == "gtopk") {
+    if (const Json* d = r.optional("density")) {
+      if (!d->is_number())
+        r.fail("density", fmt::format("expected a number in (0, 1], got {}", d->dump()));
+      const double density = d->get<double>();
+      if (!(density > 0 && density <= 1))
+        r.fail("density", fmt::format("{} is outside (0, 1]: the fraction of gradient elements sent", d->dump()));
+      o.density = density;
+    }
+    r.optional_choice("selection", {"sort"});
+    if (!(s.gpu.memory_bandwidth > 0))
+      r.fail("kind", fmt::format("'{}' costs its compression kernels from the GPU's memory bandwidth: give "
+                                 "gpu.preset or gpu.memory_bandwidth",
+                                 o.kind));
   }
   r.finish();
 }

@@ -317,7 +317,6 @@ const CollectiveLowering& lowering_for(const Scenario& s) {
 
 RunResult run_flow(const Scenario& s) {
   const auto wall_start = std::chrono::steady_clock::now();
-  const CollectiveLowering& lowering = lowering_for(s);
   auto prepared = detail::prepare(s, "flow");
   RunResult& r = prepared.result;
   auto& graph = r.graph;
@@ -329,11 +328,14 @@ RunResult run_flow(const Scenario& s) {
   const std::size_t n = graph.size();
   std::vector<CollectivePlan::Job> jobs;
   std::vector<std::size_t> job_of(n, 0);
-  for (std::size_t v = 0; v < n; ++v)
-    if (graph.task(v).collective == dag::Collective::allreduce) {
-      job_of[v] = jobs.size();
-      jobs.push_back({&lowering, graph.task(v).bytes});
-    }
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto collective = graph.task(v).collective;
+    if (collective == dag::Collective::none)
+      continue;
+    job_of[v] = jobs.size();
+    jobs.push_back({collective == dag::Collective::allreduce ? &lowering_for(s) : &detail::sparse_lowering(collective),
+                    graph.task(v).bytes});
+  }
   CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);
   r.notes.push_back(plan.note());
 
@@ -345,7 +347,7 @@ RunResult run_flow(const Scenario& s) {
   std::vector<sg4::ExecPtr> in(n), out(n);
   for (std::size_t v = 0; v < n; ++v) {
     const auto& task = graph.task(v);
-    if (task.collective == dag::Collective::allreduce) {
+    if (task.collective != dag::Collective::none) {
       in[v] = run.timed(0);
       out[v] = run.timed(0);
       run.on_done(in[v].get(),
@@ -388,7 +390,7 @@ RunResult run_flow(const Scenario& s) {
     if (out[v]->get_state() != sg4::Activity::State::FINISHED)
       throw std::logic_error(
           fmt::format("flow engine: task {} ({}) never finished", v, dag::task_kind_name(graph.task(v).kind)));
-    const bool collective = graph.task(v).collective == dag::Collective::allreduce;
+    const bool collective = graph.task(v).collective != dag::Collective::none;
     r.timing[v].start_s = collective ? in[v]->get_finish_time() : in[v]->get_start_time();
     r.timing[v].end_s = out[v]->get_finish_time();
     if (collective)

@@ -183,3 +183,21 @@ TEST_CASE("flow::sparse collectives (gTop-k, Top-k's allgather) agree with their
     CHECK_THAT(out[0], WithinRel(expected, 1e-3));
   }
 }
+
+TEST_CASE("flow::a sparsified iteration (topk, gtopk) agrees with the analytic engine", "[flow][engine][sparse]") {
+  const auto kind = GENERATE("topk", "gtopk");
+  CAPTURE(kind);
+  auto base = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json",
+                            {std::string("strategy.kind=") + kind, "cluster.nodes=5"});
+  const auto analytic = run_scenario(base);
+  const auto out = in_child([&] {
+    auto s = base;
+    s.engine = "flow";
+    const auto r = run_scenario(s);
+    return std::vector<double>{r.iteration_time_s, r.breakdown.compression_s};
+  });
+  REQUIRE(out.size() == 2);
+  CHECK_THAT(out[0], WithinRel(analytic.iteration_time_s, 1e-3));
+  CHECK_THAT(out[1], WithinRel(analytic.breakdown.compression_s, 1e-9));
+  CHECK(analytic.breakdown.compression_s > 0);
+}
