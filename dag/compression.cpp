@@ -34,7 +34,7 @@ double compression_traffic_bytes(Selection s, double m, double k, double bytes_p
   double selection = 0;
   switch (s) {
   case Selection::sort:
-    selection = 5 * m * e + k * pair_bytes(e);
+    selection = kSortPasses * m * e + k * pair_bytes(e);
     break;
   }
   return error_feedback + selection;

@@ -130,6 +130,33 @@ Src ModelBuilder::layernorm(const std::string& name, Src in, std::int64_t rows, 
   return src;
 }
 
+Src ModelBuilder::lstm(const std::string& name, Src in, std::int64_t rows, const LstmSpec& spec) {
+  assert(spec.input_size > 0 && spec.hidden > 0 && spec.layers > 0 && "lstm: sizes must be positive");
+  const Src src = push(name, "lstm", {in}, true);
+  Layer& layer = model_.layers.back();
+  const std::int64_t h = spec.hidden;
+  double per_token = 0;
+  for (std::int64_t k = 0; k < spec.layers; ++k) {
+    const std::int64_t in_size = k == 0 ? spec.input_size : h;
+    const std::string l = "_l" + std::to_string(k);
+    add_param(layer, name + ".weight_ih" + l, {4 * h, in_size});
+    add_param(layer, name + ".weight_hh" + l, {4 * h, h});
+    add_param(layer, name + ".bias_ih" + l, {4 * h});
+    add_param(layer, name + ".bias_hh" + l, {4 * h});
+    const double gates = 2 * as_double(4 * h) * as_double(in_size + h) + 3 * as_double(4 * h);
+    const double activations = as_double(4 * h);             // 3H sigmoid + H tanh
+    const double cell = 3 * as_double(h) + 2 * as_double(h); // f·c + i·g, then o·tanh(c)
+    per_token += gates + activations + cell;
+    if (spec.dropout && k + 1 < spec.layers) {
+      per_token += kDropoutFlops * as_double(h);
+    }
+  }
+  layer.fwd_flops = as_double(rows) * per_token;
+  layer.bwd_flops = 2 * layer.fwd_flops;
+  layer.activation_bytes = kFloatBytes * as_double(rows * h); // the last layer's hidden states
+  return src;
+}
+
 Src ModelBuilder::embedding(const std::string& name, std::int64_t rows, std::int64_t num_embeddings, std::int64_t dim) {
   const Src src = push(name, "embedding", {}, true);
   Layer& layer = model_.layers.back();

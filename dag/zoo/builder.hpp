@@ -10,6 +10,9 @@
 //   relu 1, residual add 1, dropout 2 (mask compare + scale), gelu 8 (tanh or erf form), tanh 1 per element
 //   max pool    k·k comparisons per output element; avg pool k·k adds per output element;
 //               adaptive avg pool: one add per input element + one divide per output element
+//   lstm        per token and layer (torch.nn.LSTM, gates i, f, g, o of size H over input size I):
+//               gates 2·4H·(I + H) + two bias adds 2·4H + sum of the two products 4H; activations 4H (3H sigmoid,
+//               H tanh, 1 each); cell c' = f·c + i·g 3H; output h' = o·tanh(c') 2H: 2·4H·(I + H) + 21H in all
 //   softmax / log-softmax 5 per element (max, subtract, exp, sum, divide/log); embedding lookup and concat 0
 //   attention   scores = QK^T 2·s²·h + scale 1 + mask 1 per score; softmax 5 + dropout 2 per score;
 //               context = AV 2·s²·h (eager attention: the heads·s² scores are materialised)
@@ -90,6 +93,14 @@ struct LinearSpec {
   WeightLayout layout = WeightLayout::linear;
 };
 
+/// torch.nn.LSTM arguments (batch-first or not makes no difference here; no projection, unidirectional).
+struct LstmSpec {
+  std::int64_t input_size = 0;
+  std::int64_t hidden = 0;
+  std::int64_t layers = 1;
+  bool dropout = false; ///< nn.LSTM(dropout > 0): dropout on every layer's output except the last
+};
+
 /// Output size of a convolution / pooling window along one dimension (PyTorch's formula, incl. ceil_mode).
 [[nodiscard]] std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad,
                                       bool ceil_mode = false);
@@ -106,6 +117,9 @@ public:
   Src linear(const std::string& name, Src in, std::int64_t rows, std::int64_t in_features, std::int64_t out_features,
              const LinearSpec& spec = {});
   Src layernorm(const std::string& name, Src in, std::int64_t rows, std::int64_t features);
+  /// torch.nn.LSTM over a sequence of `rows` tokens produced by `in`: one layer holding, per layer k,
+  /// `name.weight_ih_lk` (4H, I), `name.weight_hh_lk` (4H, H), `name.bias_ih_lk` (4H), `name.bias_hh_lk` (4H).
+  Src lstm(const std::string& name, Src in, std::int64_t rows, const LstmSpec& spec);
   /// A lookup of `rows` ids that no layer produced (token or position ids).
   Src embedding(const std::string& name, std::int64_t rows, std::int64_t num_embeddings, std::int64_t dim);
 

@@ -476,3 +476,107 @@ TEST_CASE("dag::zoo every layer output is consumed except the loss heads", "[zoo
   CHECK(sinks.size() == heads);
   CHECK(sinks.back() == m.layers.back().name);
 }
+
+TEST_CASE("dag::zoo CIFAR-10 ResNets are He et al.'s 6n+2 networks with option-A shortcuts", "[zoo]") {
+  // Exact counts of akamaster/pytorch_resnet_cifar10 (BN included; the paper rounds to 0.27M, 0.85M, 1.7M).
+  // Tensors: conv1 + bn1 (3), 3 stages x n blocks x (2 conv + 2 bn = 6), linear (2).
+  const auto [name, n, params] = GENERATE(table<std::string, int, std::int64_t>({
+      {"resnet20-cifar", 3, 269'722},
+      {"resnet56-cifar", 9, 853'018},
+      {"resnet110-cifar", 18, 1'727'962},
+  }));
+  CAPTURE(name);
+  const Model m = zoo(name);
+  CHECK(m.param_count() == params);
+  CHECK(m.tensor_count() == static_cast<std::size_t>(3 + 18 * n + 2));
+  CHECK(m.layers.size() == static_cast<std::size_t>(2 + 3 * n * 4 + 2)); // conv1, bn1, blocks, avg pool, linear
+  CHECK(m.input_bytes_per_sample == 3 * 32 * 32 * 4);
+  const auto tensors = flat_params(m);
+  CHECK(tensors.front().name == "conv1.weight");
+  CHECK(tensors.front().shape == std::vector<std::int64_t>{16, 3, 3, 3});
+  CHECK(tensors.back().name == "linear.bias");
+  CHECK(tensors.back().shape == std::vector<std::int64_t>{10});
+  CHECK(tensors[tensors.size() - 3].name == "layer3." + std::to_string(n - 1) + ".bn2.bias");
+
+  // Option A: the first block of stages 2 and 3 adds the (strided, zero-padded) block input, no projection.
+  const auto at = [&](const std::string& layer) {
+    const auto it = std::find_if(m.layers.begin(), m.layers.end(), [&](const auto& l) { return l.name == layer; });
+    REQUIRE(it != m.layers.end());
+    return static_cast<int>(it - m.layers.begin());
+  };
+  const auto& bn2 = m.layers[static_cast<std::size_t>(at("layer2.0.bn2"))];
+  CHECK(bn2.inputs == std::vector<int>{at("layer2.0.conv2"), at("layer1." + std::to_string(n - 1) + ".bn2")});
+  CHECK(bn2.fwd_flops == (8.0 + 1 + 1) * 32 * 16 * 16); // batchnorm + residual add + ReLU per element
+  CHECK(m.layers[static_cast<std::size_t>(at("layer2.0.conv1"))].activation_bytes == 4.0 * 32 * 16 * 16);
+}
+
+TEST_CASE("dag::zoo vgg16-cifar is kuangliu's VGG('VGG16') with batch norm", "[zoo]") {
+  const Model m = zoo("vgg16-cifar");
+  CHECK(m.param_count() == 14'728'266);
+  CHECK(m.tensor_count() == 13 * 4 + 2);
+  CHECK(m.layers.size() == 13 * 2 + 5 + 1 + 1); // conv + bn, 5 max pools, AvgPool2d(1), classifier
+  CHECK(m.input_bytes_per_sample == 3 * 32 * 32 * 4);
+  const auto tensors = flat_params(m);
+  CHECK(tensors.front().name == "features.0.weight");
+  CHECK(tensors.front().shape == std::vector<std::int64_t>{64, 3, 3, 3});
+  CHECK(tensors[2].name == "features.1.weight"); // BatchNorm2d(64)
+  CHECK(tensors[tensors.size() - 3].name == "features.41.bias");
+  CHECK(tensors.back().name == "classifier.bias");
+  CHECK(tensors[tensors.size() - 2].shape == std::vector<std::int64_t>{10, 512});
+  CHECK(m.layers[m.layers.size() - 2].name == "features.44");
+  const auto& conv0 = m.layers.front();
+  CHECK(conv0.fwd_flops == 2.0 * 64 * 32 * 32 * 3 * 9 + 64 * 32 * 32); // MACs x 2 + bias adds
+}
+
+TEST_CASE("dag::zoo lstm-ptb is Zaremba et al.'s large PTB LSTM", "[zoo]") {
+  const Model m = zoo("lstm-ptb");
+  // Embedding 10000x1500, two LSTM layers of 2·(6000x1500) + 2·6000, Linear(1500, 10000).
+  CHECK(m.param_count() == 66'034'000);
+  CHECK(m.param_count() == 10000 * 1500 + 2 * (2 * 6000 * 1500 + 2 * 6000) + 1500 * 10000 + 10000);
+  CHECK(m.tensor_count() == 1 + 8 + 2);
+  REQUIRE(m.layers.size() == 3);
+  CHECK(m.input_bytes_per_sample == 35 * 8);
+
+  const auto tensors = flat_params(m);
+  CHECK(tensors.front().name == "encoder.weight");
+  CHECK(tensors[1].name == "rnn.weight_ih_l0");
+  CHECK(tensors[1].shape == std::vector<std::int64_t>{6000, 1500});
+  CHECK(tensors[2].name == "rnn.weight_hh_l0");
+  CHECK(tensors[3].name == "rnn.bias_ih_l0");
+  CHECK(tensors[4].name == "rnn.bias_hh_l0");
+  CHECK(tensors[5].name == "rnn.weight_ih_l1");
+  CHECK(tensors[8].name == "rnn.bias_hh_l1");
+  CHECK(tensors.back().name == "decoder.bias");
+
+  const double s = 35, h = 1500, v = 10000;
+  const auto& encoder = m.layers[0];
+  const auto& rnn = m.layers[1];
+  const auto& decoder = m.layers[2];
+  CHECK(encoder.kind == "embedding");
+  CHECK(encoder.fwd_flops == 2 * s * h); // the lookup is free; dropout 2 per element
+  CHECK(encoder.activation_bytes == 4 * s * h);
+  // Per token and layer 2·4H·(I + H) + 21H (see builder.hpp), dropout between the layers and on the output.
+  CHECK(rnn.kind == "lstm");
+  CHECK(rnn.fwd_flops == s * (2 * (2 * 4 * h * 2 * h + 21 * h) + 2 * h + 2 * h));
+  CHECK(rnn.bwd_flops == 2 * rnn.fwd_flops);
+  CHECK(rnn.activation_bytes == 4 * s * h);
+  CHECK(decoder.fwd_flops == s * (2 * h * v + v + 5 * v)); // matmul + bias + log-softmax loss
+  // Forward FLOPs are 2 x the non-embedding parameters per token, within 1%.
+  CHECK_THAT(m.fwd_flops_per_sample(), WithinRel(2 * s * (66'034'000 - v * h), 0.01));
+}
+
+TEST_CASE("dag::zoo CIFAR-10 models' forward FLOPs match the published MACs", "[zoo]") {
+  // Multiply-accumulates per 32x32 image as usually quoted (e.g. Li et al., "Pruning Filters for Efficient
+  // ConvNets", ICLR 2017, Table 1/2: VGG-16 3.13e8, ResNet-56 1.25e8, ResNet-110 2.53e8; ResNet-20 4.1e7).
+  // Our count is 2 FLOPs per MAC plus BN/ReLU/add/pool/loss on top.
+  const auto [name, macs] = GENERATE(table<std::string, double>({
+      {"resnet20-cifar", 41e6},
+      {"resnet56-cifar", 125e6},
+      {"resnet110-cifar", 253e6},
+      {"vgg16-cifar", 313e6},
+  }));
+  CAPTURE(name);
+  const double flops = zoo(name).fwd_flops_per_sample();
+  CHECK_THAT(flops, WithinRel(2 * macs, 0.04));
+  CHECK(flops > 2 * macs * 0.99);
+}
