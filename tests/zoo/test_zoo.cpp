@@ -93,14 +93,16 @@ double as_double(std::int64_t v) {
 
 TEST_CASE("dag::zoo lists sorted unique names that all build", "[zoo]") {
   const auto names = ddlsim::dag::zoo_model_names();
-  REQUIRE(names.size() == 30);
+  REQUIRE(names.size() == 35);
   CHECK(std::is_sorted(names.begin(), names.end()));
   CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
-  for (const char* required : {"alexnet",         "vgg11",     "vgg16",        "vgg19",       "resnet18",
-                               "resnet34",        "resnet50",  "resnet101",    "resnet152",   "resnext50_32x4d",
-                               "wide_resnet50_2", "googlenet", "inception_v3", "densenet121", "bert-base",
-                               "bert-large",      "gpt2",      "gpt2-medium",  "gpt2-large",  "gpt2-xl",
-                               "gpt3-175b"}) {
+  for (const char* required :
+       {"alexnet",         "vgg11",          "vgg16",          "vgg19",           "resnet18",
+        "resnet34",        "resnet50",       "resnet101",      "resnet152",       "resnext50_32x4d",
+        "wide_resnet50_2", "googlenet",      "inception_v3",   "densenet121",     "bert-base",
+        "bert-large",      "gpt2",           "gpt2-medium",    "gpt2-large",      "gpt2-xl",
+        "gpt3-175b",       "resnet20-cifar", "resnet56-cifar", "resnet110-cifar", "vgg16-cifar",
+        "lstm-ptb"}) {
     CAPTURE(required);
     CHECK(std::find(names.begin(), names.end(), required) != names.end());
   }
