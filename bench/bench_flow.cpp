@@ -9,10 +9,9 @@
 #include "core/io.hpp"
 #include "core/json.hpp"
 #include "sim/engine.hpp"
+#include "spawn.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,8 +22,6 @@
 #include <filesystem>
 #include <string>
 #include <vector>
-
-extern char** environ;
 
 using namespace ddlsim;
 namespace fs = std::filesystem;
@@ -56,28 +53,11 @@ Point run_cli(const fs::path& dir, const std::string& name, const Json& scenario
   const fs::path file = dir / (name + ".json");
   const fs::path out = dir / name;
   write_file_atomic(file.string(), scenario.dump());
-  std::vector<std::string> args{DDLSIM_CLI, "run", file.string(), "--out", out.string(), "--no-trace"};
-  std::vector<char*> argv;
-  for (auto& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  const auto start = std::chrono::steady_clock::now();
-  pid_t pid = 0;
+  const auto run = bench::run_ddlsim({"run", file.string(), "--out", out.string(), "--no-trace"}, true);
   Point p;
-  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) {
-    posix_spawn_file_actions_destroy(&actions);
-    return p;
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  int status = 0;
-  struct rusage usage {};
-  ::wait4(pid, &status, 0, &usage);
-  p.process_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  p.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  p.process_s = run.wall_s;
+  p.peak_mib = run.peak_mib;
+  if (!run.ok)
     return p;
   const Json summary = Json::parse(read_file((out / "summary.json").string()));
   p.iteration_s = summary.at("iteration_time_s").get<double>();

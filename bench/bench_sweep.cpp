@@ -5,11 +5,9 @@
 //   bench_sweep [jobs, default 2]
 #include "core/io.hpp"
 #include "core/json.hpp"
+#include "spawn.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,34 +16,15 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
-
 using namespace ddlsim;
 namespace fs = std::filesystem;
 
 namespace {
 
 // Runs ddlsim with `args`; returns the wall time, or a negative number when it failed.
-double timed_run(std::vector<std::string> args) {
-  args.insert(args.begin(), DDLSIM_CLI);
-  std::vector<char*> argv;
-  for (auto& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t quiet;
-  posix_spawn_file_actions_init(&quiet);
-  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  const auto start = std::chrono::steady_clock::now();
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&quiet);
-  if (spawned != 0)
-    return -1;
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? wall : -1;
+double timed_run(const std::vector<std::string>& args) {
+  const auto run = bench::run_ddlsim(args);
+  return run.ok ? run.wall_s : -1;
 }
 
 } // namespace

@@ -165,6 +165,8 @@ Prepared prepare(const Scenario& s, std::string engine) {
   return p;
 }
 
+} // namespace detail
+
 const CollectiveLowering& sparse_lowering(dag::Collective c) {
   const CollectiveLowering* l = c == dag::Collective::allgather
                                     ? find_lowering(CollectiveKind::allgather, "recursive-doubling")
@@ -173,6 +175,8 @@ const CollectiveLowering& sparse_lowering(dag::Collective c) {
     throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
   return *l;
 }
+
+namespace detail {
 
 void finalize(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;

@@ -72,12 +72,13 @@ struct Prepared {
   RunResult result;
 };
 [[nodiscard]] Prepared prepare(const Scenario& s, std::string engine);
-/// The lowering that carries a DAG collective other than the scenario's allreduce: Top-k's allgather by recursive
-/// doubling (log2 p rounds, as in the gTop-k paper's comparison), gTop-k's tree.
-[[nodiscard]] const CollectiveLowering& sparse_lowering(dag::Collective c);
 /// Fills the derived fields from result.graph and result.timing (iteration time, efficiency, breakdown, ...).
 void finalize(const Scenario& s, Prepared& p);
 } // namespace detail
+
+/// The lowering that carries a DAG collective other than the scenario's allreduce: Top-k's allgather by recursive
+/// doubling (log2 p rounds, as in the gTop-k paper's comparison), gTop-k's tree.
+[[nodiscard]] const CollectiveLowering& sparse_lowering(dag::Collective c);
 
 /// The flow-level engine on SimGrid (sim/flow/flow_engine.cpp). One per process: SimGrid's engine is a singleton.
 [[nodiscard]] RunResult run_flow(const Scenario& s);

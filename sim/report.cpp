@@ -91,6 +91,21 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                 {"tensors", s.model.tensor_count()},
                 {"batch_per_gpu", s.batch_per_gpu}};
   j["strategy"] = s.strategy.kind;
+  // Sparsification (topk, gtopk): what was sent and how many communication rounds the collective took.
+  if (!r.groups.empty() && r.groups.front().selected > 0) {
+    const auto& g = r.groups.front();
+    const auto phases = sparse_lowering(g.collective)
+                            .lower({s.cluster.nodes, s.cluster.gpus_per_node}, g.wire_bytes, Granularity::aggregated);
+    j["sparsification"] = {{"collective", dag::collective_name(g.collective)},
+                           {"selection", dag::selection_name(s.strategy.selection)},
+                           {"density", s.strategy.density},
+                           {"elements", g.elements},
+                           {"selected_elements", g.selected},
+                           {"achieved_density", static_cast<double>(g.selected) / static_cast<double>(g.elements)},
+                           {"rounds", phases.size()},
+                           {"compress_s", g.compress_s},
+                           {"decompress_s", g.decompress_s}};
+  }
   j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : s.allreduce.algorithm;
   j["compute_source"] = r.compute_source;
   j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;

@@ -333,7 +333,7 @@ RunResult run_flow(const Scenario& s) {
     if (collective == dag::Collective::none)
       continue;
     job_of[v] = jobs.size();
-    jobs.push_back({collective == dag::Collective::allreduce ? &lowering_for(s) : &detail::sparse_lowering(collective),
+    jobs.push_back({collective == dag::Collective::allreduce ? &lowering_for(s) : &sparse_lowering(collective),
                     graph.task(v).bytes});
   }
   CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);

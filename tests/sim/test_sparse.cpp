@@ -4,6 +4,7 @@
 // scales better than the dense allreduce.
 #include "dag/compression.hpp"
 #include "sim/engine.hpp"
+#include "sim/report.hpp"
 #include "sim/scenario.hpp"
 
 #include <catch2/catch.hpp>
@@ -106,4 +107,21 @@ TEST_CASE("sim::sparsification needs the GPU's memory bandwidth", "[sim][sparse]
   }
   doc["gpu"]["memory_bandwidth"] = "900 GB/s";
   CHECK(run_scenario(parse_scenario(doc, "bw.json")).breakdown.compression_s > 0);
+}
+
+TEST_CASE("sim::the summary reports what sparsification sent and its rounds", "[sim][sparse][report]") {
+  for (const char* kind : {"topk", "gtopk"}) {
+    CAPTURE(kind);
+    const auto s = resnet50(8, kind, 0.01);
+    const auto j = summary_json(s, run_scenario(s));
+    REQUIRE(j.contains("sparsification"));
+    const auto& sp = j["sparsification"];
+    CHECK(sp["elements"] == 25557032);
+    CHECK(sp["selected_elements"] == 255571); // ceil(0.01 x 25,557,032)
+    CHECK(sp["density"] == 0.01);
+    // 8 workers: Top-k's allgather takes log2 8 = 3 rounds, gTop-k 3 up the tree and 3 down.
+    CHECK(sp["rounds"] == (std::string(kind) == "topk" ? 3 : 6));
+    CHECK(sp["collective"] == (std::string(kind) == "topk" ? "allgather" : "global_topk"));
+  }
+  CHECK_FALSE(summary_json(resnet50(8, "bsp"), run_scenario(resnet50(8, "bsp"))).contains("sparsification"));
 }
