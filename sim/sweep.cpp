@@ -567,6 +567,9 @@ SweepOutcome run_sweep(const Scenario& s, const SweepOptions& options) {
       text += result_json(r).dump() + "\n";
     write_file_atomic(journal_path, text);
   }
+  // A worker that dies is noticed at the end of its output (and its point recorded as failed): writing to its
+  // closed pipe must fail with EPIPE rather than kill the sweep.
+  std::signal(SIGPIPE, SIG_IGN);
   const int journal = ::open(journal_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (journal < 0)
     throw std::runtime_error("sweep: cannot append to " + journal_path);

@@ -196,20 +196,7 @@ TEST_CASE("sweep: killed mid-way and resumed, no finished point is lost and the 
   const fs::path journal = fs::path(killed) / "points.jsonl";
   {
     // Spawn, wait for a few finished points, then SIGKILL: no handler, no clean-up.
-    auto args = with({"--out", killed});
-    std::vector<std::string> argv_strings{ddlsim::test::ddlsim_binary()};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_strings)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    pid_t pid = 0;
-    REQUIRE(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0);
-    posix_spawn_file_actions_destroy(&actions);
+    const pid_t pid = ddlsim::test::spawn_ddlsim(with({"--out", killed}), tmp / "killed.out", tmp / "killed.err");
     for (int i = 0; i < 20000 && (!fs::exists(journal) || lines_in(journal) < 6); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ::kill(pid, SIGKILL);

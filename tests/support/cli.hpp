@@ -74,12 +74,12 @@ inline std::string ddlsim_binary() {
 }
 
 // Runs `ddlsim args...` without a shell (arguments are passed verbatim), stdout and stderr captured in files.
-inline Outcome run_ddlsim(const std::vector<std::string>& args) {
+/// Starts `ddlsim args...` without a shell and returns at once: stdin from /dev/null, stdout and stderr into the
+/// given files. The caller waits for (or kills) the process.
+inline pid_t spawn_ddlsim(const std::vector<std::string>& args, const std::string& out_path,
+                          const std::string& err_path) {
   const std::string binary = ddlsim_binary();
   REQUIRE(fs::exists(binary));
-  TempDir capture;
-  const std::string out_path = capture / "stdout", err_path = capture / "stderr";
-
   std::vector<std::string> argv_strings{binary};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -98,6 +98,14 @@ inline Outcome run_ddlsim(const std::vector<std::string>& args) {
   const int spawned = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   REQUIRE(spawned == 0);
+  return pid;
+}
+
+/// Runs `ddlsim args...` to completion, stdout and stderr captured.
+inline Outcome run_ddlsim(const std::vector<std::string>& args) {
+  TempDir capture;
+  const std::string out_path = capture / "stdout", err_path = capture / "stderr";
+  const pid_t pid = spawn_ddlsim(args, out_path, err_path);
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
 
