@@ -29,22 +29,16 @@ std::vector<Phase> lower_allgather_recursive_doubling(const LoweringShape& shape
 
   std::vector<Phase> phases;
   phases.reserve(static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(core)) + 2));
-  if (extra > 0) {
-    Phase& pre = phases.emplace_back();
-    for (int i = 0; i < extra; ++i)
-      pre.flows.push_back({2 * i, 2 * i + 1, block, 1});
-  }
+  if (extra > 0)
+    phases.push_back(core_map.fold_in(block));
   for (int d = 1; d < core; d *= 2) {
     Phase& phase = phases.emplace_back();
     phase.flows.reserve(static_cast<std::size_t>(core));
     for (int v = 0; v < core; ++v)
       phase.flows.push_back({real(v), real(v ^ d), blocks(v & ~(d - 1), d) * block, 1});
   }
-  if (extra > 0) {
-    Phase& post = phases.emplace_back();
-    for (int i = 0; i < extra; ++i)
-      post.flows.push_back({2 * i + 1, 2 * i, (p - 1) * block, 1});
-  }
+  if (extra > 0)
+    phases.push_back(core_map.fold_out((p - 1) * block));
   return phases;
 }
 

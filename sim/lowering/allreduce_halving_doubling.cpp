@@ -29,11 +29,7 @@ std::vector<Phase> lower_allreduce_halving_doubling(const LoweringShape& shape, 
   std::vector<Phase> phases;
   phases.reserve(static_cast<std::size_t>((per_message ? 2 : 1) * core_steps + 2));
   const auto pairing = [&](bool before) {
-    Phase phase;
-    phase.flows.reserve(static_cast<std::size_t>(extra));
-    for (int i = 0; i < extra; ++i)
-      phase.flows.push_back(before ? Flow{2 * i, 2 * i + 1, bytes, 1} : Flow{2 * i + 1, 2 * i, bytes, 1});
-    phases.push_back(std::move(phase));
+    phases.push_back(before ? core_map.fold_in(bytes) : core_map.fold_out(bytes));
   };
   const auto exchange = [&](int distance, int folded_steps) {
     Phase phase;

@@ -28,11 +28,8 @@ std::vector<Phase> lower_global_topk_tree(const LoweringShape& shape, double byt
 
   std::vector<Phase> phases;
   phases.reserve(static_cast<std::size_t>(2 * rounds + 2));
-  if (extra > 0) {
-    Phase& pre = phases.emplace_back();
-    for (int i = 0; i < extra; ++i)
-      pre.flows.push_back({2 * i, 2 * i + 1, bytes, 1});
-  }
+  if (extra > 0)
+    phases.push_back(core_map.fold_in(bytes));
   for (int d = 1; d < core; d *= 2) { // reduction: r mod 2d = d sends to r - d
     Phase& phase = phases.emplace_back();
     for (int v = d; v < core; v += 2 * d)
@@ -43,11 +40,8 @@ std::vector<Phase> lower_global_topk_tree(const LoweringShape& shape, double byt
     for (int v = 0; v < core; v += 2 * d)
       phase.flows.push_back({real(v), real(v + d), bytes, 1});
   }
-  if (extra > 0) {
-    Phase& post = phases.emplace_back();
-    for (int i = 0; i < extra; ++i)
-      post.flows.push_back({2 * i + 1, 2 * i, bytes, 1});
-  }
+  if (extra > 0)
+    phases.push_back(core_map.fold_out(bytes));
   return phases;
 }
 

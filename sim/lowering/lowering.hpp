@@ -44,6 +44,19 @@ struct PowerOfTwoCore {
   explicit PowerOfTwoCore(int p)
       : core(p >= 1 ? static_cast<int>(std::bit_floor(static_cast<unsigned>(p))) : 0), extra(p - core) {}
   [[nodiscard]] int real(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
+  /// Before the core: each rank 2i sends `bytes` to its partner 2i+1 (i < r).
+  [[nodiscard]] Phase fold_in(double bytes) const { return pairs(bytes, true); }
+  /// After the core: each rank 2i+1 sends `bytes` back to 2i.
+  [[nodiscard]] Phase fold_out(double bytes) const { return pairs(bytes, false); }
+
+private:
+  [[nodiscard]] Phase pairs(double bytes, bool in) const {
+    Phase phase;
+    phase.flows.reserve(static_cast<std::size_t>(extra));
+    for (int i = 0; i < extra; ++i)
+      phase.flows.push_back(in ? Flow{2 * i, 2 * i + 1, bytes, 1} : Flow{2 * i + 1, 2 * i, bytes, 1});
+    return phase;
+  }
 };
 
 /// `global_topk`: gTop-k's sparse allreduce of k (value, index) pairs per rank into the global top-k (Shi et al.,
