@@ -1,10 +1,11 @@
-// Sparsification costs (compression.hpp).
+// Compression costs (compression.hpp).
 #include "dag/compression.hpp"
 
 #include "dag/strategy.hpp"
 
 #include <stdexcept>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ddlsim::dag {
@@ -13,6 +14,22 @@ std::string_view selection_name(Selection s) {
   switch (s) {
   case Selection::sort:
     return "sort";
+  case Selection::sampling:
+    return "sampling";
+  case Selection::threshold:
+    return "threshold";
+  }
+  return "?";
+}
+
+std::string_view quantiser_name(Quantiser q) {
+  switch (q) {
+  case Quantiser::qsgd:
+    return "qsgd";
+  case Quantiser::terngrad:
+    return "terngrad";
+  case Quantiser::signsgd:
+    return "signsgd";
   }
   return "?";
 }
@@ -28,41 +45,111 @@ double pair_bytes(double bytes_per_element) {
   return bytes_per_element + 4.0; // value + int32 index
 }
 
-double compression_traffic_bytes(Selection s, double m, double k, double bytes_per_element) {
+double KernelCost::seconds(double memory_bandwidth) const {
+  return bytes / memory_bandwidth + launches * kKernelLaunchS;
+}
+
+KernelCost sparsification_cost(Selection s, double m, double k, double bytes_per_element) {
   const double e = bytes_per_element;
-  const double error_feedback = 3 * m * e + m * e;
-  double selection = 0;
+  const double pairs = k * pair_bytes(e);
+  KernelCost c{3 * m * e + m * e, 3}; // error feedback
+  const double abs = 2 * m * e;       // |g|: read and write
+  const double compact = (m * e + m) + (m + 8 * k);
   switch (s) {
   case Selection::sort:
-    selection = kSortPasses * m * e + k * pair_bytes(e);
+    c.bytes += kSortPasses * m * e + pairs;
+    c.launches += 3;
+    break;
+  case Selection::sampling: {
+    const double samples = std::min(m, std::max(std::ceil(kDgcSampleRatio * m), std::ceil(2 * m / std::max(k, 1.0))));
+    c.bytes += abs + kSortPasses * samples * e + compact + pairs;
+    c.launches += 6;
     break;
   }
-  return error_feedback + selection;
+  case Selection::threshold:
+    c.bytes += abs + m * e + kThresholdSearchSteps * (m * e + 2 * m) + compact + pairs;
+    c.launches += 5 + 2 * kThresholdSearchSteps;
+    break;
+  }
+  return c;
 }
 
-double decompression_traffic_bytes(double m, double received_pairs, double bytes_per_element) {
+KernelCost sparse_decompression_cost(double m, double received_pairs, double bytes_per_element) {
   const double e = bytes_per_element;
-  return m * e + received_pairs * (pair_bytes(e) + 2 * e);
+  return {m * e + received_pairs * (pair_bytes(e) + 2 * e), 2};
 }
 
-std::vector<GradientGroup> plan_sparse_whole_model(const StrategyInput& in, Collective collective) {
-  auto groups = plan_bsp(in);
-  if (groups.empty())
-    return groups;
+QuantWire quantised_wire(Quantiser q, int levels, double m, int tensors) {
+  switch (q) {
+  case Quantiser::qsgd:
+    return {std::ceil(std::log2(2.0 * levels + 1)), 4 * std::ceil(m / kQsgdBucket)};
+  case Quantiser::terngrad:
+    return {2, 4.0 * tensors};
+  case Quantiser::signsgd:
+    return {1, 4.0 * tensors};
+  }
+  return {};
+}
+
+KernelCost quantisation_cost(Quantiser q, double m, double wire, double bytes_per_element) {
+  const double e = bytes_per_element;
+  switch (q) {
+  case Quantiser::qsgd:
+    return {m * e + m * e + 2 * m * e + wire, 3};
+  case Quantiser::terngrad:
+    return {m * e + 2 * m * e + m * e + m * e + 2 * m * e + wire, 5};
+  case Quantiser::signsgd:
+    return {m * e + m * e + wire, 2};
+  }
+  return {};
+}
+
+KernelCost dequantisation_cost(double m, double wire, int workers, double bytes_per_element) {
+  const double e = bytes_per_element;
+  return {workers * (wire + 2 * m * e) + 2 * m * e, workers + 1};
+}
+
+namespace {
+double memory_bandwidth(const StrategyInput& in) {
   if (in.costs.memory_bandwidth <= 0)
-    throw std::logic_error("sparsification needs the GPU's memory bandwidth to cost its kernels");
-  auto& g = groups.front();
+    throw std::logic_error("compression needs the GPU's memory bandwidth to cost its kernels");
+  return in.costs.memory_bandwidth;
+}
+} // namespace
+
+void sparsify_group(GradientGroup& g, const StrategyInput& in, Collective collective) {
+  if (collective != Collective::allgather && collective != Collective::global_topk)
+    throw std::logic_error("sparsify_group: sparse groups go by allgather or global_topk");
+  const double bw = memory_bandwidth(in);
   const double e = in.bytes_per_element;
   const double m = static_cast<double>(g.elements);
   g.selected = selected_elements(g.elements, in.options.density);
   const double k = static_cast<double>(g.selected);
   const double p = in.workers;
   g.collective = collective;
-  // Payloads in the lowerings' convention: allgather the gathered result (p x k pairs), gTop-k one rank's pairs.
   g.wire_bytes = (collective == Collective::allgather ? p : 1.0) * k * pair_bytes(e);
-  g.compress_s = compression_traffic_bytes(in.options.selection, m, k, e) / in.costs.memory_bandwidth;
+  g.compress_s = sparsification_cost(in.options.selection, m, k, e).seconds(bw);
   const double received = collective == Collective::allgather ? p * k : k;
-  g.decompress_s = decompression_traffic_bytes(m, received, e) / in.costs.memory_bandwidth;
+  g.decompress_s = sparse_decompression_cost(m, received, e).seconds(bw);
+}
+
+void quantise_group(GradientGroup& g, const StrategyInput& in, Quantiser q) {
+  const double bw = memory_bandwidth(in);
+  const double e = in.bytes_per_element;
+  const double m = static_cast<double>(g.elements);
+  const auto wire = quantised_wire(q, in.options.levels, m, static_cast<int>(g.tensors.size()));
+  const double per_worker = wire.bytes(m);
+  g.collective = Collective::allgather;
+  g.wire_bits = wire.bits;
+  g.wire_bytes = in.workers * per_worker;
+  g.compress_s = quantisation_cost(q, m, per_worker, e).seconds(bw);
+  g.decompress_s = dequantisation_cost(m, per_worker, in.workers, e).seconds(bw);
+}
+
+std::vector<GradientGroup> plan_sparse_whole_model(const StrategyInput& in, Collective collective) {
+  auto groups = plan_bsp(in);
+  for (auto& g : groups)
+    sparsify_group(g, in, collective);
   return groups;
 }
 

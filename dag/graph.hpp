@@ -53,6 +53,7 @@ struct GradientGroup {
   double compress_s = 0;
   double decompress_s = 0;
   std::int64_t selected = 0; ///< elements sent per worker (sparsification), 0 when dense
+  double wire_bits = 0;      ///< bits per element on the wire (quantisation), 0 otherwise
 };
 
 class IterationGraph {

@@ -49,13 +49,19 @@ GradientGroup make_group(const Model& model, const std::vector<TensorRef>& tenso
 }
 
 std::span<const StrategyInfo> strategies() {
-  static constexpr std::array<StrategyInfo, 7> kStrategies{{
+  static constexpr std::array<StrategyInfo, 12> kStrategies{{
       {"bsp", "one allreduce of all gradients after the backward pass", &plan_bsp},
       {"ddp", "PyTorch DDP buckets: reverse order, first_bucket then bucket_cap", &plan_ddp},
       {"fusion", "Horovod tensor fusion: ready tensors packed up to threshold every cycle_time", &plan_fusion},
       {"gtopk", "global top-k sparsification: log2 p rounds of tree merging, then a broadcast (Shi et al., ICDCS 2019)",
        &plan_gtopk},
+      {"lags", "layer-wise top-k sparsification pipelined with backward (Shi et al., ECAI 2020)", &plan_lags},
       {"mg-wfbp", "MG-WFBP optimal merging of consecutive gradients (Shi et al., INFOCOM 2019)", &plan_mgwfbp},
+      {"omgs", "optimal merging of layers for top-k sparsification (Shi et al., INFOCOM 2020)", &plan_omgs},
+      {"qsgd", "QSGD stochastic quantisation to strategy.levels levels per DDP bucket, allgathered", &plan_qsgd},
+      {"signsgd", "signSGD: 1-bit signs per DDP bucket, allgathered, majority vote (Bernstein et al., ICLR 2019)",
+       &plan_signsgd},
+      {"terngrad", "TernGrad: ternary gradients with a per-tensor scaler per DDP bucket, allgathered", &plan_terngrad},
       {"topk", "local top-k sparsification of the whole gradient, allgather of (value, index) pairs", &plan_topk},
       {"wfbp", "wait-free backpropagation: one allreduce per tensor as soon as it is ready", &plan_wfbp},
   }};

@@ -45,6 +45,7 @@ struct StrategyOptions {
   double cycle_time_s = 1e-3;                  ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
   double density = 0.001;                      ///< sparsification: fraction of gradient elements sent
   Selection selection = Selection::sort;       ///< sparsification: how the top-k is selected
+  int levels = 127;                            ///< qsgd: quantisation levels s (8 bits per element)
 };
 
 struct StrategyInput {
@@ -54,6 +55,9 @@ struct StrategyInput {
   const CommCost& allreduce_time;
   const StrategyOptions& options;
   int workers = 1; ///< data-parallel workers (sparsification sizes its allgather and decompression by it)
+  /// Time of the allgather that carries sparse and quantised groups, by its payload (the gathered result); OMGS
+  /// plans with it. Unset when the strategy communicates densely.
+  CommCost allgather_time = {};
 };
 
 /// Gradient tensors in the order their gradients become ready: reverse registration order (autograd runs the
@@ -89,9 +93,22 @@ std::vector<GradientGroup> plan_fusion(const StrategyInput& in);
 std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in);
 std::vector<GradientGroup> plan_topk(const StrategyInput& in);
 std::vector<GradientGroup> plan_gtopk(const StrategyInput& in);
+std::vector<GradientGroup> plan_lags(const StrategyInput& in);
+std::vector<GradientGroup> plan_omgs(const StrategyInput& in);
+std::vector<GradientGroup> plan_qsgd(const StrategyInput& in);
+std::vector<GradientGroup> plan_terngrad(const StrategyInput& in);
+std::vector<GradientGroup> plan_signsgd(const StrategyInput& in);
 
-/// The whole gradient as one group after backward (BSP's group), sparsified at in.options.density for
-/// `collective` (allgather: Top-k; global_topk: gTop-k), with its compression and decompression kernels.
+/// Sparsifies `group` at in.options.density for `collective` (allgather: Top-k, LAGS, OMGS; global_topk: gTop-k):
+/// k pairs per worker, the collective's payload in the lowering's convention (allgather: the gathered p x k pairs;
+/// gTop-k: one rank's k pairs) and its compression and decompression kernels (compression.hpp).
+void sparsify_group(GradientGroup& group, const StrategyInput& in, Collective collective);
+
+/// Quantises `group` with `q` (levels: in.options.levels) for an allgather of every worker's message, as PyTorch's
+/// quantisation comm hooks do per DDP bucket; quantised values do not add, so they are gathered and decoded.
+void quantise_group(GradientGroup& group, const StrategyInput& in, Quantiser q);
+
+/// The whole gradient as one group after backward (BSP's group), sparsified for `collective`.
 [[nodiscard]] std::vector<GradientGroup> plan_sparse_whole_model(const StrategyInput& in, Collective collective);
 
 /// Finish time of the last gradient group's communication, relative to the start of backward, when groups are

@@ -133,12 +133,13 @@ Prepared prepare(const Scenario& s, std::string engine) {
                                      : find_allreduce_algorithm(s.allreduce.algorithm)->make(net);
   const AllreduceModel& model = *p.allreduce;
   const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
-  const dag::StrategyInput input{s.model,        p.costs.worker, dtype_bytes(s.gradient_dtype),
-                                 allreduce_time, s.strategy,     r.workers};
+  const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
+  const LinearLoweringCost allgather(sparse_lowering(dag::Collective::allgather), shape, net);
+  const dag::StrategyInput input{s.model,    p.costs.worker, dtype_bytes(s.gradient_dtype), allreduce_time,
+                                 s.strategy, r.workers,      std::cref(allgather)};
   const bool communicate = r.workers > 1;
   r.groups = communicate ? dag::find_strategy(s.strategy.kind)->plan(input) : std::vector<dag::GradientGroup>{};
   r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
-  const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     auto& task = r.graph.task(v);
     if (task.collective == dag::Collective::none)
@@ -155,17 +156,42 @@ Prepared prepare(const Scenario& s, std::string engine) {
     task.duration_s = cost.time_s;
     r.communication_bytes_per_worker += cost.bytes_sent;
   }
-  for (const auto& g : r.groups)
-    if (g.selected > 0)
+  if (const auto c = compression_totals(r.groups); c.groups > 0) {
+    const double bw = p.costs.worker.memory_bandwidth / 1e9;
+    if (c.selected > 0)
       r.notes.push_back(fmt::format(
-          "{}: {} of {} gradient elements sent per worker (density {}), {} selection; compression {} and "
-          "decompression {} per iteration on the GPU (memory traffic at {:.0f} GB/s)",
-          s.strategy.kind, g.selected, g.elements, s.strategy.density, dag::selection_name(s.strategy.selection),
-          format_time(g.compress_s), format_time(g.decompress_s), p.costs.worker.memory_bandwidth / 1e9));
+          "{}: {} of {} gradient elements sent per worker in {} group{} (density {}), {} selection; compression {} "
+          "and decompression {} per iteration on the GPU (memory traffic at {:.0f} GB/s and {} us per kernel launch)",
+          s.strategy.kind, c.selected, c.elements, c.groups, c.groups > 1 ? "s" : "", s.strategy.density,
+          dag::selection_name(s.strategy.selection), format_time(c.compress_s), format_time(c.decompress_s), bw,
+          dag::kKernelLaunchS * 1e6));
+    else
+      r.notes.push_back(fmt::format(
+          "{}: {} bits per gradient element on the wire, {} DDP bucket{} allgathered and decoded on every worker; "
+          "quantisation {} and decoding {} per iteration on the GPU (memory traffic at {:.0f} GB/s and {} us per "
+          "kernel launch)",
+          s.strategy.kind, c.wire_bits, c.groups, c.groups > 1 ? "s" : "", format_time(c.compress_s),
+          format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
+  }
   return p;
 }
 
 } // namespace detail
+
+CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& groups) {
+  CompressionTotals c;
+  for (const auto& g : groups) {
+    if (g.collective == dag::Collective::allreduce)
+      continue;
+    ++c.groups;
+    c.elements += g.elements;
+    c.selected += g.selected;
+    c.wire_bits = g.wire_bits;
+    c.compress_s += g.compress_s;
+    c.decompress_s += g.decompress_s;
+  }
+  return c;
+}
 
 const CollectiveLowering& sparse_lowering(dag::Collective c) {
   const CollectiveLowering* l = c == dag::Collective::allgather

@@ -76,6 +76,17 @@ struct Prepared {
 void finalize(const Scenario& s, Prepared& p);
 } // namespace detail
 
+/// Compressed gradient groups (sparsified or quantised) summed over an iteration.
+struct CompressionTotals {
+  int groups = 0;
+  std::int64_t elements = 0;
+  std::int64_t selected = 0; ///< sparsification: pairs sent per worker
+  double wire_bits = 0;      ///< quantisation: bits per element
+  double compress_s = 0;
+  double decompress_s = 0;
+};
+[[nodiscard]] CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& groups);
+
 /// The lowering that carries a DAG collective other than the scenario's allreduce: Top-k's allgather by recursive
 /// doubling (log2 p rounds, as in the gTop-k paper's comparison), gTop-k's tree.
 [[nodiscard]] const CollectiveLowering& sparse_lowering(dag::Collective c);

@@ -91,20 +91,34 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                 {"tensors", s.model.tensor_count()},
                 {"batch_per_gpu", s.batch_per_gpu}};
   j["strategy"] = s.strategy.kind;
-  // Sparsification (topk, gtopk): what was sent and how many communication rounds the collective took.
-  if (!r.groups.empty() && r.groups.front().selected > 0) {
-    const auto& g = r.groups.front();
-    const auto phases = sparse_lowering(g.collective)
-                            .lower({s.cluster.nodes, s.cluster.gpus_per_node}, g.wire_bytes, Granularity::aggregated);
-    j["sparsification"] = {{"collective", dag::collective_name(g.collective)},
-                           {"selection", dag::selection_name(s.strategy.selection)},
-                           {"density", s.strategy.density},
-                           {"elements", g.elements},
-                           {"selected_elements", g.selected},
-                           {"achieved_density", static_cast<double>(g.selected) / static_cast<double>(g.elements)},
+  // Compression: what was sent and how many communication rounds a group's collective took.
+  if (const auto c = compression_totals(r.groups); c.groups > 0) {
+    const auto& first = *std::find_if(r.groups.begin(), r.groups.end(),
+                                      [](const auto& g) { return g.collective != dag::Collective::allreduce; });
+    const auto phases =
+        sparse_lowering(first.collective)
+            .lower({s.cluster.nodes, s.cluster.gpus_per_node}, first.wire_bytes, Granularity::aggregated);
+    if (c.selected > 0)
+      j["sparsification"] = {{"collective", dag::collective_name(first.collective)},
+                             {"selection", dag::selection_name(s.strategy.selection)},
+                             {"density", s.strategy.density},
+                             {"groups", c.groups},
+                             {"elements", c.elements},
+                             {"selected_elements", c.selected},
+                             {"achieved_density", static_cast<double>(c.selected) / static_cast<double>(c.elements)},
+                             {"rounds", phases.size()},
+                             {"compress_s", c.compress_s},
+                             {"decompress_s", c.decompress_s}};
+    else
+      j["quantisation"] = {{"scheme", s.strategy.kind},
+                           {"collective", dag::collective_name(first.collective)},
+                           {"bits_per_element", c.wire_bits},
+                           {"levels", s.strategy.kind == "qsgd" ? OrderedJson(s.strategy.levels) : OrderedJson()},
+                           {"groups", c.groups},
+                           {"elements", c.elements},
                            {"rounds", phases.size()},
-                           {"compress_s", g.compress_s},
-                           {"decompress_s", g.decompress_s}};
+                           {"compress_s", c.compress_s},
+                           {"decompress_s", c.decompress_s}};
   }
   j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : s.allreduce.algorithm;
   j["compute_source"] = r.compute_source;

@@ -304,21 +304,27 @@ void parse_strategy(ObjectReader r, Scenario& s) {
   auto& o = s.strategy;
   o.kind = r.choice("kind", names_of_strategies());
   // Keys that belong to another kind get a message that says which.
+  const std::vector<std::string> bucketed{"ddp", "qsgd", "terngrad", "signsgd"};
+  const std::vector<std::string> sparse{"topk", "gtopk", "lags", "omgs"};
   const std::vector<std::pair<std::string, std::vector<std::string>>> owner{
-      {"first_bucket", {"ddp"}},  {"bucket_cap", {"ddp"}},        {"threshold", {"fusion"}},
-      {"cycle_time", {"fusion"}}, {"density", {"topk", "gtopk"}}, {"selection", {"topk", "gtopk"}}};
+      {"first_bucket", bucketed}, {"bucket_cap", bucketed}, {"threshold", {"fusion"}}, {"cycle_time", {"fusion"}},
+      {"density", sparse},        {"selection", sparse},    {"levels", {"qsgd"}}};
   for (const auto& [key, kinds] : owner)
     if (r.has(key) && std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end())
       r.fail(key, fmt::format("applies to strategy kind{} '{}', not '{}'", kinds.size() > 1 ? "s" : "",
                               fmt::join(kinds, "', '"), o.kind));
-  if (o.kind == "ddp") {
+  const auto is = [&o](const std::vector<std::string>& kinds) {
+    return std::find(kinds.begin(), kinds.end(), o.kind) != kinds.end();
+  };
+  if (is(bucketed)) {
     o.first_bucket_bytes =
         r.optional_quantity("first_bucket", Dimension::bytes, 0, true).value_or(o.first_bucket_bytes);
     o.bucket_cap_bytes = r.optional_quantity("bucket_cap", Dimension::bytes, 0, true).value_or(o.bucket_cap_bytes);
   } else if (o.kind == "fusion") {
     o.fusion_threshold_bytes = r.optional_quantity("threshold", Dimension::bytes).value_or(o.fusion_threshold_bytes);
     o.cycle_time_s = r.optional_quantity("cycle_time", Dimension::time).value_or(o.cycle_time_s);
-  } else if (o.kind == "topk" || o.kind == "gtopk") {
+  }
+  if (is(sparse)) {
     if (const Json* d = r.optional("density")) {
       if (!d->is_number())
         r.fail("density", fmt::format("expected a number in (0, 1], got {}", d->dump()));
@@ -327,12 +333,17 @@ void parse_strategy(ObjectReader r, Scenario& s) {
         r.fail("density", fmt::format("{} is outside (0, 1]: the fraction of gradient elements sent", d->dump()));
       o.density = density;
     }
-    r.optional_choice("selection", {"sort"});
-    if (!(s.gpu.memory_bandwidth > 0))
-      r.fail("kind", fmt::format("'{}' costs its compression kernels from the GPU's memory bandwidth: give "
-                                 "gpu.preset or gpu.memory_bandwidth",
-                                 o.kind));
+    const auto selection = r.optional_choice("selection", {"sort", "sampling", "threshold"}).value_or("sort");
+    o.selection = selection == "sampling"    ? dag::Selection::sampling
+                  : selection == "threshold" ? dag::Selection::threshold
+                                             : dag::Selection::sort;
   }
+  if (o.kind == "qsgd")
+    o.levels = static_cast<int>(r.optional_integer("levels", 1, 1 << 30).value_or(o.levels));
+  if ((is(sparse) || o.kind == "qsgd" || o.kind == "terngrad" || o.kind == "signsgd") && !(s.gpu.memory_bandwidth > 0))
+    r.fail("kind", fmt::format("'{}' costs its compression kernels from the GPU's memory bandwidth: give "
+                               "gpu.preset or gpu.memory_bandwidth",
+                               o.kind));
   r.finish();
 }
 

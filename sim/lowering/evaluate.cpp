@@ -5,13 +5,16 @@
 
 namespace ddlsim::sim {
 
-double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net) {
+namespace {
+
+/// Calls visit(phase index, flow, latency s, seconds per flow byte) for every flow, with the sharing of its links.
+template <class Visit> void visit_flows(const std::vector<Phase>& phases, const Network& net, Visit visit) {
   const int g = net.gpus_per_node, p = net.workers();
   const auto endpoint = [&](int rank) { return static_cast<std::size_t>(net.nic_per_gpu ? rank : rank / g); };
   const std::size_t endpoints = net.nic_per_gpu ? static_cast<std::size_t>(p) : static_cast<std::size_t>(net.nodes);
-  double total = 0;
   std::vector<int> out(static_cast<std::size_t>(p)), in(static_cast<std::size_t>(p));
   std::vector<int> nic_out(endpoints), nic_in(endpoints);
+  std::size_t phase = 0;
   for (const auto& ph : phases) {
     std::fill(out.begin(), out.end(), 0);
     std::fill(in.begin(), in.end(), 0);
@@ -26,14 +29,50 @@ double phase_synchronous_time(const std::vector<Phase>& phases, const Network& n
         ++nic_in[endpoint(f.dst)];
       }
     }
-    double slowest = 0;
     for (const auto& f : ph.flows) {
       const bool intra = f.src / g == f.dst / g;
       const int sharers = intra ? std::max(out[static_cast<std::size_t>(f.src)], in[static_cast<std::size_t>(f.dst)])
                                 : std::max(nic_out[endpoint(f.src)], nic_in[endpoint(f.dst)]);
       const LinkSpec& link = intra ? net.intra : net.inter;
-      slowest = std::max(slowest, f.latency_repeats * 2 * link.latency_s + f.bytes * sharers / link.bandwidth);
+      visit(phase, f, f.latency_repeats * 2 * link.latency_s, sharers / link.bandwidth);
     }
+    ++phase;
+  }
+}
+
+} // namespace
+
+double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net) {
+  std::vector<double> slowest(phases.size(), 0.0);
+  visit_flows(phases, net, [&](std::size_t phase, const Flow& f, double latency_s, double per_byte_s) {
+    slowest[phase] = std::max(slowest[phase], latency_s + f.bytes * per_byte_s);
+  });
+  double total = 0;
+  for (const double t : slowest)
+    total += t;
+  return total;
+}
+
+LinearLoweringCost::LinearLoweringCost(const CollectiveLowering& lowering, const LoweringShape& shape,
+                                       const Network& net) {
+  constexpr double kReference = 1048576.0; // any payload: flows are fractions of it
+  const auto phases = lowering.lower(shape, kReference, Granularity::aggregated);
+  phases_.resize(phases.size());
+  visit_flows(phases, net, [&](std::size_t phase, const Flow& f, double latency_s, double per_byte_s) {
+    phases_[phase].push_back({latency_s, f.bytes / kReference * per_byte_s});
+  });
+  for (auto& terms : phases_) {
+    std::sort(terms.begin(), terms.end());
+    terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+  }
+}
+
+double LinearLoweringCost::operator()(double bytes) const {
+  double total = 0;
+  for (const auto& terms : phases_) {
+    double slowest = 0;
+    for (const auto& t : terms)
+      slowest = std::max(slowest, t.latency_s + bytes * t.per_byte_s);
     total += slowest;
   }
   return total;

@@ -19,6 +19,24 @@ namespace ddlsim::sim {
 /// slowest flow; the collective the sum of its phases.
 [[nodiscard]] double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net);
 
+/// phase_synchronous_time of a lowering whose flows all scale linearly with the payload (every lowering does:
+/// its flows carry fractions of the payload), as a function of the payload, evaluated without lowering again:
+/// each phase keeps the distinct (latency, seconds per payload byte) of its flows. For planners that cost many
+/// candidate groups (OMGS).
+class LinearLoweringCost {
+public:
+  LinearLoweringCost(const CollectiveLowering& lowering, const LoweringShape& shape, const Network& net);
+  [[nodiscard]] double operator()(double bytes) const;
+
+private:
+  struct Term {
+    double latency_s;
+    double per_byte_s;
+    auto operator<=>(const Term&) const = default;
+  };
+  std::vector<std::vector<Term>> phases_;
+};
+
 /// Bytes the busiest rank sends over all phases.
 [[nodiscard]] double busiest_sender_bytes(const std::vector<Phase>& phases, int workers);
 

@@ -1,0 +1,70 @@
+// OMGS-SGD (Shi, Wang, Chu, Li, Qian, Liu: "Communication-Efficient Distributed Deep Learning with Merged Gradient
+// Sparsification on GPUs", INFOCOM 2020): LAGS pays a selection and an allgather start-up per tensor, Top-k of the
+// whole gradient waits for the end of backward; OMGS merges consecutive tensors into groups, each sparsified as one
+// buffer, so that the last group's communication finishes as early as possible. As for MG-WFBP (mgwfbp.cpp) we solve
+// the merge problem exactly by dynamic programming over prefixes. A group of tensors [i, j) is selected when its last
+// gradient is ready and goes on the wire when both its selection and the previous group's allgather are done:
+//   F[j] = min_i max(F[i], r_j + d_i + s(i, j)) + c(i, j),
+// with s the group's selection kernels, c the allgather of its k pairs per worker, r_j the backward finish of its last
+// tensor, and d_i the delay that the selections of the tensors before it add to the backward pass, since they share
+// the GPU with it: their memory traffic, which does not depend on how the prefix was grouped (the kernel launches,
+// which do, are left out of d_i). The finish time grows with F[i], so optimal prefix plans compose (O(n^2)).
+#include "dag/strategy.hpp"
+
+#include <limits>
+#include <stdexcept>
+
+namespace ddlsim::dag {
+
+std::vector<GradientGroup> plan_omgs(const StrategyInput& in) {
+  if (!in.allgather_time)
+    throw std::logic_error("omgs plans with the allgather's cost: StrategyInput::allgather_time is unset");
+  const auto tensors = flatten_tensors(in.model);
+  const auto order = gradient_ready_order(in.model);
+  const auto finish = backward_finish_times(in.costs);
+  const std::size_t n = order.size();
+  if (n == 0)
+    return {};
+  std::vector<double> ready(n);
+  std::vector<std::int64_t> prefix(n + 1, 0);
+  for (std::size_t t = 0; t < n; ++t) {
+    const auto& ref = tensors[static_cast<std::size_t>(order[t])];
+    ready[t] = finish[static_cast<std::size_t>(ref.layer)];
+    prefix[t + 1] = prefix[t] + ref.numel;
+  }
+  const double e = in.bytes_per_element;
+  const auto selection_delay = [&](std::size_t i) {
+    const double m = static_cast<double>(prefix[i]);
+    return sparsification_cost(in.options.selection, m, in.options.density * m, e).bytes / in.costs.memory_bandwidth;
+  };
+  const auto group_time = [&](std::size_t i, std::size_t j, double after) {
+    const std::int64_t m = prefix[j] - prefix[i];
+    const std::int64_t k = selected_elements(m, in.options.density);
+    const double select = sparsification_cost(in.options.selection, static_cast<double>(m), static_cast<double>(k), e)
+                              .seconds(in.costs.memory_bandwidth);
+    const double comm = in.allgather_time(in.workers * static_cast<double>(k) * pair_bytes(e));
+    return std::max(after, ready[j - 1] + selection_delay(i) + select) + comm;
+  };
+  std::vector<double> best(n + 1, std::numeric_limits<double>::infinity());
+  std::vector<std::size_t> cut(n + 1, 0);
+  best[0] = 0;
+  for (std::size_t j = 1; j <= n; ++j)
+    for (std::size_t i = 0; i < j; ++i)
+      if (const double f = group_time(i, j, best[i]); f < best[j]) {
+        best[j] = f;
+        cut[j] = i;
+      }
+  std::vector<std::size_t> bounds;
+  for (std::size_t j = n; j > 0; j = cut[j])
+    bounds.push_back(j);
+  std::vector<GradientGroup> groups;
+  std::size_t first = 0;
+  for (auto it = bounds.rbegin(); it != bounds.rend(); ++it) {
+    groups.push_back(make_group(in.model, tensors, order, first, *it, e));
+    sparsify_group(groups.back(), in, Collective::allgather);
+    first = *it;
+  }
+  return groups;
+}
+
+} // namespace ddlsim::dag

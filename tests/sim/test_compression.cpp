@@ -1,0 +1,330 @@
+// Compression strategies beyond whole-gradient Top-k / gTop-k (dag/compression.hpp, dag/strategies/): the
+// selection algorithms' kernel models, layer-wise sparsification (LAGS), optimal merging for it (OMGS) and
+// quantisation (QSGD, TernGrad, signSGD) on the gTop-k paper's star of single-GPU workers, where every allgather has
+// the closed form log2(p) a + (p - 1) w b for w bytes per worker.
+#include "dag/compression.hpp"
+#include "dag/strategy.hpp"
+#include "sim/engine.hpp"
+#include "sim/lowering/evaluate.hpp"
+#include "sim/report.hpp"
+#include "sim/scenario.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+using namespace ddlsim;
+using namespace ddlsim::sim;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+constexpr double kAlpha = 2 * 25e-6; // per message: two NIC links of 25 us
+constexpr double kBeta = 1 / 1.25e8; // per byte at 1 Gb/s
+constexpr double kBandwidth = 900e9 * 0.642;
+
+Json base(int nodes, int gpus_per_node, const std::string& kind) {
+  Json doc = Json::parse(R"({"model": {"zoo": "resnet20-cifar", "batch_per_gpu": 128},
+    "gpu": {"preset": "V100-SXM2-32GB", "efficiency": 0.642},
+    "cluster": {"intra_node": {"bandwidth": "12 GB/s", "latency": "5 us"},
+                "inter_node": {"bandwidth": "1 Gbps", "latency": "25 us"}},
+    "strategy": {}})");
+  doc["cluster"]["nodes"] = nodes;
+  doc["cluster"]["gpus_per_node"] = gpus_per_node;
+  doc["strategy"]["kind"] = kind;
+  return doc;
+}
+
+Scenario scenario(const Json& doc) {
+  return parse_scenario(doc, "compression.json");
+}
+
+std::vector<const dag::Task*> tasks_of(const RunResult& r, dag::TaskKind kind) {
+  std::vector<const dag::Task*> out;
+  for (std::size_t v = 0; v < r.graph.size(); ++v)
+    if (r.graph.task(v).kind == kind)
+      out.push_back(&r.graph.task(v));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("dag::selection kernels cost the reads and writes of their implementations", "[dag][compression]") {
+  const double m = 25557032, k = 25558, e = 4; // ResNet-50 at density 0.001
+  const double ef = 4 * m * e, pairs = k * 8, compact = (m * e + m) + (m + 8 * k);
+  // sort: 36 passes over the values (torch.topk on an H20) and the k pairs.
+  const auto sort = dag::sparsification_cost(dag::Selection::sort, m, k, e);
+  CHECK_THAT(sort.bytes, WithinRel(ef + 36 * m * e + pairs, 1e-12));
+  CHECK(sort.launches == 6);
+  // sampling: |g|, the sort model on 1 % of the values, threshold comparison and compaction.
+  const auto sampling = dag::sparsification_cost(dag::Selection::sampling, m, k, e);
+  CHECK_THAT(sampling.bytes, WithinRel(ef + 2 * m * e + 36 * std::ceil(0.01 * m) * e + compact + pairs, 1e-12));
+  CHECK(sampling.launches == 9);
+  // threshold: |g| and its mean, 3 counting steps, the final comparison and compaction.
+  const auto threshold = dag::sparsification_cost(dag::Selection::threshold, m, k, e);
+  CHECK_THAT(threshold.bytes, WithinRel(ef + 3 * m * e + 3 * (m * e + 2 * m) + compact + pairs, 1e-12));
+  CHECK(threshold.launches == 14);
+  // Time: traffic at the bandwidth plus 5 us per launch.
+  CHECK_THAT(sort.seconds(kBandwidth), WithinRel(sort.bytes / kBandwidth + 6 * 5e-6, 1e-12));
+  // On a large gradient, sampling streams the least and the exact sort the most.
+  CHECK(sampling.bytes < threshold.bytes);
+  CHECK(threshold.bytes < sort.bytes);
+  SECTION("a sample is never smaller than 2 / density and never larger than the gradient") {
+    // 1,000 elements at density 0.01: 10 samples would be 1 %, 2 / 0.01 = 200 are taken.
+    const auto small = dag::sparsification_cost(dag::Selection::sampling, 1000, 10, e);
+    CHECK_THAT(small.bytes, WithinRel(4000 * 4 + 2 * 4000 + 36 * 200 * 4 + (5000 + 1000 + 80) + 80, 1e-12));
+    const auto tiny = dag::sparsification_cost(dag::Selection::sampling, 50, 1, e);
+    CHECK_THAT(tiny.bytes, WithinRel(4 * 200 + 400 + 36 * 50 * 4 + (250 + 58) + 8, 1e-12));
+  }
+}
+
+TEST_CASE("dag::quantised wire formats", "[dag][compression][quantisation]") {
+  const double m = 1e6;
+  // QSGD: ceil(log2(2s + 1)) bits and a 4-byte norm per 512 elements.
+  const auto bits = [&](int levels) { return dag::quantised_wire(dag::Quantiser::qsgd, levels, m, 3).bits; };
+  CHECK(bits(127) == 8);
+  CHECK(bits(7) == 4);
+  CHECK(bits(1) == 2);
+  CHECK(bits(128) == 9);
+  CHECK_THAT(dag::quantised_wire(dag::Quantiser::qsgd, 127, m, 3).bytes(m),
+             WithinRel(m + 4 * std::ceil(m / 512), 1e-12));
+  // TernGrad: 2 bits and a scaler per tensor; signSGD: 1 bit and a scale per tensor.
+  CHECK_THAT(dag::quantised_wire(dag::Quantiser::terngrad, 0, m, 3).bytes(m), WithinRel(m / 4 + 12, 1e-12));
+  CHECK_THAT(dag::quantised_wire(dag::Quantiser::signsgd, 0, m, 3).bytes(m), WithinRel(m / 8 + 12, 1e-12));
+}
+
+TEST_CASE("sim::selection algorithms change the compression time, not the traffic", "[sim][compression]") {
+  auto doc = base(8, 1, "gtopk");
+  double previous_compression = 0;
+  double comm = -1;
+  for (const char* selection : {"sampling", "threshold", "sort"}) {
+    CAPTURE(selection);
+    doc["strategy"]["selection"] = selection;
+    const auto s = scenario(doc);
+    const auto r = run_scenario(s);
+    const auto& g = r.groups.at(0);
+    const auto cost = dag::sparsification_cost(s.strategy.selection, static_cast<double>(g.elements),
+                                               static_cast<double>(g.selected), 4);
+    CHECK_THAT(g.compress_s, WithinRel(cost.seconds(kBandwidth), 1e-12));
+    CHECK(g.compress_s > previous_compression);
+    previous_compression = g.compress_s;
+    if (comm >= 0)
+      CHECK(r.communication_bytes_per_worker == comm);
+    comm = r.communication_bytes_per_worker;
+    CHECK(summary_json(s, r)["sparsification"]["selection"] == selection);
+  }
+}
+
+TEST_CASE("sim::lags sparsifies and allgathers every tensor as soon as it is ready", "[sim][compression][lags]") {
+  const int p = GENERATE(2, 4, 8, 16);
+  CAPTURE(p);
+  auto doc = base(p, 1, "lags");
+  doc["strategy"]["density"] = 0.01;
+  const auto s = scenario(doc);
+  const auto r = run_scenario(s);
+  REQUIRE(r.groups.size() == s.model.tensor_count());
+  const auto comms = tasks_of(r, dag::TaskKind::communication);
+  REQUIRE(comms.size() == r.groups.size());
+  double sent = 0;
+  for (std::size_t i = 0; i < r.groups.size(); ++i) {
+    const auto& g = r.groups[i];
+    REQUIRE(g.tensors.size() == 1);
+    CHECK(g.selected == dag::selected_elements(g.elements, 0.01));
+    // Recursive-doubling allgather of k pairs (8 bytes) per worker.
+    const double w = static_cast<double>(g.selected) * 8;
+    CHECK_THAT(comms[i]->duration_s, WithinRel(std::log2(p) * kAlpha + (p - 1) * w * kBeta, 1e-12));
+    sent += (p - 1) * w;
+  }
+  CHECK_THAT(r.communication_bytes_per_worker, WithinRel(sent, 1e-12));
+  // Every tensor's selection and its allgather start before backward ends: they are pipelined with it.
+  double backward_end = 0, first_comm = 1e300;
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto kind = r.graph.task(v).kind;
+    if (kind == dag::TaskKind::backward)
+      backward_end = std::max(backward_end, r.timing[v].end_s);
+    if (kind == dag::TaskKind::communication)
+      first_comm = std::min(first_comm, r.timing[v].start_s);
+  }
+  CHECK(first_comm < backward_end);
+  const auto j = summary_json(s, r);
+  CHECK(j["sparsification"]["groups"] == r.groups.size());
+  CHECK(j["sparsification"]["elements"] == s.model.param_count());
+}
+
+namespace {
+
+// One tensor per layer with the given element counts.
+dag::Model model_of(const std::vector<std::int64_t>& numels) {
+  dag::Model m;
+  for (std::size_t l = 0; l < numels.size(); ++l)
+    m.layers.push_back({.name = "l" + std::to_string(l),
+                        .kind = "linear",
+                        .params = {{"w" + std::to_string(l), {numels[l]}, numels[l]}},
+                        .fwd_flops = 1,
+                        .bwd_flops = 2,
+                        .activation_bytes = 0,
+                        .inputs = {}});
+  return m;
+}
+
+// OMGS's objective for a plan: groups selected when ready, sent when selected and the previous one is sent.
+double omgs_finish(const std::vector<dag::GradientGroup>& groups, const std::vector<double>& backward_finish,
+                   const dag::StrategyInput& in) {
+  double free_at = 0, before = 0; // elements of the earlier groups, whose selections delay backward
+  for (const auto& g : groups) {
+    const double m = static_cast<double>(g.elements);
+    const double k = static_cast<double>(dag::selected_elements(g.elements, in.options.density));
+    const double bw = in.costs.memory_bandwidth;
+    const double select = dag::sparsification_cost(in.options.selection, m, k, 4).seconds(bw);
+    const double delay =
+        dag::sparsification_cost(in.options.selection, before, in.options.density * before, 4).bytes / bw;
+    free_at = std::max(free_at, backward_finish[static_cast<std::size_t>(g.ready_layer)] + delay + select) +
+              in.allgather_time(in.workers * k * 8);
+    before += m;
+  }
+  return free_at;
+}
+
+} // namespace
+
+TEST_CASE("dag::omgs equals the brute-force optimum over all contiguous partitions", "[dag][compression][omgs]") {
+  std::mt19937_64 rng(20261122);
+  std::uniform_int_distribution<int> count(1, 10);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int instance = 0; instance < 150; ++instance) {
+    const int n = count(rng);
+    std::vector<std::int64_t> numels;
+    for (int i = 0; i < n; ++i)
+      numels.push_back(1 + static_cast<std::int64_t>(unit(rng) * 8e6));
+    const auto model = model_of(numels);
+    dag::WorkerCosts costs;
+    costs.memory_bandwidth = 100e9 + unit(rng) * 800e9;
+    for (int i = 0; i < n; ++i)
+      costs.bwd_s.push_back(unit(rng) * 5e-3);
+    const double alpha = unit(rng) * 5e-3, beta = unit(rng) * 8e-9;
+    const dag::CommCost allgather = [=](double bytes) { return alpha + beta * bytes; };
+    dag::StrategyOptions options;
+    options.density = 0.0005 + unit(rng) * 0.05;
+    options.selection = static_cast<dag::Selection>(instance % 3);
+    const dag::StrategyInput in{model, costs, 4.0, allgather, options, 1 + instance % 16, allgather};
+    const auto finish = dag::backward_finish_times(costs);
+    const auto plan = dag::plan_omgs(in);
+    const double dp = omgs_finish(plan, finish, in);
+
+    const auto tensors = dag::flatten_tensors(model);
+    const auto order = dag::gradient_ready_order(model);
+    double best = std::numeric_limits<double>::infinity();
+    for (std::uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {
+      std::vector<dag::GradientGroup> groups;
+      std::size_t first = 0;
+      for (int k = 1; k <= n; ++k)
+        if (k == n || (mask >> (k - 1) & 1u)) {
+          groups.push_back(dag::make_group(model, tensors, order, first, static_cast<std::size_t>(k), 4.0));
+          first = static_cast<std::size_t>(k);
+        }
+      best = std::min(best, omgs_finish(groups, finish, in));
+    }
+    CAPTURE(instance, n, alpha, beta, options.density);
+    REQUIRE_THAT(dp, WithinRel(best, 1e-12));
+    // Never later than LAGS (every tensor alone) or Top-k of the whole gradient (one group).
+    CHECK(dp <= omgs_finish(dag::plan_lags(in), finish, in) * (1 + 1e-12));
+    CHECK(dp <= omgs_finish(dag::plan_topk(in), finish, in) * (1 + 1e-12));
+    for (const auto& g : plan)
+      CHECK(g.collective == dag::Collective::allgather);
+  }
+}
+
+TEST_CASE("sim::omgs merges small tensors and beats LAGS and Top-k on a slow network", "[sim][compression][omgs]") {
+  auto doc = base(16, 1, "omgs");
+  doc["model"]["zoo"] = "resnet50";
+  doc["model"]["batch_per_gpu"] = 32;
+  const auto omgs = run_scenario(scenario(doc));
+  doc["strategy"]["kind"] = "lags";
+  const auto lags = run_scenario(scenario(doc));
+  doc["strategy"]["kind"] = "topk";
+  const auto topk = run_scenario(scenario(doc));
+  CHECK(omgs.groups.size() > 1);
+  CHECK(omgs.groups.size() < lags.groups.size());
+  CHECK(omgs.iteration_time_s < lags.iteration_time_s);
+  CHECK(omgs.iteration_time_s < topk.iteration_time_s);
+}
+
+TEST_CASE("sim::quantisation allgathers every DDP bucket at its bits per element", "[sim][compression][quantisation]") {
+  const auto [kind, bits] = GENERATE(table<std::string, double>({{"qsgd", 8}, {"terngrad", 2}, {"signsgd", 1}}));
+  const int p = GENERATE(2, 8, 32);
+  CAPTURE(kind, p);
+  auto doc = base(p, 1, kind);
+  doc["model"]["zoo"] = "resnet50";
+  doc["model"]["batch_per_gpu"] = 32;
+  const auto s = scenario(doc);
+  const auto r = run_scenario(s);
+  auto dense = s;
+  dense.strategy.kind = "ddp";
+  const auto buckets = run_scenario(dense).groups;
+  REQUIRE(r.groups.size() == buckets.size()); // DDP's buckets, as PyTorch's comm hooks see them
+  const auto comms = tasks_of(r, dag::TaskKind::communication);
+  double sent = 0;
+  for (std::size_t i = 0; i < r.groups.size(); ++i) {
+    const auto& g = r.groups[i];
+    CHECK(g.tensors == buckets[i].tensors);
+    const double m = static_cast<double>(g.elements);
+    const double scales = kind == "qsgd" ? 4 * std::ceil(m / 512) : 4.0 * static_cast<double>(g.tensors.size());
+    const double w = m * bits / 8 + scales;
+    CHECK(g.wire_bits == bits);
+    CHECK_THAT(comms[i]->duration_s, WithinRel(std::log2(p) * kAlpha + (p - 1) * w * kBeta, 1e-12));
+    const auto encode = dag::quantisation_cost(s.strategy.kind == "qsgd"       ? dag::Quantiser::qsgd
+                                               : s.strategy.kind == "terngrad" ? dag::Quantiser::terngrad
+                                                                               : dag::Quantiser::signsgd,
+                                               m, w, 4);
+    CHECK_THAT(g.compress_s, WithinRel(encode.seconds(kBandwidth), 1e-12));
+    // Decoding reads every worker's message and accumulates it: p (w + 2 m e) + 2 m e, p + 1 kernels.
+    CHECK_THAT(g.decompress_s,
+               WithinRel((p * (w + 8 * m) + 8 * m) / kBandwidth + (p + 1) * dag::kKernelLaunchS, 1e-12));
+    sent += (p - 1) * w;
+  }
+  CHECK_THAT(r.communication_bytes_per_worker, WithinRel(sent, 1e-12));
+  const auto j = summary_json(s, r);
+  REQUIRE(j.contains("quantisation"));
+  CHECK(j["quantisation"]["bits_per_element"] == bits);
+  CHECK(j["quantisation"]["elements"] == s.model.param_count());
+  CHECK_FALSE(j.contains("sparsification"));
+}
+
+TEST_CASE("sim::qsgd's levels set its bits; an allgather of quantised gradients grows with p", "[sim][compression]") {
+  auto doc = base(32, 1, "qsgd");
+  doc["model"]["zoo"] = "resnet50";
+  doc["model"]["batch_per_gpu"] = 32;
+  doc["strategy"]["levels"] = 7;
+  const auto four_bit = run_scenario(scenario(doc));
+  CHECK(four_bit.groups[0].wire_bits == 4);
+  doc["strategy"]["levels"] = 127;
+  const auto eight_bit = run_scenario(scenario(doc));
+  CHECK(four_bit.communication_bytes_per_worker < eight_bit.communication_bytes_per_worker);
+  // At 32 workers, gathering 8 bits per element from every worker (31 / 4 of the gradient's fp32 bytes) moves more
+  // than the ring allreduce's 2 (p - 1) / p: 8-bit QSGD by allgather loses to the dense allreduce on traffic.
+  doc["strategy"] = {{"kind", "bsp"}};
+  const auto dense = run_scenario(scenario(doc));
+  CHECK(eight_bit.communication_bytes_per_worker > dense.communication_bytes_per_worker);
+}
+
+TEST_CASE("sim::LinearLoweringCost equals the phase-synchronous cost of the lowering", "[sim][lowering]") {
+  const auto [nodes, gpus, nic_per_gpu] =
+      GENERATE(table<int, int, bool>({{1, 4, false}, {5, 1, false}, {4, 4, false}, {6, 2, true}, {16, 8, false}}));
+  Network net;
+  net.nodes = nodes;
+  net.gpus_per_node = gpus;
+  net.nic_per_gpu = nic_per_gpu;
+  net.intra = {12e9, 5e-6};
+  net.inter = {1.25e9, 25e-6};
+  const LoweringShape shape{nodes, gpus};
+  for (const auto& lowering : lowerings()) {
+    if (lowering.collective == CollectiveKind::point_to_point && shape.workers() < 2)
+      continue;
+    CAPTURE(nodes, gpus, nic_per_gpu, collective_name(lowering.collective), lowering.algorithm);
+    const LinearLoweringCost linear(lowering, shape, net);
+    for (const double bytes : {1.0, 1000.0, 65536.0, 3.3e7, 1e9})
+      CHECK_THAT(linear(bytes),
+                 WithinRel(phase_synchronous_time(lowering.lower(shape, bytes, Granularity::aggregated), net), 1e-12));
+  }
+}
