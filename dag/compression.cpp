@@ -74,6 +74,18 @@ KernelCost sparsification_cost(Selection s, double m, double k, double bytes_per
   return c;
 }
 
+double compression_seconds(Selection s, const SelectionCurve* curve, double m, double k, double bytes_per_element,
+                           double memory_bandwidth, bool streaming_only) {
+  if (curve == nullptr) {
+    const auto c = sparsification_cost(s, m, k, bytes_per_element);
+    return streaming_only ? c.bytes / memory_bandwidth : c.seconds(memory_bandwidth);
+  }
+  const KernelCost error_feedback{4 * m * bytes_per_element, 3};
+  const double selection = curve->seconds(m, k) - (streaming_only ? curve->fixed_s : 0.0);
+  return (streaming_only ? error_feedback.bytes / memory_bandwidth : error_feedback.seconds(memory_bandwidth)) +
+         selection;
+}
+
 KernelCost sparse_decompression_cost(double m, double received_pairs, double bytes_per_element) {
   const double e = bytes_per_element;
   return {m * e + received_pairs * (pair_bytes(e) + 2 * e), 2};
@@ -128,7 +140,8 @@ void sparsify_group(GradientGroup& g, const StrategyInput& in, Collective collec
   const double p = in.workers;
   g.collective = collective;
   g.wire_bytes = (collective == Collective::allgather ? p : 1.0) * k * pair_bytes(e);
-  g.compress_s = sparsification_cost(in.options.selection, m, k, e).seconds(bw);
+  g.compress_s = compression_seconds(in.options.selection,
+                                     in.options.selection_curve ? &*in.options.selection_curve : nullptr, m, k, e, bw);
   const double received = collective == Collective::allgather ? p * k : k;
   g.decompress_s = sparse_decompression_cost(m, received, e).seconds(bw);
 }

@@ -69,6 +69,23 @@ struct KernelCost {
 ///    pairs. 5 + 2 x kThresholdSearchSteps kernels.
 [[nodiscard]] KernelCost sparsification_cost(Selection s, double m, double k, double bytes_per_element);
 
+/// A measured cost curve of one selection algorithm (calibration file, `selection`): time = fixed + per_element x m +
+/// per_selected x k. When the scenario's calibration has one for its selection, it replaces the traffic model of the
+/// selection kernels (error feedback keeps its traffic model).
+struct SelectionCurve {
+  double fixed_s = 0;
+  double per_element_s = 0;
+  double per_selected_s = 0;
+  [[nodiscard]] double seconds(double m, double k) const { return fixed_s + per_element_s * m + per_selected_s * k; }
+};
+
+/// Time of the compression kernels (error feedback and selection) of m elements with k selected, at
+/// `memory_bandwidth`: from `curve` when given, else from sparsification_cost. `streaming_only` leaves out the
+/// per-kernel costs (launches, the curve's fixed time): the part that grows with the elements.
+[[nodiscard]] double compression_seconds(Selection s, const SelectionCurve* curve, double m, double k,
+                                         double bytes_per_element, double memory_bandwidth,
+                                         bool streaming_only = false);
+
 /// GPU memory traffic of the decompression after a sparse collective: the dense gradient is cleared (m e) and the
 /// `received_pairs` pairs are read and added into it (pair bytes read + read-modify-write of e each); two kernels.
 [[nodiscard]] KernelCost sparse_decompression_cost(double m, double received_pairs, double bytes_per_element);

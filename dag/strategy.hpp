@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,13 +40,14 @@ using CommCost = std::function<double(double bytes)>;
 
 struct StrategyOptions {
   std::string kind = "wfbp";
-  double first_bucket_bytes = 1048576.0;       ///< PyTorch dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
-  double bucket_cap_bytes = 26214400.0;        ///< PyTorch DDP bucket_cap_mb = 25 (MiB)
-  double fusion_threshold_bytes = 134217728.0; ///< Horovod >= 0.21 HOROVOD_FUSION_THRESHOLD = 128 MiB
-  double cycle_time_s = 1e-3;                  ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
-  double density = 0.001;                      ///< sparsification: fraction of gradient elements sent
-  Selection selection = Selection::sort;       ///< sparsification: how the top-k is selected
-  int levels = 127;                            ///< qsgd: quantisation levels s (8 bits per element)
+  double first_bucket_bytes = 1048576.0;         ///< PyTorch dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
+  double bucket_cap_bytes = 26214400.0;          ///< PyTorch DDP bucket_cap_mb = 25 (MiB)
+  double fusion_threshold_bytes = 134217728.0;   ///< Horovod >= 0.21 HOROVOD_FUSION_THRESHOLD = 128 MiB
+  double cycle_time_s = 1e-3;                    ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
+  double density = 0.001;                        ///< sparsification: fraction of gradient elements sent
+  Selection selection = Selection::sort;         ///< sparsification: how the top-k is selected
+  int levels = 127;                              ///< qsgd: quantisation levels s (8 bits per element)
+  std::optional<SelectionCurve> selection_curve; ///< sparsification: measured cost of `selection` (calibration)
 };
 
 struct StrategyInput {

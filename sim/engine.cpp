@@ -160,11 +160,12 @@ Prepared prepare(const Scenario& s, std::string engine) {
     const double bw = p.costs.worker.memory_bandwidth / 1e9;
     if (c.selected > 0)
       r.notes.push_back(fmt::format(
-          "{}: {} of {} gradient elements sent per worker in {} group{} (density {}), {} selection; compression {} "
+          "{}: {} of {} gradient elements sent per worker in {} group{} (density {}), {} selection{}; compression {} "
           "and decompression {} per iteration on the GPU (memory traffic at {:.0f} GB/s and {} us per kernel launch)",
           s.strategy.kind, c.selected, c.elements, c.groups, c.groups > 1 ? "s" : "", s.strategy.density,
-          dag::selection_name(s.strategy.selection), format_time(c.compress_s), format_time(c.decompress_s), bw,
-          dag::kKernelLaunchS * 1e6));
+          dag::selection_name(s.strategy.selection),
+          s.strategy.selection_curve ? " (its time from the calibration's cost curve)" : "", format_time(c.compress_s),
+          format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
     else
       r.notes.push_back(fmt::format(
           "{}: {} bits per gradient element on the wire, {} DDP bucket{} allgathered and decoded on every worker; "

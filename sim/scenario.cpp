@@ -119,14 +119,35 @@ Calibration parse_calibration(const Json& doc, const std::string& file, const st
   r.optional_string("format");
   r.optional_integer("version", 1, 1);
   r.optional_string("source");
-  c.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1, 1 << 24));
-  auto layers = r.object("layers");
-  for (const auto& [name, value] : layers.json().items()) {
-    auto l = layers.object(name);
-    c.layers[name] = {l.quantity("forward", Dimension::time), l.quantity("backward", Dimension::time)};
-    l.finish();
+  if (!r.has("layers") && !r.has("selection"))
+    r.fail_here("a calibration gives \"layers\", \"selection\" or both");
+  if (r.has("layers")) {
+    c.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1, 1 << 24));
+    auto layers = r.object("layers");
+    for (const auto& [name, value] : layers.json().items()) {
+      auto l = layers.object(name);
+      c.layers[name] = {l.quantity("forward", Dimension::time), l.quantity("backward", Dimension::time)};
+      l.finish();
+    }
+    layers.finish();
+  } else {
+    r.optional_integer("batch_per_gpu", 1, 1 << 24);
   }
-  layers.finish();
+  if (r.has("selection")) {
+    c.selection_pointer = r.path("selection");
+    auto curves = r.object("selection");
+    for (const auto& [name, value] : curves.json().items()) {
+      if (name != "sort" && name != "sampling" && name != "threshold")
+        curves.fail(name, "unknown selection (expected one of: sort, sampling, threshold)");
+      auto k = curves.object(name);
+      // time = fixed + per_element x m + per_selected x k, per selection call
+      c.selection[name] = {k.optional_quantity("fixed", Dimension::time).value_or(0),
+                           k.quantity("per_element", Dimension::time),
+                           k.optional_quantity("per_selected", Dimension::time).value_or(0)};
+      k.finish();
+    }
+    curves.finish();
+  }
   r.finish();
   return c;
 }
@@ -337,6 +358,11 @@ void parse_strategy(ObjectReader r, Scenario& s) {
     o.selection = selection == "sampling"    ? dag::Selection::sampling
                   : selection == "threshold" ? dag::Selection::threshold
                                              : dag::Selection::sort;
+  }
+  if (is(sparse) && s.gpu.calibration) {
+    const auto& curves = s.gpu.calibration->selection;
+    if (const auto it = curves.find(std::string(dag::selection_name(o.selection))); it != curves.end())
+      o.selection_curve = it->second;
   }
   if (o.kind == "qsgd")
     o.levels = static_cast<int>(r.optional_integer("levels", 1, 1 << 30).value_or(o.levels));

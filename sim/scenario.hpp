@@ -23,11 +23,14 @@ struct LayerTime {
   double backward_s = 0;
 };
 
-/// Per-layer kernel times measured on one GPU (format documented in README, "Calibration file").
+/// Kernel times measured on one GPU (format documented in README, "Calibration file"): per layer, and cost curves
+/// of the top-k selection algorithms.
 struct Calibration {
   std::string origin;                      ///< file it came from, or "<inline>"
   int batch_per_gpu = 0;                   ///< batch the times were measured at; scaled linearly to the scenario's
   std::map<std::string, LayerTime> layers; ///< by layer name
+  std::map<std::string, dag::SelectionCurve> selection; ///< by selection name (sort, sampling, threshold)
+  std::string selection_pointer;                        ///< JSON pointer of `selection`, for messages
 };
 
 struct GpuSpec {

@@ -7,8 +7,9 @@
 //   F[j] = min_i max(F[i], r_j + d_i + s(i, j)) + c(i, j),
 // with s the group's selection kernels, c the allgather of its k pairs per worker, r_j the backward finish of its last
 // tensor, and d_i the delay that the selections of the tensors before it add to the backward pass, since they share
-// the GPU with it: their memory traffic, which does not depend on how the prefix was grouped (the kernel launches,
-// which do, are left out of d_i). The finish time grows with F[i], so optimal prefix plans compose (O(n^2)).
+// the GPU with it: the part of their time that grows with the elements, which does not depend on how the prefix was
+// grouped (the per-kernel costs, which do, are left out of d_i). The finish time grows with F[i], so optimal prefix
+// plans compose (O(n^2)).
 #include "dag/strategy.hpp"
 
 #include <limits>
@@ -33,15 +34,17 @@ std::vector<GradientGroup> plan_omgs(const StrategyInput& in) {
     prefix[t + 1] = prefix[t] + ref.numel;
   }
   const double e = in.bytes_per_element;
+  const SelectionCurve* curve = in.options.selection_curve ? &*in.options.selection_curve : nullptr;
+  const double bw = in.costs.memory_bandwidth;
   const auto selection_delay = [&](std::size_t i) {
     const double m = static_cast<double>(prefix[i]);
-    return sparsification_cost(in.options.selection, m, in.options.density * m, e).bytes / in.costs.memory_bandwidth;
+    return compression_seconds(in.options.selection, curve, m, in.options.density * m, e, bw, true);
   };
   const auto group_time = [&](std::size_t i, std::size_t j, double after) {
     const std::int64_t m = prefix[j] - prefix[i];
     const std::int64_t k = selected_elements(m, in.options.density);
-    const double select = sparsification_cost(in.options.selection, static_cast<double>(m), static_cast<double>(k), e)
-                              .seconds(in.costs.memory_bandwidth);
+    const double select =
+        compression_seconds(in.options.selection, curve, static_cast<double>(m), static_cast<double>(k), e, bw);
     const double comm = in.allgather_time(in.workers * static_cast<double>(k) * pair_bytes(e));
     return std::max(after, ready[j - 1] + selection_delay(i) + select) + comm;
   };

@@ -257,7 +257,7 @@ TEST_CASE("cli: bad --set overrides exit 2 naming the scenario and the overridde
       {R"(strategy={"kind":"gtopk","density":1.5})", "/strategy/density", "1.5 is outside (0, 1]"},
       {R"(strategy={"kind":"gtopk","density":"1%"})", "/strategy/density", "expected a number in (0, 1]"},
       {R"(strategy={"kind":"ddp","density":0.01})", "/strategy/density",
-       "applies to strategy kinds 'topk', 'gtopk', not 'ddp'"},
+       "applies to strategy kinds 'topk', 'gtopk', 'lags', 'omgs', not 'ddp'"},
       {R"(strategy={"kind":"topk","selection":"magic"})", "/strategy/selection", "unknown value 'magic'"},
       {"nodes", "", "override 'nodes' is not of the form key.path=VALUE"},
       {"=3", "", "override '=3' is not of the form key.path=VALUE"},
@@ -609,7 +609,8 @@ TEST_CASE("cli: list shows what is built in, one per line", "[cli][list]") {
     std::vector<std::string> names;
     for (const auto& line : lines_of(run_ok({"list", "strategies"}).out))
       names.push_back(first_word(line));
-    CHECK(names == std::vector<std::string>{"bsp", "ddp", "fusion", "gtopk", "mg-wfbp", "topk", "wfbp"});
+    CHECK(names == std::vector<std::string>{"bsp", "ddp", "fusion", "gtopk", "lags", "mg-wfbp", "omgs", "qsgd",
+                                            "signsgd", "terngrad", "topk", "wfbp"});
   }
   SECTION("collectives") {
     std::set<std::string> algorithms;

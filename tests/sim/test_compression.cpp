@@ -328,3 +328,53 @@ TEST_CASE("sim::LinearLoweringCost equals the phase-synchronous cost of the lowe
                  WithinRel(phase_synchronous_time(lowering.lower(shape, bytes, Granularity::aggregated), net), 1e-12));
   }
 }
+
+TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "[sim][compression][calibration]") {
+  auto doc = base(8, 1, "gtopk");
+  doc["strategy"]["selection"] = "sampling";
+  doc["gpu"]["calibration"] = Json::parse(R"({"selection": {
+      "sampling": {"fixed": "100 us", "per_element": "50 ps", "per_selected": "2 ns"},
+      "sort": {"per_element": "1 ns"}}})");
+  const auto s = scenario(doc);
+  REQUIRE(s.strategy.selection_curve);
+  const auto r = run_scenario(s);
+  const auto& g = r.groups.at(0);
+  const double m = static_cast<double>(g.elements), k = static_cast<double>(g.selected);
+  // Error feedback keeps its traffic model (4 m e, three kernels); the selection takes the curve.
+  CHECK_THAT(g.compress_s,
+             WithinRel(4 * m * 4 / kBandwidth + 3 * dag::kKernelLaunchS + 100e-6 + 50e-12 * m + 2e-9 * k, 1e-12));
+  bool noted = false;
+  for (const auto& n : r.notes)
+    noted = noted || n.find("from the calibration's cost curve") != std::string::npos;
+  CHECK(noted);
+  SECTION("without a curve for the chosen selection, the traffic model stays") {
+    doc["strategy"]["selection"] = "threshold";
+    const auto t = scenario(doc);
+    CHECK_FALSE(t.strategy.selection_curve);
+    const auto& h = run_scenario(t).groups.at(0);
+    CHECK_THAT(h.compress_s,
+               WithinRel(dag::sparsification_cost(dag::Selection::threshold, m, k, 4).seconds(kBandwidth), 1e-12));
+  }
+  SECTION("bad curves exit with the pointer") {
+    const auto [curves, pointer, phrase] = GENERATE(table<std::string, std::string, std::string>({
+        {R"({"heap": {"per_element": "1 ns"}})", "/gpu/calibration/selection/heap", "unknown selection"},
+        {R"({"sort": {"fixed": "1 us"}})", "/gpu/calibration/selection/sort/per_element", "missing required key"},
+        {R"({"sort": {"per_element": "1"}})", "/gpu/calibration/selection/sort/per_element", "has no unit"},
+        {R"({"sort": {"per_element": "1 ns", "per_elem": "1 ns"}})", "/gpu/calibration/selection/sort/per_elem",
+         "unknown key"},
+    }));
+    CAPTURE(curves);
+    doc["gpu"]["calibration"] = Json::parse(std::string(R"({"selection": )") + curves + "}");
+    try {
+      (void)scenario(doc);
+      FAIL("accepted a bad selection curve");
+    } catch (const InputError& e) {
+      CHECK(e.pointer() == pointer);
+      CHECK_THAT(e.detail(), Catch::Contains(phrase));
+    }
+  }
+  SECTION("a calibration must give layers or selection curves") {
+    doc["gpu"]["calibration"] = Json::parse(R"({"source": "nothing"})");
+    REQUIRE_THROWS_WITH(scenario(doc), Catch::Contains("gives \"layers\", \"selection\" or both"));
+  }
+}
