@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/json.hpp"
 #include "core/units.hpp"
 
 #include <fcntl.h>
@@ -419,6 +420,27 @@ std::string one_line(std::string_view s) {
   return out;
 }
 
+// A swept value as a legend shows it: an object value (a whole `strategy` per point) reads "gtopk (selection=sort)",
+// its `kind` first; anything else as it is, on one line.
+std::string legend_value(const std::string& value) {
+  if (value.empty() || value.front() != '{')
+    return one_line(value);
+  const Json j = Json::parse(value, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return one_line(value);
+  std::string head, rest;
+  for (const auto& [key, v] : j.items()) {
+    const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+    if (key == "kind")
+      head = text;
+    else
+      rest += fmt::format("{}{}={}", rest.empty() ? "" : ", ", key, text);
+  }
+  if (head.empty())
+    return one_line(rest);
+  return one_line(rest.empty() ? head : fmt::format("{} ({})", head, rest));
+}
+
 // Line styles: a colour-blind-safe palette (Tableau 10) and filled markers.
 constexpr std::array<std::string_view, 10> kColors{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                                    "#b07aa1", "#edc948", "#ff9da7", "#9c755f", "#17becf"};
@@ -470,7 +492,7 @@ Grouping group_rows(const ResultsTable& t, const std::vector<std::size_t>& keys,
     std::string label, tail, identity;
     for (std::size_t i = 0; i < keys.size(); ++i) {
       identity += t.rows[r][keys[i]] + '\x1f';
-      const std::string value = one_line(t.rows[r][keys[i]]);
+      const std::string value = legend_value(t.rows[r][keys[i]]);
       if (keys.size() == 1)
         label = fmt::format("{}={}", t.columns[keys[i]], value);
       else
@@ -490,7 +512,7 @@ Grouping group_rows(const ResultsTable& t, const std::vector<std::size_t>& keys,
       g.color.push_back(g.labels.size() - 1);
       g.marker.push_back(g.labels.size() - 1);
     } else {
-      g.color.push_back(index_of(g.color_names, one_line(t.rows[r][keys[color_key]])));
+      g.color.push_back(index_of(g.color_names, legend_value(t.rows[r][keys[color_key]])));
       g.marker.push_back(index_of(g.marker_names, tail));
     }
   }
@@ -1207,7 +1229,7 @@ std::string ideal_title(const ResultsTable& t, const std::vector<std::size_t>& k
       }
     if (matters)
       which += fmt::format("{}{}={}", which.empty() ? " for " : ", ", t.columns[keys[k]],
-                           one_line(t.rows[g.rows.front().front()][keys[k]]));
+                           legend_value(t.rows[g.rows.front().front()][keys[k]]));
   }
   return "ideal (linear)" + which;
 }
@@ -1363,7 +1385,7 @@ std::vector<std::string> breakdown_figure(const ResultsTable& t, const std::vect
   const auto values_of = [&](std::size_t r, const std::vector<std::size_t>& of) {
     std::string label;
     for (const std::size_t k : of)
-      label += (label.empty() ? "" : ", ") + one_line(t.rows[r][k]);
+      label += (label.empty() ? "" : ", ") + legend_value(t.rows[r][k]);
     return label;
   };
   std::string bar_heading, cluster_heading;

@@ -516,9 +516,10 @@ TEST_CASE("sim::sweep_plots chooses the plots from what was swept", "[plot][swee
     CHECK(t.column("strategy") == 1); // the first of the two: the swept key
     CHECK(t.swept_keys() == std::vector<std::string>{"strategy", "cluster.nodes"});
     expect_images(sweep_plots(t, dir.path().string()), {"throughput", "speedup", "scaling_efficiency", "breakdown"});
-    CHECK_THAT(read_bytes(dir / "throughput.gp"), Contains(R"(title 'strategy={"kind":"topk","density":0.01}')"));
-    // A gnuplot data file has no escape for '"': the label shows ' instead.
-    CHECK_THAT(read_bytes(dir / "breakdown.dat"), Contains(R"("{'kind':'wfbp'}" 250 0 40 2 292 4)"));
+    // Labelled by the kind, then the object's other keys, not by its JSON.
+    CHECK_THAT(read_bytes(dir / "throughput.gp"), Contains("title 'strategy=topk (density=0.01)'"));
+    CHECK_THAT(read_bytes(dir / "breakdown.dat"), Contains("\"wfbp\" 250 0 40 2 292 4"));
+    CHECK_THAT(read_bytes(dir / "breakdown.dat"), Contains("\"topk (density=0.01)\" 250 0 2 2 254 5"));
   }
   SECTION("another numeric key: iteration time vs that key") {
     std::string csv = fmt::format("point,model.batch_per_gpu,status,{},error\n", kSummaryHeader);
@@ -538,4 +539,19 @@ TEST_CASE("sim::sweep_plots chooses the plots from what was swept", "[plot][swee
     CHECK(sweep_plots(t, dir.path().string()).empty());
     CHECK(files_in(dir.path()).empty());
   }
+}
+
+TEST_CASE("sim::a swept whole strategy object is labelled by its kind and its other keys", "[plot][sweep]") {
+  // A sweep over "strategy": [{"kind": "qsgd", "levels": 7}, ...] has JSON objects in its column.
+  const std::string csv = "point,cluster.nodes,strategy,status,iteration_time_s,throughput_samples_per_s\n"
+                          "0,4,\"{\"\"kind\"\":\"\"ddp\"\"}\",ok,0.2,640\n"
+                          "1,4,\"{\"\"kind\"\":\"\"qsgd\"\",\"\"levels\"\":7}\",ok,0.1,1280\n"
+                          "2,8,\"{\"\"kind\"\":\"\"ddp\"\"}\",ok,0.25,1024\n"
+                          "3,8,\"{\"\"kind\"\":\"\"qsgd\"\",\"\"levels\"\":7}\",ok,0.12,2133\n";
+  const auto t = parse_results_csv(csv, "results.csv");
+  TempDir dir;
+  make_plot(t, {"cluster.nodes", "throughput_samples_per_s", "strategy", "", 1000, 650}, dir / "p.svg");
+  const std::string dat = read_bytes(dir / "p.dat");
+  CHECK_THAT(dat, Contains("# block 0: strategy=ddp\n"));
+  CHECK_THAT(dat, Contains("# block 1: strategy=qsgd (levels=7)\n"));
 }
