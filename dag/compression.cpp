@@ -57,12 +57,13 @@ std::vector<GradientGroup> plan_sparse_whole_model(const StrategyInput& in, Coll
   g.selected = selected_elements(g.elements, in.options.density);
   const double k = static_cast<double>(g.selected);
   const double p = in.workers;
-  g.collective = collective;
   // Payloads in the lowerings' convention: allgather the gathered result (p x k pairs), gTop-k one rank's pairs.
-  g.wire_bytes = (collective == Collective::allgather ? p : 1.0) * k * pair_bytes(e);
-  g.compress_s = compression_traffic_bytes(in.options.selection, m, k, e) / in.costs.memory_bandwidth;
+  const double wire_bytes = (collective == Collective::allgather ? p : 1.0) * k * pair_bytes(e);
   const double received = collective == Collective::allgather ? p * k : k;
-  g.decompress_s = decompression_traffic_bytes(m, received, e) / in.costs.memory_bandwidth;
+  g.stages = {{.kernel_s = compression_traffic_bytes(in.options.selection, m, k, e) / in.costs.memory_bandwidth,
+               .collective = collective,
+               .bytes = wire_bytes},
+              {.kernel_s = decompression_traffic_bytes(m, received, e) / in.costs.memory_bandwidth}};
   return groups;
 }
 

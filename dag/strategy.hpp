@@ -25,6 +25,7 @@ struct WorkerCosts {
   std::vector<double> bwd_s;   ///< per layer
   double update_s = 0;         ///< optimizer step
   double memory_bandwidth = 0; ///< effective GPU memory bandwidth (B/s) for memory-bound kernels (compression)
+  double peak_flops = 0;       ///< effective GPU peak (FLOP/s) in the gradient dtype, for compression matmuls
 };
 
 /// A parameter tensor in the model's flattened registration order.
@@ -45,6 +46,9 @@ struct StrategyOptions {
   double cycle_time_s = 1e-3;                  ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
   double density = 0.001;                      ///< sparsification: fraction of gradient elements sent
   Selection selection = Selection::sort;       ///< sparsification: how the top-k is selected
+  int rank = 4;                                ///< PowerSGD: matrix approximation rank (strategy.rank)
+  /// PowerSGD: compression kernels on a second GPU stream ("separate") instead of the compute stream ("inline").
+  bool separate_compression_stream = false;
 };
 
 struct StrategyInput {
@@ -89,6 +93,7 @@ std::vector<GradientGroup> plan_fusion(const StrategyInput& in);
 std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in);
 std::vector<GradientGroup> plan_topk(const StrategyInput& in);
 std::vector<GradientGroup> plan_gtopk(const StrategyInput& in);
+std::vector<GradientGroup> plan_powersgd(const StrategyInput& in);
 
 /// The whole gradient as one group after backward (BSP's group), sparsified at in.options.density for
 /// `collective` (allgather: Top-k; global_topk: gTop-k), with its compression and decompression kernels.
@@ -100,8 +105,13 @@ std::vector<GradientGroup> plan_gtopk(const StrategyInput& in);
                                                const std::vector<double>& backward_finish,
                                                const CommCost& allreduce_time);
 
-/// Builds the iteration DAG for `groups` (launch order). With `workers` == 1 no communication tasks are made.
-/// Communication tasks carry bytes and Collective::allreduce; their duration is left for the engine.
+/// Builds the iteration DAG for `groups` (launch order). Without `communicate` no communication tasks are made.
+/// Each group becomes the chain of its stages (GradientGroup::effective_stages): every stage's kernel (a
+/// compression task on the group's kernel_resource) waits for the previous task of the chain, its collective (a
+/// communication task carrying collective and bytes; the engine gives its duration) for the kernel. The groups'
+/// first collectives are launched in plan order (a dependency on the previous group's first collective, as DDP
+/// launches its buckets in order); the later collectives of a chain queue on the comm resource in the order they
+/// become ready, as the hook's callbacks launch them. The update waits for the end of every chain.
 [[nodiscard]] IterationGraph build_iteration(const Model& model, const WorkerCosts& costs,
                                              const std::vector<GradientGroup>& groups, bool communicate);
 

@@ -157,15 +157,47 @@ Prepared prepare(const Scenario& s, std::string engine) {
   }
   for (const auto& g : r.groups)
     if (g.selected > 0)
-      r.notes.push_back(fmt::format(
-          "{}: {} of {} gradient elements sent per worker (density {}), {} selection; compression {} and "
-          "decompression {} per iteration on the GPU (memory traffic at {:.0f} GB/s)",
-          s.strategy.kind, g.selected, g.elements, s.strategy.density, dag::selection_name(s.strategy.selection),
-          format_time(g.compress_s), format_time(g.decompress_s), p.costs.worker.memory_bandwidth / 1e9));
+      r.notes.push_back(
+          fmt::format("{}: {} of {} gradient elements sent per worker (density {}), {} selection; compression {} and "
+                      "decompression {} per iteration on the GPU (memory traffic at {:.0f} GB/s)",
+                      s.strategy.kind, g.selected, g.elements, s.strategy.density,
+                      dag::selection_name(s.strategy.selection), format_time(g.stages.at(0).kernel_s),
+                      format_time(g.stages.at(1).kernel_s), p.costs.worker.memory_bandwidth / 1e9));
+  if (const auto ps = powersgd_totals(r.groups)) {
+    const auto& w = p.costs.worker;
+    r.notes.push_back(fmt::format(
+        "powersgd: rank {}, {} weight matrices sent as low-rank factors and {} tensors dense; {} of {} gradient "
+        "elements allreduced per worker (compression ratio {:.1f}); compression kernels {} per iteration on {} "
+        "(roofline at {:.1f} TFLOPS, {:.0f} GB/s)",
+        s.strategy.rank, ps->matrices, ps->dense_tensors, ps->wire_elements, ps->elements, ps->compression_ratio(),
+        format_time(ps->compress_s),
+        s.strategy.separate_compression_stream
+            ? "a separate GPU stream (assumed to overlap with backward without slowing it)"
+            : "the compute stream",
+        w.peak_flops / 1e12, w.memory_bandwidth / 1e9));
+  }
   return p;
 }
 
 } // namespace detail
+
+std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups) {
+  PowerSgdTotals t;
+  bool any = false;
+  for (const auto& g : groups) {
+    if (g.wire_elements == 0 && g.low_rank_matrices == 0)
+      continue;
+    any = true;
+    t.matrices += g.low_rank_matrices;
+    t.dense_tensors += static_cast<int>(g.tensors.size()) - g.low_rank_matrices;
+    t.elements += g.elements;
+    t.wire_elements += g.wire_elements;
+    t.compress_s += g.kernel_s();
+  }
+  if (!any)
+    return std::nullopt;
+  return t;
+}
 
 const CollectiveLowering& sparse_lowering(dag::Collective c) {
   const CollectiveLowering* l = c == dag::Collective::allgather

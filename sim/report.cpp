@@ -94,18 +94,29 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   // Sparsification (topk, gtopk): what was sent and how many communication rounds the collective took.
   if (!r.groups.empty() && r.groups.front().selected > 0) {
     const auto& g = r.groups.front();
-    const auto phases = sparse_lowering(g.collective)
-                            .lower({s.cluster.nodes, s.cluster.gpus_per_node}, g.wire_bytes, Granularity::aggregated);
-    j["sparsification"] = {{"collective", dag::collective_name(g.collective)},
+    const auto& sparse = g.stages.at(0);
+    const auto phases = sparse_lowering(sparse.collective)
+                            .lower({s.cluster.nodes, s.cluster.gpus_per_node}, sparse.bytes, Granularity::aggregated);
+    j["sparsification"] = {{"collective", dag::collective_name(sparse.collective)},
                            {"selection", dag::selection_name(s.strategy.selection)},
                            {"density", s.strategy.density},
                            {"elements", g.elements},
                            {"selected_elements", g.selected},
                            {"achieved_density", static_cast<double>(g.selected) / static_cast<double>(g.elements)},
                            {"rounds", phases.size()},
-                           {"compress_s", g.compress_s},
-                           {"decompress_s", g.decompress_s}};
+                           {"compress_s", sparse.kernel_s},
+                           {"decompress_s", g.stages.at(1).kernel_s}};
   }
+  // PowerSGD: what the low-rank factors saved on the wire and what their kernels cost.
+  if (const auto ps = powersgd_totals(r.groups))
+    j["powersgd"] = {{"rank", s.strategy.rank},
+                     {"compression_stream", s.strategy.separate_compression_stream ? "separate" : "inline"},
+                     {"compressed_matrices", ps->matrices},
+                     {"dense_tensors", ps->dense_tensors},
+                     {"elements", ps->elements},
+                     {"wire_elements_per_worker", ps->wire_elements},
+                     {"compression_ratio", ps->compression_ratio()},
+                     {"compress_s", ps->compress_s}};
   j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : s.allreduce.algorithm;
   j["compute_source"] = r.compute_source;
   j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
@@ -201,7 +212,7 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                      format_time(r.single_gpu_iteration_s), r.compute_source, format_time(b.compute_s),
                      b.compression_s > 0 ? fmt::format("compression {}, ", format_time(b.compression_s)) : "",
                      format_time(b.exposed_communication_s), format_time(b.idle_s), r.groups.size(),
-                     r.groups.empty() ? "allreduce" : dag::collective_name(r.groups.front().collective),
+                     r.groups.empty() ? "allreduce" : dag::collective_name(r.groups.front().first_collective()),
                      r.groups.size() == 1 ? "" : "s", s.strategy.kind, format_bytes(r.communication_bytes_per_worker)) +
          fmt::format("{}", fmt::join(notes_lines(r), ""));
 }
