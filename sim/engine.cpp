@@ -167,14 +167,13 @@ Prepared prepare(const Scenario& s, std::string engine) {
     const auto& w = p.costs.worker;
     r.notes.push_back(fmt::format(
         "powersgd: rank {}, {} weight matrices sent as low-rank factors and {} tensors dense; {} of {} gradient "
-        "elements allreduced per worker (compression ratio {:.1f}); compression kernels {} per iteration on {} "
-        "(roofline at {:.1f} TFLOPS, {:.0f} GB/s)",
+        "elements allreduced per worker (compression ratio {:.1f}); compression kernels {} per iteration "
+        "(roofline at {:.1f} TFLOPS, {:.0f} GB/s) on {}",
         s.strategy.rank, ps->matrices, ps->dense_tensors, ps->wire_elements, ps->elements, ps->compression_ratio(),
-        format_time(ps->compress_s),
+        format_time(ps->compress_s), w.peak_flops / 1e12, w.memory_bandwidth / 1e9,
         s.strategy.separate_compression_stream
-            ? "a separate GPU stream (assumed to overlap with backward without slowing it)"
-            : "the compute stream",
-        w.peak_flops / 1e12, w.memory_bandwidth / 1e9));
+            ? "a separate GPU stream, assumed to overlap with backward without slowing it"
+            : "the compute stream"));
   }
   return p;
 }

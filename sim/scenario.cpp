@@ -308,7 +308,8 @@ void parse_powersgd(ObjectReader& r, Scenario& s) {
     if (!rank->is_number_integer())
       r.fail("rank",
              fmt::format("expected a positive integer (the rank of the low-rank approximation), got {}", rank->dump()));
-    if (!rank->is_number_unsigned() && rank->get<std::int64_t>() < 1)
+    // Parsed JSON holds non-negative integers as unsigned, values set from C++ as signed.
+    if (rank->is_number_unsigned() ? rank->get<std::uint64_t>() < 1 : rank->get<std::int64_t>() < 1)
       r.fail("rank", fmt::format("{} is below 1: the rank of the low-rank approximation", rank->dump()));
     o.rank = static_cast<int>(std::min<std::uint64_t>(rank->get<std::uint64_t>(), 1U << 30));
   }

@@ -260,9 +260,13 @@ TEST_CASE("sim::bad PowerSGD input names the file and /strategy/rank", "[sim][po
   }
   SECTION("rank below 1") {
     const int rank = GENERATE(0, -3);
-    REQUIRE_THROWS_WITH(parse_scenario(two_layers(rank), "t.json"),
-                        "t.json: /strategy/rank: " + std::to_string(rank) +
-                            " is below 1: the rank of the low-rank approximation");
+    const std::string message =
+        "t.json: /strategy/rank: " + std::to_string(rank) + " is below 1: the rank of the low-rank approximation";
+    REQUIRE_THROWS_WITH(parse_scenario(two_layers(rank), "t.json"), message);
+    // The same value as parsed JSON text (a non-negative integer is held as unsigned).
+    auto doc = two_layers(4);
+    doc["strategy"]["rank"] = Json::parse(std::to_string(rank));
+    REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"), message);
   }
   SECTION("rank above min(n, m) of every weight matrix") {
     REQUIRE_THROWS_WITH(parse_scenario(two_layers(2000), "t.json"),
