@@ -201,19 +201,26 @@ std::string links_csv(const RunResult& r) {
 
 std::string human_summary(const Scenario& s, const RunResult& r) {
   const auto& b = r.breakdown;
+  std::size_t collectives = 0; // one per group, or a chain of them (PowerSGD)
+  for (std::size_t v = 0; v < r.graph.size(); ++v)
+    if (r.graph.task(v).kind == dag::TaskKind::communication)
+      ++collectives;
+  const std::string groups =
+      collectives == r.groups.size() ? std::string() : fmt::format(" in {} buckets", r.groups.size());
   return fmt::format("{}: {} on {} GPU{} ({} node{} x {}), {} engine\n"
                      "  iteration      {}  ({:.1f} samples/s, scaling efficiency {:.1f} %)\n"
                      "  1-GPU          {}  (compute costs from {})\n"
                      "  breakdown      compute {}, {}exposed communication {}, idle {}\n"
-                     "  communication  {} {}{} ({}), {} sent per worker\n",
+                     "  communication  {} {}{}{} ({}), {} sent per worker\n",
                      s.name, s.model.name, r.workers, r.workers == 1 ? "" : "s", s.cluster.nodes,
                      s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, r.engine,
                      format_time(r.iteration_time_s), r.throughput_samples_per_s, 100 * r.scaling_efficiency,
                      format_time(r.single_gpu_iteration_s), r.compute_source, format_time(b.compute_s),
                      b.compression_s > 0 ? fmt::format("compression {}, ", format_time(b.compression_s)) : "",
-                     format_time(b.exposed_communication_s), format_time(b.idle_s), r.groups.size(),
+                     format_time(b.exposed_communication_s), format_time(b.idle_s), collectives,
                      r.groups.empty() ? "allreduce" : dag::collective_name(r.groups.front().first_collective()),
-                     r.groups.size() == 1 ? "" : "s", s.strategy.kind, format_bytes(r.communication_bytes_per_worker)) +
+                     collectives == 1 ? "" : "s", groups, s.strategy.kind,
+                     format_bytes(r.communication_bytes_per_worker)) +
          fmt::format("{}", fmt::join(notes_lines(r), ""));
 }
 
