@@ -138,12 +138,14 @@ void sparsify_group(GradientGroup& g, const StrategyInput& in, Collective collec
   g.selected = selected_elements(g.elements, in.options.density);
   const double k = static_cast<double>(g.selected);
   const double p = in.workers;
-  g.collective = collective;
-  g.wire_bytes = (collective == Collective::allgather ? p : 1.0) * k * pair_bytes(e);
-  g.compress_s = compression_seconds(in.options.selection,
-                                     in.options.selection_curve ? &*in.options.selection_curve : nullptr, m, k, e, bw);
+  // Payloads in the lowerings' convention: allgather the gathered result (p x k pairs), gTop-k one rank's pairs.
+  const double wire_bytes = (collective == Collective::allgather ? p : 1.0) * k * pair_bytes(e);
   const double received = collective == Collective::allgather ? p * k : k;
-  g.decompress_s = sparse_decompression_cost(m, received, e).seconds(bw);
+  const SelectionCurve* curve = in.options.selection_curve ? &*in.options.selection_curve : nullptr;
+  g.stages = {{.kernel_s = compression_seconds(in.options.selection, curve, m, k, e, bw),
+               .collective = collective,
+               .bytes = wire_bytes},
+              {.kernel_s = sparse_decompression_cost(m, received, e).seconds(bw)}};
 }
 
 void quantise_group(GradientGroup& g, const StrategyInput& in, Quantiser q) {
@@ -152,11 +154,11 @@ void quantise_group(GradientGroup& g, const StrategyInput& in, Quantiser q) {
   const double m = static_cast<double>(g.elements);
   const auto wire = quantised_wire(q, in.options.levels, m, static_cast<int>(g.tensors.size()));
   const double per_worker = wire.bytes(m);
-  g.collective = Collective::allgather;
   g.wire_bits = wire.bits;
-  g.wire_bytes = in.workers * per_worker;
-  g.compress_s = quantisation_cost(q, m, per_worker, e).seconds(bw);
-  g.decompress_s = dequantisation_cost(m, per_worker, in.workers, e).seconds(bw);
+  g.stages = {{.kernel_s = quantisation_cost(q, m, per_worker, e).seconds(bw),
+               .collective = Collective::allgather,
+               .bytes = in.workers * per_worker},
+              {.kernel_s = dequantisation_cost(m, per_worker, in.workers, e).seconds(bw)}};
 }
 
 std::vector<GradientGroup> plan_sparse_whole_model(const StrategyInput& in, Collective collective) {

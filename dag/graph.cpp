@@ -17,10 +17,32 @@ std::string_view resource_name(Resource r) {
     return "gpu_compute";
   case Resource::comm:
     return "comm";
+  case Resource::gpu_compression:
+    return "gpu_compression";
   case Resource::none:
     return "none";
   }
   return "?";
+}
+
+std::vector<GroupStage> GradientGroup::effective_stages() const {
+  if (!stages.empty())
+    return stages;
+  return {{.kernel_s = 0, .collective = Collective::allreduce, .bytes = bytes}};
+}
+
+Collective GradientGroup::first_collective() const {
+  for (const auto& s : effective_stages())
+    if (s.collective != Collective::none)
+      return s.collective;
+  return Collective::none;
+}
+
+double GradientGroup::kernel_s() const {
+  double sum = 0;
+  for (const auto& s : stages)
+    sum += s.kernel_s;
+  return sum;
 }
 
 std::string_view collective_name(Collective c) {

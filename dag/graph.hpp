@@ -14,8 +14,11 @@
 namespace ddlsim::dag {
 
 /// What executes a task on a worker. `none` is a pure delay (e.g. Horovod's cycle-time wait).
-enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, none };
-inline constexpr int kResourceCount = 4;
+/// `gpu_compression`: a second CUDA stream for compression kernels (strategy.compression_stream: "separate"),
+/// which overlaps with the compute stream; modelled without slowdown from sharing the SMs and memory bandwidth
+/// (an upper bound on the benefit of the overlap).
+enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, gpu_compression, none };
+inline constexpr int kResourceCount = 5;
 
 enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compression, communication, update, delay };
 
@@ -23,7 +26,8 @@ enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compress
 [[nodiscard]] std::string_view task_kind_name(TaskKind k);
 
 /// A collective the engine costs (analytic) or lowers onto the platform (flow).
-/// `allgather`: every worker's selected pairs to every worker (Top-k); `global_topk`: gTop-k's sparse allreduce.
+/// `allgather`: every worker's message to every worker (Top-k's pairs, quantised buckets); `global_topk`: gTop-k's
+/// sparse allreduce.
 enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk };
 
 [[nodiscard]] std::string_view collective_name(Collective c);
@@ -38,22 +42,38 @@ struct Task {
   double bytes = 0; ///< payload of the collective (bytes per worker before the algorithm)
 };
 
-/// A gradient group: consecutive tensors (in gradient-ready order) communicated as one collective.
+/// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
+/// a collective that waits for it (none: the stage is only its kernel). `bytes` is the collective's payload in the
+/// lowering's convention (sim/lowering/lowering.hpp).
+struct GroupStage {
+  double kernel_s = 0;
+  Collective collective = Collective::none;
+  double bytes = 0;
+};
+
+/// A gradient group: consecutive tensors (in gradient-ready order) communicated together.
 struct GradientGroup {
   std::vector<int> tensors; ///< indices into the model's flattened tensor list (registration order)
   std::int64_t elements = 0;
   double bytes = 0;
   int ready_layer = -1;      ///< the layer whose backward completes the group (the lowest layer index in it)
   double launch_delay_s = 0; ///< extra wait after the group is ready (Horovod cycle)
-  /// How the group goes on the wire: a dense allreduce of `bytes`, or compressed (sparsification strategies):
-  /// `wire_bytes` is the collective's payload (the lowering's convention, sim/lowering/lowering.hpp), with GPU
-  /// kernels before (compression) and after (decompression) it.
-  Collective collective = Collective::allreduce;
-  double wire_bytes = 0;
-  double compress_s = 0;
-  double decompress_s = 0;
-  std::int64_t selected = 0; ///< elements sent per worker (sparsification), 0 when dense
-  double wire_bits = 0;      ///< bits per element on the wire (quantisation), 0 otherwise
+  /// How the group goes on the wire, as a chain of stages run one after the other; empty: one dense allreduce of
+  /// `bytes`. Sparsification and quantisation: {compression kernel + sparse collective, decompression kernel};
+  /// PowerSGD: the hook's chain (dag/compression.hpp).
+  std::vector<GroupStage> stages{};
+  Resource kernel_resource = Resource::gpu_compute; ///< the stream that runs the stages' kernels
+  std::int64_t selected = 0;                        ///< elements sent per worker (sparsification), 0 when dense
+  int low_rank_matrices = 0;                        ///< tensors sent as PowerSGD's low-rank factors, 0 when dense
+  std::int64_t wire_elements = 0; ///< elements each worker allreduces (PowerSGD), 0 when not compressed
+  double wire_bits = 0;           ///< bits per element on the wire (quantisation), 0 otherwise
+
+  /// The stages as built: `stages`, or the dense allreduce of `bytes` when there are none.
+  [[nodiscard]] std::vector<GroupStage> effective_stages() const;
+  /// The first collective of the chain (Collective::none when the group has none).
+  [[nodiscard]] Collective first_collective() const;
+  /// Total time of the group's GPU kernels.
+  [[nodiscard]] double kernel_s() const;
 };
 
 class IterationGraph {

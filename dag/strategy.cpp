@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <stdexcept>
 
 namespace ddlsim::dag {
@@ -49,7 +50,7 @@ GradientGroup make_group(const Model& model, const std::vector<TensorRef>& tenso
 }
 
 std::span<const StrategyInfo> strategies() {
-  static constexpr std::array<StrategyInfo, 12> kStrategies{{
+  static constexpr std::array<StrategyInfo, 13> kStrategies{{
       {"bsp", "one allreduce of all gradients after the backward pass", &plan_bsp},
       {"ddp", "PyTorch DDP buckets: reverse order, first_bucket then bucket_cap", &plan_ddp},
       {"fusion", "Horovod tensor fusion: ready tensors packed up to threshold every cycle_time", &plan_fusion},
@@ -58,6 +59,9 @@ std::span<const StrategyInfo> strategies() {
       {"lags", "layer-wise top-k sparsification pipelined with backward (Shi et al., ECAI 2020)", &plan_lags},
       {"mg-wfbp", "MG-WFBP optimal merging of consecutive gradients (Shi et al., INFOCOM 2019)", &plan_mgwfbp},
       {"omgs", "optimal merging of layers for top-k sparsification (Shi et al., INFOCOM 2020)", &plan_omgs},
+      {"powersgd",
+       "PowerSGD low-rank compression per DDP bucket, PyTorch's powerSGD_hook (Vogels et al., NeurIPS 2019)",
+       &plan_powersgd},
       {"qsgd", "QSGD stochastic quantisation to strategy.levels levels per DDP bucket, allgathered", &plan_qsgd},
       {"signsgd", "signSGD: 1-bit signs per DDP bucket, allgathered, majority vote (Bernstein et al., ICLR 2019)",
        &plan_signsgd},
@@ -125,46 +129,53 @@ IterationGraph build_iteration(const Model& model, const WorkerCosts& costs, con
 
   if (!communicate)
     return g;
-  IterationGraph::Id previous = 0;
+  IterationGraph::Id previous = 0; // the previous group's first collective
   bool have_previous = false;
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& group = groups[i];
-    IterationGraph::Id ready = bwd[static_cast<std::size_t>(group.ready_layer)];
+    IterationGraph::Id last = bwd[static_cast<std::size_t>(group.ready_layer)];
     if (group.launch_delay_s > 0) {
       const auto wait = g.add({.kind = TaskKind::delay,
                                .resource = Resource::none,
                                .group = static_cast<int>(i),
                                .duration_s = group.launch_delay_s});
-      g.depend(ready, wait);
-      ready = wait;
+      g.depend(last, wait);
+      last = wait;
     }
-    if (group.compress_s > 0) { // compression kernels run on the GPU stream
-      const auto compress = g.add({.kind = TaskKind::compression,
-                                   .resource = Resource::gpu_compute,
+    std::optional<IterationGraph::Id> first_comm;
+    bool last_is_comm = false;
+    for (const auto& stage : group.effective_stages()) {
+      if (stage.kernel_s > 0) {
+        const auto kernel = g.add({.kind = TaskKind::compression,
+                                   .resource = group.kernel_resource,
                                    .group = static_cast<int>(i),
-                                   .duration_s = group.compress_s});
-      g.depend(ready, compress);
-      ready = compress;
+                                   .duration_s = stage.kernel_s});
+        g.depend(last, kernel);
+        last = kernel;
+        last_is_comm = false;
+      }
+      if (stage.collective != Collective::none) {
+        const auto comm = g.add({.kind = TaskKind::communication,
+                                 .resource = Resource::comm,
+                                 .group = static_cast<int>(i),
+                                 .collective = stage.collective,
+                                 .bytes = stage.bytes});
+        g.depend(last, comm);
+        if (!first_comm)
+          first_comm = comm;
+        last = comm;
+        last_is_comm = true;
+      }
     }
-    const bool dense = group.collective == Collective::allreduce;
-    const auto comm = g.add({.kind = TaskKind::communication,
-                             .resource = Resource::comm,
-                             .group = static_cast<int>(i),
-                             .collective = group.collective,
-                             .bytes = dense ? group.bytes : group.wire_bytes});
-    g.depend(ready, comm);
-    if (group.decompress_s > 0) {
-      const auto decompress = g.add({.kind = TaskKind::compression,
-                                     .resource = Resource::gpu_compute,
-                                     .group = static_cast<int>(i),
-                                     .duration_s = group.decompress_s});
-      g.depend(comm, decompress);
-      g.depend(decompress, update);
+    // The end of the chain: a kernel, or a collective other than the one the launch order chains to the update.
+    if (!last_is_comm || last != *first_comm)
+      g.depend(last, update);
+    if (first_comm) {
+      if (have_previous)
+        g.depend(previous, *first_comm); // groups are launched in plan order
+      previous = *first_comm;
+      have_previous = true;
     }
-    if (have_previous)
-      g.depend(previous, comm); // groups are launched in plan order
-    previous = comm;
-    have_previous = true;
   }
   if (have_previous)
     g.depend(previous, update);

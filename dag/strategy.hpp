@@ -26,6 +26,7 @@ struct WorkerCosts {
   std::vector<double> bwd_s;   ///< per layer
   double update_s = 0;         ///< optimizer step
   double memory_bandwidth = 0; ///< effective GPU memory bandwidth (B/s) for memory-bound kernels (compression)
+  double peak_flops = 0;       ///< effective GPU peak (FLOP/s) in the gradient dtype, for compression matmuls
 };
 
 /// A parameter tensor in the model's flattened registration order.
@@ -48,6 +49,9 @@ struct StrategyOptions {
   Selection selection = Selection::sort;         ///< sparsification: how the top-k is selected
   int levels = 127;                              ///< qsgd: quantisation levels s (8 bits per element)
   std::optional<SelectionCurve> selection_curve; ///< sparsification: measured cost of `selection` (calibration)
+  int rank = 4;                                  ///< PowerSGD: matrix approximation rank (strategy.rank)
+  /// PowerSGD: compression kernels on a second GPU stream ("separate") instead of the compute stream ("inline").
+  bool separate_compression_stream = false;
 };
 
 struct StrategyInput {
@@ -100,6 +104,7 @@ std::vector<GradientGroup> plan_omgs(const StrategyInput& in);
 std::vector<GradientGroup> plan_qsgd(const StrategyInput& in);
 std::vector<GradientGroup> plan_terngrad(const StrategyInput& in);
 std::vector<GradientGroup> plan_signsgd(const StrategyInput& in);
+std::vector<GradientGroup> plan_powersgd(const StrategyInput& in);
 
 /// Sparsifies `group` at in.options.density for `collective` (allgather: Top-k, LAGS, OMGS; global_topk: gTop-k):
 /// k pairs per worker, the collective's payload in the lowering's convention (allgather: the gathered p x k pairs;
@@ -119,8 +124,13 @@ void quantise_group(GradientGroup& group, const StrategyInput& in, Quantiser q);
                                                const std::vector<double>& backward_finish,
                                                const CommCost& allreduce_time);
 
-/// Builds the iteration DAG for `groups` (launch order). With `workers` == 1 no communication tasks are made.
-/// Communication tasks carry bytes and Collective::allreduce; their duration is left for the engine.
+/// Builds the iteration DAG for `groups` (launch order). Without `communicate` no communication tasks are made.
+/// Each group becomes the chain of its stages (GradientGroup::effective_stages): every stage's kernel (a
+/// compression task on the group's kernel_resource) waits for the previous task of the chain, its collective (a
+/// communication task carrying collective and bytes; the engine gives its duration) for the kernel. The groups'
+/// first collectives are launched in plan order (a dependency on the previous group's first collective, as DDP
+/// launches its buckets in order); the later collectives of a chain queue on the comm resource in the order they
+/// become ready, as the hook's callbacks launch them. The update waits for the end of every chain.
 [[nodiscard]] IterationGraph build_iteration(const Model& model, const WorkerCosts& costs,
                                              const std::vector<GradientGroup>& groups, bool communicate);
 

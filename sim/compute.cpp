@@ -39,6 +39,7 @@ ComputeCosts compute_costs(const Scenario& s) {
   w.prefetch = s.data.prefetch;
   w.data_load_s = s.data.loading_per_sample_s * batch;
   w.memory_bandwidth = s.gpu.memory_bandwidth * s.gpu.efficiency; // memory-bound kernels (compression)
+  w.peak_flops = s.gpu.peak_flops * s.gpu.efficiency;             // compression matmuls (PowerSGD)
   w.h2d_s = s.gpu.host_link > 0 ? m.input_bytes_per_sample * batch / s.gpu.host_link : 0;
 
   // Which layers the calibration covers.

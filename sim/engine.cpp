@@ -174,6 +174,18 @@ Prepared prepare(const Scenario& s, std::string engine) {
           s.strategy.kind, c.wire_bits, c.groups, c.groups > 1 ? "s" : "", format_time(c.compress_s),
           format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
   }
+  if (const auto ps = powersgd_totals(r.groups)) {
+    const auto& w = p.costs.worker;
+    r.notes.push_back(fmt::format(
+        "powersgd: rank {}, {} weight matrices sent as low-rank factors and {} tensors dense; {} of {} gradient "
+        "elements allreduced per worker (compression ratio {:.1f}); compression kernels {} per iteration "
+        "(roofline at {:.1f} TFLOPS, {:.0f} GB/s) on {}",
+        s.strategy.rank, ps->matrices, ps->dense_tensors, ps->wire_elements, ps->elements, ps->compression_ratio(),
+        format_time(ps->compress_s), w.peak_flops / 1e12, w.memory_bandwidth / 1e9,
+        s.strategy.separate_compression_stream
+            ? "a separate GPU stream, assumed to overlap with backward without slowing it"
+            : "the compute stream"));
+  }
   return p;
 }
 
@@ -182,16 +194,35 @@ Prepared prepare(const Scenario& s, std::string engine) {
 CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& groups) {
   CompressionTotals c;
   for (const auto& g : groups) {
-    if (g.collective == dag::Collective::allreduce)
+    const auto first = g.first_collective();
+    if (first != dag::Collective::allgather && first != dag::Collective::global_topk)
       continue;
     ++c.groups;
     c.elements += g.elements;
     c.selected += g.selected;
     c.wire_bits = g.wire_bits;
-    c.compress_s += g.compress_s;
-    c.decompress_s += g.decompress_s;
+    c.compress_s += g.stages.front().kernel_s;
+    c.decompress_s += g.kernel_s() - g.stages.front().kernel_s;
   }
   return c;
+}
+
+std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups) {
+  PowerSgdTotals t;
+  bool any = false;
+  for (const auto& g : groups) {
+    if (g.wire_elements == 0 && g.low_rank_matrices == 0)
+      continue;
+    any = true;
+    t.matrices += g.low_rank_matrices;
+    t.dense_tensors += static_cast<int>(g.tensors.size()) - g.low_rank_matrices;
+    t.elements += g.elements;
+    t.wire_elements += g.wire_elements;
+    t.compress_s += g.kernel_s();
+  }
+  if (!any)
+    return std::nullopt;
+  return t;
 }
 
 const CollectiveLowering& sparse_lowering(dag::Collective c) {

@@ -9,6 +9,7 @@
 #include "sim/scenario.hpp"
 
 #include <memory>
+#include <optional>
 
 #include <string>
 #include <vector>
@@ -86,6 +87,19 @@ struct CompressionTotals {
   double decompress_s = 0;
 };
 [[nodiscard]] CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& groups);
+/// PowerSGD's figures over all buckets (dag/powersgd.hpp); nullopt when no group was compressed that way.
+struct PowerSgdTotals {
+  int matrices = 0;          ///< weight matrices sent as low-rank factors
+  int dense_tensors = 0;     ///< tensors allreduced uncompressed
+  std::int64_t elements = 0; ///< gradient elements
+  std::int64_t wire_elements =
+      0;                 ///< elements each worker allreduces: (n + m) r per matrix, dense tensors as themselves
+  double compress_s = 0; ///< all compression kernels of one iteration
+  [[nodiscard]] double compression_ratio() const {
+    return wire_elements > 0 ? static_cast<double>(elements) / static_cast<double>(wire_elements) : 0;
+  }
+};
+[[nodiscard]] std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups);
 
 /// The lowering that carries a DAG collective other than the scenario's allreduce: Top-k's allgather by recursive
 /// doubling (log2 p rounds, as in the gTop-k paper's comparison), gTop-k's tree.

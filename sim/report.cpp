@@ -93,11 +93,12 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   j["strategy"] = s.strategy.kind;
   // Compression: what was sent and how many communication rounds a group's collective took.
   if (const auto c = compression_totals(r.groups); c.groups > 0) {
-    const auto& first = *std::find_if(r.groups.begin(), r.groups.end(),
-                                      [](const auto& g) { return g.collective != dag::Collective::allreduce; });
-    const auto phases =
-        sparse_lowering(first.collective)
-            .lower({s.cluster.nodes, s.cluster.gpus_per_node}, first.wire_bytes, Granularity::aggregated);
+    const auto& group = *std::find_if(r.groups.begin(), r.groups.end(), [](const auto& g) {
+      return g.first_collective() == dag::Collective::allgather || g.first_collective() == dag::Collective::global_topk;
+    });
+    const auto& first = group.stages.front();
+    const auto phases = sparse_lowering(first.collective)
+                            .lower({s.cluster.nodes, s.cluster.gpus_per_node}, first.bytes, Granularity::aggregated);
     if (c.selected > 0)
       j["sparsification"] = {{"collective", dag::collective_name(first.collective)},
                              {"selection", dag::selection_name(s.strategy.selection)},
@@ -120,6 +121,16 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                            {"compress_s", c.compress_s},
                            {"decompress_s", c.decompress_s}};
   }
+  // PowerSGD: what the low-rank factors saved on the wire and what their kernels cost.
+  if (const auto ps = powersgd_totals(r.groups))
+    j["powersgd"] = {{"rank", s.strategy.rank},
+                     {"compression_stream", s.strategy.separate_compression_stream ? "separate" : "inline"},
+                     {"compressed_matrices", ps->matrices},
+                     {"dense_tensors", ps->dense_tensors},
+                     {"elements", ps->elements},
+                     {"wire_elements_per_worker", ps->wire_elements},
+                     {"compression_ratio", ps->compression_ratio()},
+                     {"compress_s", ps->compress_s}};
   j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : s.allreduce.algorithm;
   j["compute_source"] = r.compute_source;
   j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
@@ -204,19 +215,26 @@ std::string links_csv(const RunResult& r) {
 
 std::string human_summary(const Scenario& s, const RunResult& r) {
   const auto& b = r.breakdown;
+  std::size_t collectives = 0; // one per group, or a chain of them (PowerSGD)
+  for (std::size_t v = 0; v < r.graph.size(); ++v)
+    if (r.graph.task(v).kind == dag::TaskKind::communication)
+      ++collectives;
+  const std::string groups =
+      collectives == r.groups.size() ? std::string() : fmt::format(" in {} buckets", r.groups.size());
   return fmt::format("{}: {} on {} GPU{} ({} node{} x {}), {} engine\n"
                      "  iteration      {}  ({:.1f} samples/s, scaling efficiency {:.1f} %)\n"
                      "  1-GPU          {}  (compute costs from {})\n"
                      "  breakdown      compute {}, {}exposed communication {}, idle {}\n"
-                     "  communication  {} {}{} ({}), {} sent per worker\n",
+                     "  communication  {} {}{}{} ({}), {} sent per worker\n",
                      s.name, s.model.name, r.workers, r.workers == 1 ? "" : "s", s.cluster.nodes,
                      s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, r.engine,
                      format_time(r.iteration_time_s), r.throughput_samples_per_s, 100 * r.scaling_efficiency,
                      format_time(r.single_gpu_iteration_s), r.compute_source, format_time(b.compute_s),
                      b.compression_s > 0 ? fmt::format("compression {}, ", format_time(b.compression_s)) : "",
-                     format_time(b.exposed_communication_s), format_time(b.idle_s), r.groups.size(),
-                     r.groups.empty() ? "allreduce" : dag::collective_name(r.groups.front().collective),
-                     r.groups.size() == 1 ? "" : "s", s.strategy.kind, format_bytes(r.communication_bytes_per_worker)) +
+                     format_time(b.exposed_communication_s), format_time(b.idle_s), collectives,
+                     r.groups.empty() ? "allreduce" : dag::collective_name(r.groups.front().first_collective()),
+                     collectives == 1 ? "" : "s", groups, s.strategy.kind,
+                     format_bytes(r.communication_bytes_per_worker)) +
          fmt::format("{}", fmt::join(notes_lines(r), ""));
 }
 

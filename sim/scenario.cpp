@@ -3,6 +3,7 @@
 #include "sim/scenario.hpp"
 
 #include "core/io.hpp"
+#include "dag/powersgd.hpp"
 #include "dag/zoo/zoo.hpp"
 
 #include <fmt/ranges.h>
@@ -321,15 +322,64 @@ void parse_collectives(ObjectReader r, Scenario& s) {
   r.finish();
 }
 
+// PowerSGD's rank must let at least one weight matrix of the model be compressed (dag/powersgd.hpp).
+void parse_powersgd(ObjectReader& r, Scenario& s) {
+  auto& o = s.strategy;
+  if (const Json* rank = r.optional("rank")) {
+    if (!rank->is_number_integer())
+      r.fail("rank",
+             fmt::format("expected a positive integer (the rank of the low-rank approximation), got {}", rank->dump()));
+    // Parsed JSON holds non-negative integers as unsigned, values set from C++ as signed.
+    if (rank->is_number_unsigned() ? rank->get<std::uint64_t>() < 1 : rank->get<std::int64_t>() < 1)
+      r.fail("rank", fmt::format("{} is below 1: the rank of the low-rank approximation", rank->dump()));
+    o.rank = static_cast<int>(std::min<std::uint64_t>(rank->get<std::uint64_t>(), 1U << 30));
+  }
+  o.separate_compression_stream =
+      r.optional_choice("compression_stream", {"inline", "separate"}).value_or("inline") == "separate";
+  const std::string key = r.has("rank") ? "rank" : "kind";
+  const dag::ParamTensor* widest = nullptr; // the weight matrix with the largest min(n, m)
+  std::int64_t widest_min = 0;
+  bool any_compressed = false;
+  for (const auto& layer : s.model.layers)
+    for (const auto& p : layer.params) {
+      const auto v = dag::powersgd_view(p, o.rank);
+      if (!v.matrix)
+        continue;
+      any_compressed = any_compressed || v.compress;
+      if (std::min(v.rows, v.cols) > widest_min) {
+        widest_min = std::min(v.rows, v.cols);
+        widest = &p;
+      }
+    }
+  if (widest == nullptr)
+    r.fail(key,
+           fmt::format("model '{}' has no weight matrix (a tensor of 2 or more dimensions) to compress", s.model.name));
+  const auto describe = [&] {
+    return fmt::format("{} ({} x {})", widest->name, widest->shape.front(), widest->numel / widest->shape.front());
+  };
+  if (o.rank > widest_min)
+    r.fail(key, fmt::format("{} is above min(n, m) of every weight matrix of '{}', so no matrix can be compressed: "
+                            "the largest min(n, m) is {}, of {}",
+                            o.rank, s.model.name, widest_min, describe()));
+  if (!any_compressed)
+    r.fail(key, fmt::format("at rank {} no weight matrix of '{}' is worth compressing (PyTorch's rule: "
+                            "(n + m) x rank x {} < n x m); the largest min(n, m) is {}, of {}",
+                            o.rank, s.model.name, dag::kMinCompressionRate, widest_min, describe()));
+  if (!(s.gpu.memory_bandwidth > 0) || !(s.gpu.peak_flops > 0))
+    r.fail("kind", "'powersgd' costs its matmuls and orthogonalisation on the GPU's roofline: give gpu.preset, or "
+                   "gpu.peak_flops and gpu.memory_bandwidth");
+}
+
 void parse_strategy(ObjectReader r, Scenario& s) {
   auto& o = s.strategy;
   o.kind = r.choice("kind", names_of_strategies());
   // Keys that belong to another kind get a message that says which.
-  const std::vector<std::string> bucketed{"ddp", "qsgd", "terngrad", "signsgd"};
+  const std::vector<std::string> bucketed{"ddp", "powersgd", "qsgd", "terngrad", "signsgd"};
   const std::vector<std::string> sparse{"topk", "gtopk", "lags", "omgs"};
   const std::vector<std::pair<std::string, std::vector<std::string>>> owner{
-      {"first_bucket", bucketed}, {"bucket_cap", bucketed}, {"threshold", {"fusion"}}, {"cycle_time", {"fusion"}},
-      {"density", sparse},        {"selection", sparse},    {"levels", {"qsgd"}}};
+      {"first_bucket", bucketed}, {"bucket_cap", bucketed}, {"threshold", {"fusion"}},
+      {"cycle_time", {"fusion"}}, {"density", sparse},      {"selection", sparse},
+      {"levels", {"qsgd"}},       {"rank", {"powersgd"}},   {"compression_stream", {"powersgd"}}};
   for (const auto& [key, kinds] : owner)
     if (r.has(key) && std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end())
       r.fail(key, fmt::format("applies to strategy kind{} '{}', not '{}'", kinds.size() > 1 ? "s" : "",
@@ -359,6 +409,8 @@ void parse_strategy(ObjectReader r, Scenario& s) {
                   : selection == "threshold" ? dag::Selection::threshold
                                              : dag::Selection::sort;
   }
+  if (o.kind == "powersgd")
+    parse_powersgd(r, s);
   if (is(sparse) && s.gpu.calibration) {
     const auto& curves = s.gpu.calibration->selection;
     if (const auto it = curves.find(std::string(dag::selection_name(o.selection))); it != curves.end())

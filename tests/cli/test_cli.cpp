@@ -182,7 +182,7 @@ TEST_CASE("cli: every malformed scenario exits 2 with one line naming file and J
       {"zoo_and_layers.json", "/model", "give exactly one of \"zoo\", \"layers\" or \"workload\""},
       {"unknown_dtype.json", "/model/gradient_dtype", "unknown value 'fp8'"},
       {"unknown_strategy_kind.json", "/strategy/kind", "unknown value 'mgwfbp'"},
-      {"strategy_key_for_other_kind.json", "/strategy/bucket_cap", "applies to strategy kinds 'ddp', 'qsgd'"},
+      {"strategy_key_for_other_kind.json", "/strategy/bucket_cap", "applies to strategy kinds 'ddp', 'powersgd', 'qsgd'"},
       {"density_out_of_range.json", "/strategy/density", "1.5 is outside (0, 1]"},
       {"zero_levels.json", "/strategy/levels", "0 is out of range [1, "},
       {"unknown_selection.json", "/strategy/selection", "unknown value 'heap'"},
@@ -275,6 +275,25 @@ TEST_CASE("cli: bad --set overrides exit 2 naming the scenario and the overridde
     const auto o = run_ddlsim({"check", kQuickstart, "--set", assignment});
     require_input_error(o, kQuickstart, pointer, phrase);
   }
+}
+
+TEST_CASE("cli: bad PowerSGD keys exit 2 naming the scenario and /strategy/rank", "[cli][errors][powersgd]") {
+  const auto [assignment, pointer, phrase] = GENERATE(table<std::string, std::string, std::string>({
+      {R"(strategy={"kind":"powersgd","rank":0})", "/strategy/rank", "0 is below 1"},
+      {R"(strategy={"kind":"powersgd","rank":2.5})", "/strategy/rank", "expected a positive integer"},
+      {R"(strategy={"kind":"powersgd","rank":5000})", "/strategy/rank",
+       "so no matrix can be compressed: the largest min(n, m) is 1024"},
+      {R"(strategy={"kind":"ddp","rank":4})", "/strategy/rank", "applies to strategy kind 'powersgd', not 'ddp'"},
+      {R"(strategy={"kind":"topk","compression_stream":"separate"})", "/strategy/compression_stream",
+       "applies to strategy kind 'powersgd', not 'topk'"},
+      {R"(strategy={"kind":"powersgd","compression_stream":"gpu2"})", "/strategy/compression_stream",
+       "unknown value 'gpu2'"},
+  }));
+  CAPTURE(assignment, pointer, phrase);
+  TempDir tmp;
+  const auto o = run_ddlsim({"run", kQuickstart, "--out", tmp / "out", "--set", assignment});
+  require_input_error(o, kQuickstart, pointer, phrase);
+  CHECK_FALSE(fs::exists(tmp / "out"));
 }
 
 TEST_CASE("cli: a scenario path that does not exist exits 2 naming the path", "[cli][errors]") {
@@ -609,8 +628,8 @@ TEST_CASE("cli: list shows what is built in, one per line", "[cli][list]") {
     std::vector<std::string> names;
     for (const auto& line : lines_of(run_ok({"list", "strategies"}).out))
       names.push_back(first_word(line));
-    CHECK(names == std::vector<std::string>{"bsp", "ddp", "fusion", "gtopk", "lags", "mg-wfbp", "omgs", "qsgd",
-                                            "signsgd", "terngrad", "topk", "wfbp"});
+    CHECK(names == std::vector<std::string>{"bsp", "ddp", "fusion", "gtopk", "lags", "mg-wfbp", "omgs", "powersgd",
+                                            "qsgd", "signsgd", "terngrad", "topk", "wfbp"});
   }
   SECTION("collectives") {
     std::set<std::string> algorithms;
