@@ -25,10 +25,13 @@
 //                    rest): 3 a r + 2 a r (r - 1) ~ 2 a r^2 FLOPs, (3 a r + 2 a (r - 1) + 3.5 a r (r - 1) + r (r - 1))
 //                    e
 //   unpack dense     divide by world size and copy back: D FLOPs, 4 D e;  Q /= world size: m r FLOPs, 2 m r e
-// Not modelled: kernel launch overheads (the hook launches a few small kernels per column and matrix), the first
-// iterations' plain allreduce (start_powerSGD_iter) and the memory of the error and P/Q buffers.
+// Every op is one kernel launch (kKernelLaunchS, compression.hpp), Gram-Schmidt 6 r - 4 of them (per column a norm
+// and a division, and for all but the last a projection of the rest in four ops).
+// Not modelled: the first iterations' plain allreduce (start_powerSGD_iter) and the memory of the error and P/Q
+// buffers.
 #pragma once
 
+#include "dag/compression.hpp"
 #include "dag/model.hpp"
 #include "dag/strategy.hpp"
 

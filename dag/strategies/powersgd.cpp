@@ -43,7 +43,13 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
     for (const auto& p : layer.params)
       params.push_back(&p);
   const double e = in.bytes_per_element;
-  auto time = [&](double flops, double bytes) { return roofline_s({flops, bytes}, in.costs); };
+  // One kernel: its roofline time and its launch (compression.hpp, kKernelLaunchS).
+  auto time = [&](double flops, double bytes) { return roofline_s({flops, bytes}, in.costs) + kKernelLaunchS; };
+  // _orthogonalize_gram_schmidt launches, per column, a norm and a division, and for every column but the last a
+  // projection of the rest (multiply, sum, multiply, subtract): 6 r - 4 kernels.
+  auto gram_schmidt_s = [&](double a, double r) {
+    return roofline_s(gram_schmidt_work(a, r, e), in.costs) + (6 * r - 4) * kKernelLaunchS;
+  };
 
   auto groups = plan_ddp(in); // the hook runs once per DDP bucket
   for (auto& g : groups) {
@@ -64,10 +70,9 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
       p_elements += n * r;
       q_elements += m * r;
       const double matmul_flops = 2 * n * m * r, matmul_bytes = (n * m + n * r + m * r) * e;
-      const auto gs_q = gram_schmidt_work(m, r, e), gs_p = gram_schmidt_work(n, r, e);
-      compress_s += roofline_s(gs_q, in.costs) + time(matmul_flops, matmul_bytes);      // orthogonalise Q; P = M Q
-      orthogonalise_s += roofline_s(gs_p, in.costs) + time(matmul_flops, matmul_bytes); // orthogonalise P; Q = M^T P
-      decompress_s += time(m * r, 2 * m * r * e) + time(matmul_flops, matmul_bytes);    // Q /= p; M = P Q^T
+      compress_s += gram_schmidt_s(m, r) + time(matmul_flops, matmul_bytes);         // orthogonalise Q; P = M Q
+      orthogonalise_s += gram_schmidt_s(n, r) + time(matmul_flops, matmul_bytes);    // orthogonalise P; Q = M^T P
+      decompress_s += time(m * r, 2 * m * r * e) + time(matmul_flops, matmul_bytes); // Q /= p; M = P Q^T
     }
     decompress_s += time(bucket, 3 * bucket * e); // new error = copy - decompressed bucket
     const double unpack_s = dense > 0 ? time(dense, 4 * dense * e) : 0;
