@@ -13,9 +13,10 @@
 
 namespace ddlsim::dag {
 
-/// What executes a task on a worker. `none` is a pure delay (e.g. Horovod's cycle-time wait).
-enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, none };
-inline constexpr int kResourceCount = 4;
+/// What executes a task on a worker. `none` is a pure delay (e.g. Horovod's cycle-time wait). `comm_pull`: the
+/// receiving stream of a parameter-server worker (pulls run beside pushes on the full-duplex NIC).
+enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, comm_pull, none };
+inline constexpr int kResourceCount = 5;
 
 enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compression, communication, update, delay };
 
@@ -23,8 +24,10 @@ enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compress
 [[nodiscard]] std::string_view task_kind_name(TaskKind k);
 
 /// A collective the engine costs (analytic) or lowers onto the platform (flow).
-/// `allgather`: every worker's selected pairs to every worker (Top-k); `global_topk`: gTop-k's sparse allreduce.
-enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk };
+/// `allgather`: every worker's selected pairs to every worker (Top-k); `global_topk`: gTop-k's sparse allreduce;
+/// `ps_push` / `ps_pull`: every worker sends its shards of a key to the parameter servers owning them / receives the
+/// updated parameters back (dag/strategies/ps.cpp).
+enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk, ps_push, ps_pull };
 
 [[nodiscard]] std::string_view collective_name(Collective c);
 
@@ -36,6 +39,10 @@ struct Task {
   double duration_s = 0; ///< fixed cost; communication tasks get theirs from the engine
   Collective collective = Collective::none;
   double bytes = 0; ///< payload of the collective (bytes per worker before the algorithm)
+  /// ps_push / ps_pull: the key lives on servers [shard_first, shard_first + shard_count), split evenly
+  int shard_first = 0;
+  int shard_count = 0;
+  int iteration = 0; ///< which unrolled iteration the task belongs to (ps-sync unrolls several)
 };
 
 /// A gradient group: consecutive tensors (in gradient-ready order) communicated as one collective.
@@ -53,6 +60,10 @@ struct GradientGroup {
   double compress_s = 0;
   double decompress_s = 0;
   std::int64_t selected = 0; ///< elements sent per worker (sparsification), 0 when dense
+  /// Parameter server (ps_push): the group's key is split evenly over servers [shard_first, shard_first +
+  /// shard_count) (dag/strategies/ps.cpp).
+  int shard_first = 0;
+  int shard_count = 0;
 };
 
 class IterationGraph {

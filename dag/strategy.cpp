@@ -49,13 +49,17 @@ GradientGroup make_group(const Model& model, const std::vector<TensorRef>& tenso
 }
 
 std::span<const StrategyInfo> strategies() {
-  static constexpr std::array<StrategyInfo, 7> kStrategies{{
+  static constexpr std::array<StrategyInfo, 9> kStrategies{{
       {"bsp", "one allreduce of all gradients after the backward pass", &plan_bsp},
       {"ddp", "PyTorch DDP buckets: reverse order, first_bucket then bucket_cap", &plan_ddp},
       {"fusion", "Horovod tensor fusion: ready tensors packed up to threshold every cycle_time", &plan_fusion},
       {"gtopk", "global top-k sparsification: log2 p rounds of tree merging, then a broadcast (Shi et al., ICDCS 2019)",
        &plan_gtopk},
       {"mg-wfbp", "MG-WFBP optimal merging of consecutive gradients (Shi et al., INFOCOM 2019)", &plan_mgwfbp},
+      {"ps-async", "parameter server, asynchronous: each worker pushes and pulls on its own (Li et al., OSDI 2014)",
+       &plan_ps},
+      {"ps-sync", "parameter server, synchronous: per-tensor push and pull overlapped with backward and forward",
+       &plan_ps},
       {"topk", "local top-k sparsification of the whole gradient, allgather of (value, index) pairs", &plan_topk},
       {"wfbp", "wait-free backpropagation: one allreduce per tensor as soon as it is ready", &plan_wfbp},
   }};

@@ -605,7 +605,8 @@ TEST_CASE("cli: list shows what is built in, one per line", "[cli][list]") {
     std::vector<std::string> names;
     for (const auto& line : lines_of(run_ok({"list", "strategies"}).out))
       names.push_back(first_word(line));
-    CHECK(names == std::vector<std::string>{"bsp", "ddp", "fusion", "gtopk", "mg-wfbp", "topk", "wfbp"});
+    CHECK(names ==
+          std::vector<std::string>{"bsp", "ddp", "fusion", "gtopk", "mg-wfbp", "ps-async", "ps-sync", "topk", "wfbp"});
   }
   SECTION("collectives") {
     std::set<std::string> algorithms;
