@@ -155,6 +155,7 @@ dag::IterationGraph ps_async_graph(const Scenario& s, const dag::WorkerCosts& co
     dag::GradientGroup g;
     g.ready_layer = 0;
     g.collective = dag::Collective::ps_push;
+    g.shard_count = s.strategy.servers; // the whole gradient: every server's shards
     for (const auto& k : groups) {
       g.tensors.insert(g.tensors.end(), k.tensors.begin(), k.tensors.end());
       g.elements += k.elements;

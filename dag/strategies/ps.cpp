@@ -101,22 +101,18 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
     IterationGraph::Id last_push = 0, last_pull = 0;
     for (std::size_t i = 0; i < groups.size(); ++i) {
       const auto& group = groups[i];
-      const auto push = g.add({.kind = TaskKind::communication,
-                               .resource = Resource::comm,
-                               .group = static_cast<int>(i),
-                               .collective = Collective::ps_push,
-                               .bytes = group.bytes,
-                               .shard_first = group.shard_first,
-                               .shard_count = group.shard_count,
-                               .iteration = it});
-      const auto pull = g.add({.kind = TaskKind::communication,
-                               .resource = Resource::comm_pull,
-                               .group = static_cast<int>(i),
-                               .collective = Collective::ps_pull,
-                               .bytes = group.bytes,
-                               .shard_first = group.shard_first,
-                               .shard_count = group.shard_count,
-                               .iteration = it});
+      const auto transfer = [&](Resource stream, Collective c) {
+        return g.add({.kind = TaskKind::communication,
+                      .resource = stream,
+                      .group = static_cast<int>(i),
+                      .collective = c,
+                      .bytes = group.bytes,
+                      .shard_first = group.shard_first,
+                      .shard_count = group.shard_count,
+                      .iteration = it});
+      };
+      const auto push = transfer(Resource::comm, Collective::ps_push);
+      const auto pull = transfer(Resource::comm_pull, Collective::ps_pull);
       g.depend(bwd[static_cast<std::size_t>(group.ready_layer)], push);
       // The servers apply the update to their shards of the key (MXNet's update_on_kvstore) before it is pulled:
       // the worker's optimizer step over the key's share of the parameters, the shards in parallel.
