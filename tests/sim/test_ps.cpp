@@ -227,7 +227,7 @@ TEST_CASE("sim::ps-async with a worker twice as slow: staleness 0, 1 for the fas
   CHECK_THAT(r.iterations_per_s[1], WithinRel(1 / (2 * c), 1e-12));
 }
 
-TEST_CASE("sim::ps-async reports per-worker throughput and staleness; the spread slows the later workers",
+TEST_CASE("sim::ps-async reports per-worker throughput and staleness, and the spread slows the later workers",
           "[sim][ps][async][report]") {
   Json doc = two_layers(4, "ps-async");
   doc["strategy"]["worker_speed_spread"] = 1.0;
