@@ -43,6 +43,10 @@ struct Task {
   int shard_first = 0;
   int shard_count = 0;
   int iteration = 0; ///< which unrolled iteration the task belongs to (ps-sync unrolls several)
+  /// A resource may have lanes that run concurrently (ps-sync: one push and one pull stream per server, as
+  /// ps-lite sends to different servers at once); a task of lane l waits for l only, a task of lane -1 for every
+  /// lane (and every lane for it).
+  int lane = -1;
 };
 
 /// A gradient group: consecutive tensors (in gradient-ready order) communicated as one collective.

@@ -107,8 +107,9 @@ struct KeyShard {
 };
 [[nodiscard]] KeyShard shard_key(int key, std::int64_t numel, int servers, std::int64_t bigarray_bound);
 
-/// ps-sync's DAG: `iterations` consecutive iterations of one worker, each pushing every group (plan order, one
-/// push stream) as soon as its gradient is ready and pulling it back (one pull stream) once pushed; layer l's
+/// ps-sync's DAG: `iterations` consecutive iterations of one worker, each pushing every group as soon as its
+/// gradient is ready and pulling it back once pushed: a push and a pull stream with a lane per server (a key on one
+/// server uses that server's lane, a split key every lane; pushes to different servers overlap); layer l's
 /// forward in iteration i + 1 waits for the pulls of layer l's groups in iteration i. No worker-side update: the
 /// servers apply it between push and pull (a delay task: the worker's update time for the group's share of the
 /// parameters, divided among the servers holding it). Tasks carry their iteration index.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <queue>
 
 namespace ddlsim::sim {
@@ -18,7 +19,8 @@ std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
   std::vector<TaskTiming> timing(n);
   std::vector<std::size_t> missing(n);
   std::vector<double> ready_at(n, 0);
-  std::array<double, dag::kResourceCount> free_at{};
+  std::array<double, dag::kResourceCount> free_at{};                  // for lane -1: after every lane
+  std::array<std::map<int, double>, dag::kResourceCount> lane_free{}; // lanes >= 0
   using Entry = std::pair<double, std::size_t>; // (ready time, id): earliest first, then lowest id
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (std::size_t v = 0; v < n; ++v) {
@@ -33,9 +35,17 @@ std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
     const auto& task = g.task(v);
     double start = at;
     if (task.resource != dag::Resource::none) {
-      auto& free = free_at[static_cast<std::size_t>(task.resource)];
-      start = std::max(start, free);
-      free = start + task.duration_s;
+      const auto r = static_cast<std::size_t>(task.resource);
+      start = std::max(start, free_at[r]);
+      if (task.lane < 0) {
+        for (const auto& [lane, free] : lane_free[r])
+          start = std::max(start, free);
+        free_at[r] = start + task.duration_s;
+      } else {
+        auto& free = lane_free[r][task.lane];
+        start = std::max(start, free);
+        free = start + task.duration_s;
+      }
     }
     timing[v] = {start, start + task.duration_s};
     ++done;

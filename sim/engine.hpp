@@ -148,8 +148,9 @@ struct FlowCollectivesResult {
 /// this build does not have).
 [[nodiscard]] RunResult run_scenario(const Scenario& s);
 
-/// Non-preemptive list scheduling: each resource runs one task at a time, tasks start in order of readiness
-/// (ties by task id); Resource::none runs everything at once. Durations are taken from the graph.
+/// Non-preemptive list scheduling: each resource runs one task at a time (one per lane for tasks with a lane; a
+/// lane -1 task waits for every lane), tasks start in order of readiness (ties by task id); Resource::none runs
+/// everything at once. Durations are taken from the graph.
 [[nodiscard]] std::vector<TaskTiming> schedule(const dag::IterationGraph& g);
 
 /// Splits [0, makespan] into the summary's breakdown.

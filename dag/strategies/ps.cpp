@@ -97,8 +97,6 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
     }
     for (auto& v : pulled_by_layer)
       v.clear();
-    bool first = true;
-    IterationGraph::Id last_push = 0, last_pull = 0;
     for (std::size_t i = 0; i < groups.size(); ++i) {
       const auto& group = groups[i];
       const auto transfer = [&](Resource stream, Collective c) {
@@ -109,7 +107,8 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
                       .bytes = group.bytes,
                       .shard_first = group.shard_first,
                       .shard_count = group.shard_count,
-                      .iteration = it});
+                      .iteration = it,
+                      .lane = group.shard_count == 1 ? group.shard_first : -1});
       };
       const auto push = transfer(Resource::comm, Collective::ps_push);
       const auto pull = transfer(Resource::comm_pull, Collective::ps_pull);
@@ -130,13 +129,6 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
       } else {
         g.depend(push, pull);
       }
-      if (!first) { // pushes and pulls in plan order, each on its stream
-        g.depend(last_push, push);
-        g.depend(last_pull, pull);
-      }
-      first = false;
-      last_push = push;
-      last_pull = pull;
       for (int t : group.tensors) { // every layer with a tensor in the group waits for its pull
         auto& waits = pulled_by_layer[static_cast<std::size_t>(tensors[static_cast<std::size_t>(t)].layer)];
         if (waits.empty() || waits.back() != pull)

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -381,8 +382,27 @@ RunResult run_flow(const Scenario& s) {
                  ? analytic_timing[a].start_s < analytic_timing[b].start_s
                  : a < b;
     });
-    for (std::size_t i = 1; i < tasks.size(); ++i)
-      edges.emplace(tasks[i - 1], tasks[i]);
+    // In that order within a lane; a lane -1 task after every lane's previous task and before every next one.
+    std::optional<std::size_t> last_all;
+    std::map<int, std::size_t> last_in_lane; // since last_all
+    for (std::size_t v : tasks) {
+      const int lane = graph.task(v).lane;
+      if (lane < 0) {
+        if (last_all)
+          edges.emplace(*last_all, v);
+        for (const auto& [l, u] : last_in_lane)
+          edges.emplace(u, v);
+        last_in_lane.clear();
+        last_all = v;
+        continue;
+      }
+      const auto it = last_in_lane.find(lane);
+      if (it != last_in_lane.end())
+        edges.emplace(it->second, v);
+      else if (last_all)
+        edges.emplace(*last_all, v);
+      last_in_lane[lane] = v;
+    }
   }
   std::vector<bool> has_predecessor(n, false);
   for (const auto& [v, w] : edges) {

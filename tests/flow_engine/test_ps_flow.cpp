@@ -2,7 +2,7 @@
 // dedicated server hosts): alone they agree with their phase-synchronous closed forms within 0.1 % (max-min on a
 // star shares each NIC equally among its flows, as the closed form does); the node symmetry is used for a
 // co-located push split over every node's server and refused for dedicated hosts or a key on one server; a whole
-// ps-sync iteration with dedicated servers (pushes and pulls on disjoint link directions) matches the analytic
+// ps-sync iteration with one dedicated server (pushes and pulls on disjoint link directions) matches the analytic
 // engine; ps-async on the flow engine says that it reuses the analytic queue model.
 #include "sim/engine.hpp"
 #include "sim/flow/symmetry.hpp"
@@ -84,8 +84,10 @@ TEST_CASE("flow::symmetry refuses lowerings that touch dedicated server ranks", 
 }
 
 TEST_CASE("flow::a ps-sync iteration with dedicated servers agrees with the analytic engine", "[flow][ps][engine]") {
-  const int servers = GENERATE(1, 2);
-  CAPTURE(servers);
+  // One dedicated server: one lane per stream, so pushes (worker up-links, the server's down-link) and pulls (the
+  // other directions) never share a link; with more servers, keys on different servers overlap on the workers'
+  // NICs, which only the flow engine shares.
+  const int servers = 1;
   Json doc = Json::parse(R"({"model": {"zoo": "resnet50", "batch_per_gpu": 64},
     "gpu": {"preset": "V100-PCIe-32GB", "single_gpu_iteration": "252.9 ms"},
     "cluster": {"nodes": 4, "gpus_per_node": 1, "inter_node": {"bandwidth": "10 Gbps", "latency": "25 us"}},
