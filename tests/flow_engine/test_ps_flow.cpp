@@ -132,3 +132,24 @@ TEST_CASE("flow::ps-async reuses the analytic queue model and says so", "[flow][
     mentioned = mentioned || n.find("analytic engine's FIFO link-queue simulation") != std::string::npos;
   CHECK(mentioned);
 }
+
+TEST_CASE("flow::a co-located ps-sync with every key split runs on the 2-node quotient, exactly",
+          "[flow][ps][symmetry]") {
+  // bigarray_bound 1 splits every key over the 4 servers (GPU 0 of each node): every push and pull is invariant
+  // under the node shift, so node 0's flows on the quotient reproduce the full simulation.
+  auto s = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/ps-vs-allreduce.json",
+                         {"engine=flow", "strategy.bigarray_bound=1", "cluster.nodes=4", "cluster.gpus_per_node=2"});
+  const auto run = [](const Scenario& sc) {
+    return in_child([&](test::ChildReport& r) {
+      const auto result = run_scenario(sc);
+      r.values = {result.iteration_time_s, static_cast<double>(result.sim.flows)};
+      r.texts = result.notes;
+    });
+  };
+  const auto reduced = run(s);
+  s.flow_symmetry = false;
+  const auto full = run(s);
+  CHECK_THAT(reduced.values[0], WithinRel(full.values[0], 1e-9));
+  CHECK(reduced.values[1] < full.values[1] / 3);
+  CHECK_THAT(reduced.texts.back(), Catch::Contains("the 4 nodes are symmetric"));
+}
