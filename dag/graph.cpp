@@ -19,6 +19,8 @@ std::string_view resource_name(Resource r) {
     return "comm";
   case Resource::gpu_compression:
     return "gpu_compression";
+  case Resource::comm_pull:
+    return "comm_pull";
   case Resource::none:
     return "none";
   }
@@ -55,6 +57,10 @@ std::string_view collective_name(Collective c) {
     return "allgather";
   case Collective::global_topk:
     return "global_topk";
+  case Collective::ps_push:
+    return "ps_push";
+  case Collective::ps_pull:
+    return "ps_pull";
   }
   return "?";
 }

@@ -16,9 +16,10 @@ namespace ddlsim::dag {
 /// What executes a task on a worker. `none` is a pure delay (e.g. Horovod's cycle-time wait).
 /// `gpu_compression`: a second CUDA stream for compression kernels (strategy.compression_stream: "separate"),
 /// which overlaps with the compute stream; modelled without slowdown from sharing the SMs and memory bandwidth
-/// (an upper bound on the benefit of the overlap).
-enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, gpu_compression, none };
-inline constexpr int kResourceCount = 5;
+/// (an upper bound on the benefit of the overlap). `comm_pull`: the receiving stream of a parameter-server worker
+/// (pulls run beside pushes on the full-duplex NIC).
+enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, gpu_compression, comm_pull, none };
+inline constexpr int kResourceCount = 6;
 
 enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compression, communication, update, delay };
 
@@ -27,8 +28,9 @@ enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compress
 
 /// A collective the engine costs (analytic) or lowers onto the platform (flow).
 /// `allgather`: every worker's message to every worker (Top-k's pairs, quantised buckets); `global_topk`: gTop-k's
-/// sparse allreduce.
-enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk };
+/// sparse allreduce; `ps_push` / `ps_pull`: every worker sends its shards of a key to the parameter servers owning
+/// them / receives the updated parameters back (dag/strategies/ps.cpp).
+enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk, ps_push, ps_pull };
 
 [[nodiscard]] std::string_view collective_name(Collective c);
 
@@ -40,6 +42,14 @@ struct Task {
   double duration_s = 0; ///< fixed cost; communication tasks get theirs from the engine
   Collective collective = Collective::none;
   double bytes = 0; ///< payload of the collective (bytes per worker before the algorithm)
+  /// ps_push / ps_pull: the key lives on servers [shard_first, shard_first + shard_count), split evenly
+  int shard_first = 0;
+  int shard_count = 0;
+  int iteration = 0; ///< which unrolled iteration the task belongs to (ps-sync unrolls several)
+  /// A resource may have lanes that run concurrently (ps-sync: one push and one pull stream per server, as
+  /// ps-lite sends to different servers at once); a task of lane l waits for l only, a task of lane -1 for every
+  /// lane (and every lane for it).
+  int lane = -1;
 };
 
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
@@ -74,6 +84,10 @@ struct GradientGroup {
   [[nodiscard]] Collective first_collective() const;
   /// Total time of the group's GPU kernels.
   [[nodiscard]] double kernel_s() const;
+  /// Parameter server (ps_push): the group's key is split evenly over servers [shard_first, shard_first +
+  /// shard_count) (dag/strategies/ps.cpp).
+  int shard_first = 0;
+  int shard_count = 0;
 };
 
 class IterationGraph {

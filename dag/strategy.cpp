@@ -50,7 +50,7 @@ GradientGroup make_group(const Model& model, const std::vector<TensorRef>& tenso
 }
 
 std::span<const StrategyInfo> strategies() {
-  static constexpr std::array<StrategyInfo, 13> kStrategies{{
+  static constexpr std::array<StrategyInfo, 15> kStrategies{{
       {"bsp", "one allreduce of all gradients after the backward pass", &plan_bsp},
       {"ddp", "PyTorch DDP buckets: reverse order, first_bucket then bucket_cap", &plan_ddp},
       {"fusion", "Horovod tensor fusion: ready tensors packed up to threshold every cycle_time", &plan_fusion},
@@ -62,6 +62,10 @@ std::span<const StrategyInfo> strategies() {
       {"powersgd",
        "PowerSGD low-rank compression per DDP bucket, PyTorch's powerSGD_hook (Vogels et al., NeurIPS 2019)",
        &plan_powersgd},
+      {"ps-async", "parameter server, asynchronous: each worker pushes and pulls on its own (Li et al., OSDI 2014)",
+       &plan_ps},
+      {"ps-sync", "parameter server, synchronous: per-tensor push and pull overlapped with backward and forward",
+       &plan_ps},
       {"qsgd", "QSGD stochastic quantisation to strategy.levels levels per DDP bucket, allgathered", &plan_qsgd},
       {"signsgd", "signSGD: 1-bit signs per DDP bucket, allgathered, majority vote (Bernstein et al., ICLR 2019)",
        &plan_signsgd},

@@ -52,6 +52,11 @@ struct StrategyOptions {
   int rank = 4;                                  ///< PowerSGD: matrix approximation rank (strategy.rank)
   /// PowerSGD: compression kernels on a second GPU stream ("separate") instead of the compute stream ("inline").
   bool separate_compression_stream = false;
+  // Parameter server (ps-sync, ps-async; dag/strategies/ps.cpp).
+  int servers = 0;                       ///< server shards; 0 = one per node (set by the scenario parser)
+  bool dedicated_servers = false;        ///< `placement`: "dedicated" hosts, or "colocated" on the workers' nodes
+  std::int64_t bigarray_bound = 1000000; ///< MXNet MXNET_KVSTORE_BIGARRAY_BOUND: larger keys are split over all servers
+  double worker_speed_spread = 0;        ///< ps-async: worker w computes (1 + spread x w / (p-1)) times slower
 };
 
 struct StrategyInput {
@@ -105,6 +110,27 @@ std::vector<GradientGroup> plan_qsgd(const StrategyInput& in);
 std::vector<GradientGroup> plan_terngrad(const StrategyInput& in);
 std::vector<GradientGroup> plan_signsgd(const StrategyInput& in);
 std::vector<GradientGroup> plan_powersgd(const StrategyInput& in);
+std::vector<GradientGroup> plan_ps(const StrategyInput& in);
+
+/// Whether `kind` is a parameter-server strategy (ps-sync, ps-async).
+[[nodiscard]] bool is_parameter_server(std::string_view kind);
+
+/// MXNet KVStore's placement of key `key` (the tensor's index) of `numel` elements on `servers` servers
+/// (dag/strategies/ps.cpp): {first server, number of servers it is split over}.
+struct KeyShard {
+  int first = 0;
+  int count = 1;
+};
+[[nodiscard]] KeyShard shard_key(int key, std::int64_t numel, int servers, std::int64_t bigarray_bound);
+
+/// ps-sync's DAG: `iterations` consecutive iterations of one worker, each pushing every group as soon as its
+/// gradient is ready and pulling it back once pushed: a push and a pull stream with a lane per server (a key on one
+/// server uses that server's lane, a split key every lane; pushes to different servers overlap); layer l's
+/// forward in iteration i + 1 waits for the pulls of layer l's groups in iteration i. No worker-side update: the
+/// servers apply it between push and pull (a delay task: the worker's update time for the group's share of the
+/// parameters, divided among the servers holding it). Tasks carry their iteration index.
+[[nodiscard]] IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs,
+                                           const std::vector<GradientGroup>& groups, int iterations);
 
 /// Sparsifies `group` at in.options.density for `collective` (allgather: Top-k, LAGS, OMGS; global_topk: gTop-k):
 /// k pairs per worker, the collective's payload in the lowering's convention (allgather: the gathered p x k pairs;

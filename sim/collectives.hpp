@@ -23,6 +23,7 @@ struct Network {
   LinkSpec intra;
   LinkSpec inter;
   bool nic_per_gpu = false; ///< every GPU has its own NIC: off-node flows of one node do not share it
+  int server_hosts = 0;     ///< dedicated parameter-server hosts (ranks workers() ..), each with an `inter` NIC
   [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
   /// How many flows leaving one node at once share one NIC link.
   [[nodiscard]] int nic_sharers(int crossing_flows) const { return nic_per_gpu ? 1 : crossing_flows; }

@@ -5,9 +5,11 @@
 #include "core/units.hpp"
 #include "sim/compute.hpp"
 #include "sim/lowering/evaluate.hpp"
+#include "sim/ps_async.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <queue>
 
 namespace ddlsim::sim {
@@ -17,7 +19,8 @@ std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
   std::vector<TaskTiming> timing(n);
   std::vector<std::size_t> missing(n);
   std::vector<double> ready_at(n, 0);
-  std::array<double, dag::kResourceCount> free_at{};
+  std::array<double, dag::kResourceCount> free_at{};                  // for lane -1: after every lane
+  std::array<std::map<int, double>, dag::kResourceCount> lane_free{}; // lanes >= 0
   using Entry = std::pair<double, std::size_t>; // (ready time, id): earliest first, then lowest id
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (std::size_t v = 0; v < n; ++v) {
@@ -32,9 +35,17 @@ std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
     const auto& task = g.task(v);
     double start = at;
     if (task.resource != dag::Resource::none) {
-      auto& free = free_at[static_cast<std::size_t>(task.resource)];
-      start = std::max(start, free);
-      free = start + task.duration_s;
+      const auto r = static_cast<std::size_t>(task.resource);
+      start = std::max(start, free_at[r]);
+      if (task.lane < 0) {
+        for (const auto& [lane, free] : lane_free[r])
+          start = std::max(start, free);
+        free_at[r] = start + task.duration_s;
+      } else {
+        auto& free = lane_free[r][task.lane];
+        start = std::max(start, free);
+        free = start + task.duration_s;
+      }
     }
     timing[v] = {start, start + task.duration_s};
     ++done;
@@ -50,6 +61,10 @@ std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
 }
 
 Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing, double makespan) {
+  return breakdown_in(g, timing, 0, makespan);
+}
+
+Breakdown breakdown_in(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing, double from, double to) {
   // Sweep over interval boundaries; at each elementary interval classify by what is active.
   struct Edge {
     double t;
@@ -66,16 +81,17 @@ Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTimin
       cls = 1;
     if (kind == dag::TaskKind::communication)
       cls = 2;
-    if (cls < 0 || timing[v].end_s <= timing[v].start_s)
+    const double start = std::max(timing[v].start_s, from), end = std::min(timing[v].end_s, to);
+    if (cls < 0 || end <= start)
       continue;
-    edges.push_back({timing[v].start_s, +1, cls});
-    edges.push_back({timing[v].end_s, -1, cls});
+    edges.push_back({start, +1, cls});
+    edges.push_back({end, -1, cls});
   }
   std::sort(edges.begin(), edges.end(),
             [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
   Breakdown b;
   std::array<int, 3> active{};
-  double last = 0;
+  double last = from;
   for (const auto& e : edges) {
     const double span = e.t - last;
     if (span > 0) {
@@ -89,7 +105,7 @@ Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTimin
     active[static_cast<std::size_t>(e.cls)] += e.delta;
     last = e.t;
   }
-  b.idle_s = std::max(0.0, makespan - b.compute_s - b.compression_s - b.exposed_communication_s);
+  b.idle_s = std::max(0.0, to - from - b.compute_s - b.compression_s - b.exposed_communication_s);
   return b;
 }
 
@@ -117,6 +133,136 @@ RunResult run_analytic(const Scenario& s) {
   return std::move(r);
 }
 
+// Longest dependency path ending at each task (durations, resources ignored).
+std::vector<double> longest_finish(const dag::IterationGraph& g) {
+  std::vector<double> finish(g.size(), 0);
+  for (auto v : g.topological_order()) {
+    double start = 0;
+    for (auto u : g.predecessors(v))
+      start = std::max(start, finish[u]);
+    finish[v] = start + g.task(v).duration_s;
+  }
+  return finish;
+}
+
+// Bytes of one worker's push to each server (its shards of every key, dag/strategies/ps.cpp).
+std::vector<double> server_shard_bytes(const std::vector<dag::GradientGroup>& groups, int servers) {
+  std::vector<double> out(static_cast<std::size_t>(servers), 0.0);
+  for (const auto& g : groups) {
+    const int count = g.shard_count > 0 ? g.shard_count : servers;
+    for (int j = 0; j < count; ++j)
+      out[static_cast<std::size_t>(g.shard_first + j)] += g.bytes / count;
+  }
+  return out;
+}
+
+// ps-async's timeline of worker 0: one iteration, the whole gradient pushed after backward and pulled back; the
+// push and pull take their mean durations from the simulation (set by prepare_parameter_server).
+dag::IterationGraph ps_async_graph(const Scenario& s, const dag::WorkerCosts& costs,
+                                   const std::vector<dag::GradientGroup>& groups) {
+  std::vector<dag::GradientGroup> whole;
+  if (!groups.empty()) {
+    dag::GradientGroup g;
+    g.ready_layer = 0;
+    g.shard_count = s.strategy.servers; // the whole gradient: every server's shards
+    for (const auto& k : groups) {
+      g.tensors.insert(g.tensors.end(), k.tensors.begin(), k.tensors.end());
+      g.elements += k.elements;
+      g.bytes += k.bytes;
+    }
+    g.stages = {{.kernel_s = 0, .collective = dag::Collective::ps_push, .bytes = g.bytes}};
+    whole.push_back(std::move(g));
+  }
+  return dag::build_ps_sync(s.model, costs, whole, 1);
+}
+
+void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
+  RunResult& r = p.result;
+  const auto& o = s.strategy;
+  ParameterServerReport ps;
+  ps.servers = o.servers;
+  ps.dedicated = o.dedicated_servers;
+  const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node, o.servers, o.dedicated_servers};
+  const auto shard = server_shard_bytes(r.groups, o.servers);
+  for (const auto& g : r.groups)
+    ps.push_bytes_per_worker += g.bytes;
+  ps.pull_bytes_per_worker = ps.push_bytes_per_worker;
+  for (int k = 0; k < o.servers; ++k) {
+    const int local = shape.server_rank(k) < r.workers ? 1 : 0; // a co-located server's own worker sends nothing
+    ps.server_bytes_received =
+        std::max(ps.server_bytes_received, (r.workers - local) * shard[static_cast<std::size_t>(k)]);
+  }
+  ps.server_bytes_sent = ps.server_bytes_received;
+  const std::string placement =
+      o.dedicated_servers
+          ? fmt::format("on {} dedicated host{} with the workers' NIC", o.servers, o.servers == 1 ? "" : "s")
+          : fmt::format("co-located on GPU 0 of node{} 0{}", o.servers == 1 ? "" : "s",
+                        o.servers == 1 ? "" : fmt::format("..{}", std::min(o.servers, s.cluster.nodes) - 1));
+  const std::string keys = fmt::format(
+      "{} server{} {}; keys placed as in MXNet's KVStore (a tensor of at least {} elements split evenly over all "
+      "servers, a smaller one whole on server key x 9973 mod S)",
+      o.servers, o.servers == 1 ? "" : "s", placement, o.bigarray_bound);
+  if (o.kind == "ps-sync") {
+    ps.iterations_simulated = kPsSyncIterations;
+    ps.warmup_iterations = kPsSyncIterations - 1;
+    for (std::size_t v = 0; v < r.graph.size(); ++v) {
+      const auto& t = r.graph.task(v);
+      if (t.kind == dag::TaskKind::backward && t.layer == 0)
+        ps.iteration_end.push_back(v);
+    }
+    r.notes.push_back(fmt::format(
+        "ps-sync: {}; each tensor is pushed as soon as its gradient is ready, the servers aggregate all {} workers' "
+        "pushes, and it is pulled back while the next forward runs (a layer's forward waits for its pull); {} "
+        "iterations are unrolled and the iteration time is the steady-state period between the ends of the last two "
+        "backward passes; each server applies the update to its shard of a key before it is pulled, at the worker's "
+        "optimizer rate (the worker's update time for the key's share of the parameters, split over its servers); "
+        "the aggregation of the pushes is not costed",
+        keys, r.workers, kPsSyncIterations));
+    r.parameter_server = std::move(ps);
+    return;
+  }
+  // ps-async
+  const auto alone = dag::build_ps_sync(s.model, p.costs.worker, {}, 1);
+  const double compute = makespan_of(schedule(alone));
+  AsyncPsInput in;
+  in.shape = shape;
+  in.net = s.cluster.network();
+  in.server_bytes = shard;
+  // Each server applies a push to its shards at the worker's optimizer rate (MXNet's update_on_kvstore).
+  const double model_bytes = ps.push_bytes_per_worker;
+  for (double b : shard)
+    in.server_update_s.push_back(model_bytes > 0 ? p.costs.worker.update_s * b / model_bytes : 0.0);
+  for (int w = 0; w < r.workers; ++w)
+    in.compute_s.push_back(compute * (1 + (r.workers > 1 ? o.worker_speed_spread * w / (r.workers - 1) : 0.0)));
+  const auto sim = simulate_ps_async(in);
+  ps.async = true;
+  ps.iterations_simulated = in.warmup + in.measured;
+  ps.warmup_iterations = in.warmup;
+  ps.worker_compute_s = in.compute_s;
+  for (double rate : sim.iterations_per_s) {
+    ps.worker_throughput_samples_per_s.push_back(rate * s.batch_per_gpu);
+    ps.aggregate_throughput_samples_per_s += rate * s.batch_per_gpu;
+  }
+  ps.staleness_histogram = sim.staleness;
+  ps.staleness_mean = sim.staleness_mean;
+  ps.staleness_max = sim.staleness_max;
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    auto& t = r.graph.task(v);
+    if (t.collective == dag::Collective::ps_push)
+      t.duration_s = sim.mean_push_s[0];
+    if (t.collective == dag::Collective::ps_pull)
+      t.duration_s = sim.mean_pull_s[0];
+  }
+  r.notes.push_back(fmt::format(
+      "ps-async: {}; each of the {} workers loops compute, push of its whole gradient, pull, without a barrier "
+      "(compute {} x (1 + {} w/(p-1)) for worker w); every link direction is a FIFO queue (sim/ps_async.hpp); {} "
+      "warm-up iterations per worker excluded, figures over the next {} of the slowest worker; iteration_time_s = "
+      "workers x batch / aggregate throughput; the timeline is worker 0's mean iteration; a server applies a push to "
+      "its shards at the worker's optimizer rate",
+      keys, r.workers, format_time(compute), o.worker_speed_spread, in.warmup, in.measured));
+  r.parameter_server = std::move(ps);
+}
+
 } // namespace
 
 namespace detail {
@@ -137,9 +283,16 @@ Prepared prepare(const Scenario& s, std::string engine) {
   const LinearLoweringCost allgather(sparse_lowering(dag::Collective::allgather), shape, net);
   const dag::StrategyInput input{s.model,    p.costs.worker, dtype_bytes(s.gradient_dtype), allreduce_time,
                                  s.strategy, r.workers,      std::cref(allgather)};
-  const bool communicate = r.workers > 1;
+  const bool ps = dag::is_parameter_server(s.strategy.kind);
+  // A single worker communicates only with a dedicated server.
+  const bool communicate = r.workers > 1 || (ps && s.strategy.dedicated_servers);
   r.groups = communicate ? dag::find_strategy(s.strategy.kind)->plan(input) : std::vector<dag::GradientGroup>{};
-  r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
+  if (s.strategy.kind == "ps-sync")
+    r.graph = dag::build_ps_sync(s.model, p.costs.worker, r.groups, kPsSyncIterations);
+  else if (s.strategy.kind == "ps-async")
+    r.graph = ps_async_graph(s, p.costs.worker, r.groups);
+  else
+    r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     auto& task = r.graph.task(v);
     if (task.collective == dag::Collective::none)
@@ -150,12 +303,20 @@ Prepared prepare(const Scenario& s, std::string engine) {
     if (task.collective == dag::Collective::allreduce) {
       cost = p.allreduce->cost(task.bytes);
     } else {
-      const auto phases = sparse_lowering(task.collective).lower(shape, task.bytes, Granularity::aggregated);
-      cost = {phase_synchronous_time(phases, net), busiest_sender_bytes(phases, r.workers)};
+      const auto phases =
+          sparse_lowering(task.collective).lower(task_shape(s, task), task.bytes, Granularity::aggregated);
+      // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
+      const double sent = !ps                                           ? busiest_sender_bytes(phases, r.workers)
+                          : task.collective == dag::Collective::ps_push ? task.bytes
+                                                                        : 0.0;
+      cost = {phase_synchronous_time(phases, net), sent};
     }
     task.duration_s = cost.time_s;
-    r.communication_bytes_per_worker += cost.bytes_sent;
+    if (task.iteration == 0)
+      r.communication_bytes_per_worker += cost.bytes_sent;
   }
+  if (ps)
+    prepare_parameter_server(s, p);
   if (const auto c = compression_totals(r.groups); c.groups > 0) {
     const double bw = p.costs.worker.memory_bandwidth / 1e9;
     if (c.selected > 0)
@@ -174,14 +335,14 @@ Prepared prepare(const Scenario& s, std::string engine) {
           s.strategy.kind, c.wire_bits, c.groups, c.groups > 1 ? "s" : "", format_time(c.compress_s),
           format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
   }
-  if (const auto ps = powersgd_totals(r.groups)) {
+  if (const auto low_rank = powersgd_totals(r.groups)) {
     const auto& w = p.costs.worker;
     r.notes.push_back(fmt::format(
         "powersgd: rank {}, {} weight matrices sent as low-rank factors and {} tensors dense; {} of {} gradient "
         "elements allreduced per worker (compression ratio {:.1f}); compression kernels {} per iteration "
         "(roofline at {:.1f} TFLOPS, {:.0f} GB/s) on {}",
-        s.strategy.rank, ps->matrices, ps->dense_tensors, ps->wire_elements, ps->elements, ps->compression_ratio(),
-        format_time(ps->compress_s), w.peak_flops / 1e12, w.memory_bandwidth / 1e9,
+        s.strategy.rank, low_rank->matrices, low_rank->dense_tensors, low_rank->wire_elements, low_rank->elements,
+        low_rank->compression_ratio(), format_time(low_rank->compress_s), w.peak_flops / 1e12, w.memory_bandwidth / 1e9,
         s.strategy.separate_compression_stream
             ? "a separate GPU stream, assumed to overlap with backward without slowing it"
             : "the compute stream"));
@@ -226,12 +387,29 @@ std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGro
 }
 
 const CollectiveLowering& sparse_lowering(dag::Collective c) {
-  const CollectiveLowering* l = c == dag::Collective::allgather
-                                    ? find_lowering(CollectiveKind::allgather, "recursive-doubling")
-                                    : find_lowering(CollectiveKind::global_topk, "tree");
-  if (c != dag::Collective::allgather && c != dag::Collective::global_topk)
+  switch (c) {
+  case dag::Collective::allgather:
+    return *find_lowering(CollectiveKind::allgather, "recursive-doubling");
+  case dag::Collective::global_topk:
+    return *find_lowering(CollectiveKind::global_topk, "tree");
+  case dag::Collective::ps_push:
+    return *find_lowering(CollectiveKind::ps_push, "sharded");
+  case dag::Collective::ps_pull:
+    return *find_lowering(CollectiveKind::ps_pull, "sharded");
+  default:
     throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
-  return *l;
+  }
+}
+
+LoweringShape task_shape(const Scenario& s, const dag::Task& task) {
+  LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
+  if (task.collective == dag::Collective::ps_push || task.collective == dag::Collective::ps_pull) {
+    shape.servers = s.strategy.servers;
+    shape.dedicated_servers = s.strategy.dedicated_servers;
+    shape.shard_first = task.shard_first;
+    shape.shard_count = task.shard_count;
+  }
+  return shape;
 }
 
 namespace detail {
@@ -240,12 +418,28 @@ void finalize(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   r.iteration_time_s = makespan_of(r.timing);
   r.critical_path_s = r.graph.critical_path().length_s;
+  r.breakdown = breakdown_of(r.graph, r.timing, r.iteration_time_s);
+  if (r.parameter_server && !r.parameter_server->async && r.parameter_server->iteration_end.size() >= 2) {
+    // ps-sync: the steady-state period between the last two unrolled iterations' ends of backward; the breakdown
+    // and the critical path of that window.
+    const auto& ends = r.parameter_server->iteration_end;
+    const std::size_t last = ends[ends.size() - 1], before = ends[ends.size() - 2];
+    r.iteration_time_s = r.timing[last].end_s - r.timing[before].end_s;
+    r.breakdown = breakdown_in(r.graph, r.timing, r.timing[before].end_s, r.timing[last].end_s);
+    const auto longest = longest_finish(r.graph);
+    r.critical_path_s = longest[last] - longest[before];
+  }
+  if (r.parameter_server && r.parameter_server->async) {
+    // ps-async: the workers' mean iteration, from the aggregate throughput; worker 0's timeline is padded with idle.
+    r.iteration_time_s = r.workers * s.batch_per_gpu / r.parameter_server->aggregate_throughput_samples_per_s;
+    auto& b = r.breakdown;
+    b.idle_s = std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s - b.exposed_communication_s);
+  }
   // The same worker alone: the reference for scaling efficiency.
   const auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
   r.single_gpu_iteration_s = makespan_of(schedule(alone));
   r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;
   r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
-  r.breakdown = breakdown_of(r.graph, r.timing, r.iteration_time_s);
   double largest = 0;
   for (const auto& g : r.groups)
     largest = std::max(largest, g.bytes);

@@ -8,6 +8,7 @@
 #include "sim/lowering/lowering.hpp"
 #include "sim/scenario.hpp"
 
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -44,6 +45,28 @@ struct LinkUsage {
   double mean_utilisation = 0; ///< bytes / (bandwidth x iteration time)
 };
 
+/// Parameter-server strategies (ps-sync, ps-async): placement, traffic, and for ps-async what the asynchronous
+/// workers achieved (sim/ps_async.hpp).
+struct ParameterServerReport {
+  int servers = 0;
+  bool dedicated = false;
+  int iterations_simulated = 0;           ///< ps-sync: iterations unrolled in the DAG; ps-async: per slowest worker
+  int warmup_iterations = 0;              ///< excluded from the figures
+  std::vector<std::size_t> iteration_end; ///< ps-sync: task id of each unrolled iteration's last backward
+  double push_bytes_per_worker = 0;       ///< per iteration
+  double pull_bytes_per_worker = 0;
+  double server_bytes_received = 0; ///< per iteration, busiest server
+  double server_bytes_sent = 0;
+  // ps-async
+  bool async = false;
+  std::vector<double> worker_throughput_samples_per_s;
+  std::vector<double> worker_compute_s; ///< one iteration's compute per worker (speed spread applied)
+  std::map<int, long> staleness_histogram;
+  double staleness_mean = 0;
+  int staleness_max = 0;
+  double aggregate_throughput_samples_per_s = 0;
+};
+
 struct RunResult {
   std::string engine;
   int workers = 1;
@@ -62,6 +85,7 @@ struct RunResult {
   std::vector<TaskTiming> timing; ///< by task id, worker 0
   std::vector<LinkUsage> links;   ///< flow engine only
   SimStats sim;
+  std::optional<ParameterServerReport> parameter_server;
 };
 
 namespace detail {
@@ -102,8 +126,16 @@ struct PowerSgdTotals {
 [[nodiscard]] std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups);
 
 /// The lowering that carries a DAG collective other than the scenario's allreduce: Top-k's allgather by recursive
-/// doubling (log2 p rounds, as in the gTop-k paper's comparison), gTop-k's tree.
+/// doubling (log2 p rounds, as in the gTop-k paper's comparison), gTop-k's tree, the parameter server's sharded
+/// push and pull.
 [[nodiscard]] const CollectiveLowering& sparse_lowering(dag::Collective c);
+
+/// The ranks a task's collective runs over: the cluster's workers, and for ps_push / ps_pull the scenario's servers
+/// and the key's shard.
+[[nodiscard]] LoweringShape task_shape(const Scenario& s, const dag::Task& task);
+
+/// Iterations ps-sync unrolls in its DAG; the iteration time is the period between the last two (steady state).
+inline constexpr int kPsSyncIterations = 3;
 
 /// The flow-level engine on SimGrid (sim/flow/flow_engine.cpp). One per process: SimGrid's engine is a singleton.
 [[nodiscard]] RunResult run_flow(const Scenario& s);
@@ -115,6 +147,9 @@ struct CollectiveJob {
   std::string algorithm = "ring";
   double bytes = 0;
   double start_s = 0;
+  /// The ranks it runs over when not the cluster's workers alone (a parameter server's servers and key shard;
+  /// dedicated servers need cluster.server_hosts).
+  std::optional<LoweringShape> shape = std::nullopt;
 };
 struct CollectiveTiming {
   double start_s = 0;
@@ -137,12 +172,16 @@ struct FlowCollectivesResult {
 /// this build does not have).
 [[nodiscard]] RunResult run_scenario(const Scenario& s);
 
-/// Non-preemptive list scheduling: each resource runs one task at a time, tasks start in order of readiness
-/// (ties by task id); Resource::none runs everything at once. Durations are taken from the graph.
+/// Non-preemptive list scheduling: each resource runs one task at a time (one per lane for tasks with a lane; a
+/// lane -1 task waits for every lane), tasks start in order of readiness (ties by task id); Resource::none runs
+/// everything at once. Durations are taken from the graph.
 [[nodiscard]] std::vector<TaskTiming> schedule(const dag::IterationGraph& g);
 
 /// Splits [0, makespan] into the summary's breakdown.
 [[nodiscard]] Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing,
                                      double makespan);
+/// The same over the window [from, to] (tasks clipped to it).
+[[nodiscard]] Breakdown breakdown_in(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing, double from,
+                                     double to);
 
 } // namespace ddlsim::sim

@@ -37,7 +37,7 @@ std::string task_label(const Scenario& s, const dag::Task& t) {
   case dag::TaskKind::compression:
     return fmt::format("compression #{}", t.group);
   case dag::TaskKind::delay:
-    return fmt::format("fusion wait #{}", t.group);
+    return fmt::format("{} #{}", dag::is_parameter_server(s.strategy.kind) ? "server update" : "fusion wait", t.group);
   default:
     return std::string(dag::task_kind_name(t.kind));
   }
@@ -131,6 +131,32 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                      {"wire_elements_per_worker", ps->wire_elements},
                      {"compression_ratio", ps->compression_ratio()},
                      {"compress_s", ps->compress_s}};
+  // Parameter server (ps-sync, ps-async): placement, traffic per iteration, and the asynchronous workers' figures.
+  if (r.parameter_server) {
+    const auto& ps = *r.parameter_server;
+    OrderedJson o;
+    o["mode"] = ps.async ? "async" : "sync";
+    o["servers"] = ps.servers;
+    o["placement"] = ps.dedicated ? "dedicated" : "colocated";
+    o["bigarray_bound"] = s.strategy.bigarray_bound;
+    o["push_bytes_per_worker"] = ps.push_bytes_per_worker;
+    o["pull_bytes_per_worker"] = ps.pull_bytes_per_worker;
+    o["server_bytes_received"] = ps.server_bytes_received;
+    o["server_bytes_sent"] = ps.server_bytes_sent;
+    o["iterations_simulated"] = ps.iterations_simulated;
+    o["warmup_iterations"] = ps.warmup_iterations;
+    if (ps.async) {
+      o["worker_speed_spread"] = s.strategy.worker_speed_spread;
+      o["worker_compute_s"] = ps.worker_compute_s;
+      o["worker_throughput_samples_per_s"] = ps.worker_throughput_samples_per_s;
+      o["aggregate_throughput_samples_per_s"] = ps.aggregate_throughput_samples_per_s;
+      OrderedJson histogram = OrderedJson::object();
+      for (const auto& [staleness, count] : ps.staleness_histogram)
+        histogram[std::to_string(staleness)] = count;
+      o["staleness"] = {{"histogram", std::move(histogram)}, {"mean", ps.staleness_mean}, {"max", ps.staleness_max}};
+    }
+    j["parameter_server"] = std::move(o);
+  }
   j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : s.allreduce.algorithm;
   j["compute_source"] = r.compute_source;
   j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
@@ -232,7 +258,9 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                      format_time(r.single_gpu_iteration_s), r.compute_source, format_time(b.compute_s),
                      b.compression_s > 0 ? fmt::format("compression {}, ", format_time(b.compression_s)) : "",
                      format_time(b.exposed_communication_s), format_time(b.idle_s), collectives,
-                     r.groups.empty() ? "allreduce" : dag::collective_name(r.groups.front().first_collective()),
+                     r.parameter_server ? "key"
+                     : r.groups.empty() ? "allreduce"
+                                        : dag::collective_name(r.groups.front().first_collective()),
                      collectives == 1 ? "" : "s", groups, s.strategy.kind,
                      format_bytes(r.communication_bytes_per_worker)) +
          fmt::format("{}", fmt::join(notes_lines(r), ""));

@@ -376,10 +376,19 @@ void parse_strategy(ObjectReader r, Scenario& s) {
   // Keys that belong to another kind get a message that says which.
   const std::vector<std::string> bucketed{"ddp", "powersgd", "qsgd", "terngrad", "signsgd"};
   const std::vector<std::string> sparse{"topk", "gtopk", "lags", "omgs"};
-  const std::vector<std::pair<std::string, std::vector<std::string>>> owner{
-      {"first_bucket", bucketed}, {"bucket_cap", bucketed}, {"threshold", {"fusion"}},
-      {"cycle_time", {"fusion"}}, {"density", sparse},      {"selection", sparse},
-      {"levels", {"qsgd"}},       {"rank", {"powersgd"}},   {"compression_stream", {"powersgd"}}};
+  const std::vector<std::pair<std::string, std::vector<std::string>>> owner{{"first_bucket", bucketed},
+                                                                            {"bucket_cap", bucketed},
+                                                                            {"threshold", {"fusion"}},
+                                                                            {"cycle_time", {"fusion"}},
+                                                                            {"density", sparse},
+                                                                            {"selection", sparse},
+                                                                            {"levels", {"qsgd"}},
+                                                                            {"rank", {"powersgd"}},
+                                                                            {"compression_stream", {"powersgd"}},
+                                                                            {"servers", {"ps-sync", "ps-async"}},
+                                                                            {"placement", {"ps-sync", "ps-async"}},
+                                                                            {"bigarray_bound", {"ps-sync", "ps-async"}},
+                                                                            {"worker_speed_spread", {"ps-async"}}};
   for (const auto& [key, kinds] : owner)
     if (r.has(key) && std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end())
       r.fail(key, fmt::format("applies to strategy kind{} '{}', not '{}'", kinds.size() > 1 ? "s" : "",
@@ -411,6 +420,21 @@ void parse_strategy(ObjectReader r, Scenario& s) {
   }
   if (o.kind == "powersgd")
     parse_powersgd(r, s);
+  if (dag::is_parameter_server(o.kind)) {
+    // Servers: one per node by default (MXNet's launcher and BytePS's co-located mode); dedicated hosts hang off
+    // the star with the workers' NIC.
+    o.servers = static_cast<int>(r.optional_integer("servers", 1, 1 << 16).value_or(s.cluster.nodes));
+    o.dedicated_servers =
+        r.optional_choice("placement", {"colocated", "dedicated"}).value_or("colocated") == "dedicated";
+    o.bigarray_bound = r.optional_integer("bigarray_bound", 1, std::int64_t{1} << 40).value_or(o.bigarray_bound);
+    o.worker_speed_spread = r.optional_number("worker_speed_spread", 0.0, 10.0).value_or(0.0);
+    if (o.dedicated_servers) {
+      if (s.cluster.topology.kind != "star")
+        r.fail("placement", fmt::format("dedicated server hosts are attached to a star network only, not a {}",
+                                        s.cluster.topology.kind));
+      s.cluster.server_hosts = o.servers;
+    }
+  }
   if (is(sparse) && s.gpu.calibration) {
     const auto& curves = s.gpu.calibration->selection;
     if (const auto it = curves.find(std::string(dag::selection_name(o.selection))); it != curves.end())

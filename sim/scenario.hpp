@@ -60,9 +60,12 @@ struct ClusterSpec {
   LinkSpec inter;
   bool nic_per_gpu = false; ///< `nic`: "per-node" (default, shared by the node's GPUs) or "per-gpu"
   TopologySpec topology;
+  /// Dedicated parameter-server hosts (strategy.placement "dedicated"): one host per server after the workers,
+  /// each with its own `inter_node` NIC on the star; set by the scenario parser from the strategy.
+  int server_hosts = 0;
   [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
   [[nodiscard]] int endpoints() const { return nic_per_gpu ? workers() : nodes; }
-  [[nodiscard]] Network network() const { return {nodes, gpus_per_node, intra, inter, nic_per_gpu}; }
+  [[nodiscard]] Network network() const { return {nodes, gpus_per_node, intra, inter, nic_per_gpu, server_hosts}; }
 };
 
 struct AllreduceSpec {

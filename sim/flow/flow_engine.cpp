@@ -21,6 +21,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -210,6 +211,7 @@ public:
   struct Job {
     const CollectiveLowering* lowering;
     double bytes;
+    LoweringShape shape; ///< the ranks it runs over (the cluster's, with a parameter server's servers and shard)
   };
 
   CollectivePlan(const ClusterSpec& cluster, std::vector<Job> jobs, bool per_message, bool use_symmetry)
@@ -224,7 +226,7 @@ public:
       return;
     auto candidates = flow::candidate_symmetries(shape_);
     for (const auto& job : jobs_) {
-      const auto phases = job.lowering->lower(shape_, job.bytes, granularity_);
+      const auto phases = job.lowering->lower(job.shape, job.bytes, granularity_);
       std::erase_if(candidates, [&](flow::NodeSymmetry g) { return !flow::invariant(phases, shape_, g); });
       if (candidates.empty()) {
         obstacle_ = fmt::format("{} {} is not node-symmetric", collective_name(job.lowering->collective),
@@ -246,7 +248,7 @@ public:
   [[nodiscard]] std::vector<Phase> phases(std::size_t i) {
     if (symmetric())
       return std::move(quotient_[i]);
-    return jobs_[i].lowering->lower(shape_, jobs_[i].bytes, granularity_);
+    return jobs_[i].lowering->lower(jobs_[i].shape, jobs_[i].bytes, granularity_);
   }
   /// Every link of the full cluster from the simulated platform's statistics.
   [[nodiscard]] std::vector<flow::LinkStats> link_stats(const flow::Platform& p, double makespan_s) const {
@@ -316,6 +318,16 @@ const CollectiveLowering& lowering_for(const Scenario& s) {
 } // namespace
 
 RunResult run_flow(const Scenario& s) {
+  if (s.strategy.kind == "ps-async") {
+    // The asynchronous workers' loops are simulated by the analytic engine's queue model (sim/ps_async.hpp).
+    Scenario analytic = s;
+    analytic.engine = "analytic";
+    auto r = run_scenario(analytic);
+    r.engine = "flow";
+    r.notes.push_back("flow engine: ps-async is not simulated flow by flow; its figures are the analytic engine's "
+                      "FIFO link-queue simulation of the asynchronous workers");
+    return r;
+  }
   const auto wall_start = std::chrono::steady_clock::now();
   auto prepared = detail::prepare(s, "flow");
   RunResult& r = prepared.result;
@@ -334,7 +346,7 @@ RunResult run_flow(const Scenario& s) {
       continue;
     job_of[v] = jobs.size();
     jobs.push_back({collective == dag::Collective::allreduce ? &lowering_for(s) : &sparse_lowering(collective),
-                    graph.task(v).bytes});
+                    graph.task(v).bytes, task_shape(s, graph.task(v))});
   }
   CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);
   r.notes.push_back(plan.note());
@@ -370,8 +382,27 @@ RunResult run_flow(const Scenario& s) {
                  ? analytic_timing[a].start_s < analytic_timing[b].start_s
                  : a < b;
     });
-    for (std::size_t i = 1; i < tasks.size(); ++i)
-      edges.emplace(tasks[i - 1], tasks[i]);
+    // In that order within a lane; a lane -1 task after every lane's previous task and before every next one.
+    std::optional<std::size_t> last_all;
+    std::map<int, std::size_t> last_in_lane; // since last_all
+    for (std::size_t v : tasks) {
+      const int lane = graph.task(v).lane;
+      if (lane < 0) {
+        if (last_all)
+          edges.emplace(*last_all, v);
+        for (const auto& [l, u] : last_in_lane)
+          edges.emplace(u, v);
+        last_in_lane.clear();
+        last_all = v;
+        continue;
+      }
+      const auto it = last_in_lane.find(lane);
+      if (it != last_in_lane.end())
+        edges.emplace(it->second, v);
+      else if (last_all)
+        edges.emplace(*last_all, v);
+      last_in_lane[lane] = v;
+    }
   }
   std::vector<bool> has_predecessor(n, false);
   for (const auto& [v, w] : edges) {
@@ -412,7 +443,7 @@ FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster, const std
     const auto* lowering = find_lowering(job.kind, job.algorithm);
     if (lowering == nullptr)
       throw std::invalid_argument(fmt::format("no lowering of {} '{}'", collective_name(job.kind), job.algorithm));
-    planned.push_back({lowering, job.bytes});
+    planned.push_back({lowering, job.bytes, job.shape.value_or(LoweringShape{cluster.nodes, cluster.gpus_per_node})});
   }
   CollectivePlan plan(cluster, std::move(planned), per_message, use_symmetry);
   Simulation sim(plan.platform_cluster());

@@ -3,7 +3,8 @@
 // create_fatTree_zone / create_torus_zone with ClusterCallbacks) and the hierarchical-zone pattern of
 // examples/cpp/clusters-multicpu/s4u-clusters-multicpu.cpp (a node as a sub-zone whose gateway is a router).
 //
-// Names: GPU hosts `node<n>-gpu<k>`; links (split-duplex, directions `_UP` towards the network and `_DOWN` back)
+// Names: GPU hosts `node<n>-gpu<k>`, dedicated parameter-server hosts `server<s>` (star only, after the workers,
+// each behind its NIC `server<s>-nic`); links (split-duplex, directions `_UP` towards the network and `_DOWN` back)
 // `node<n>-gpu<k>-intra` (GPU into its node's fabric), `node<n>-nic` (NIC per node) or `node<n>-gpu<k>-nic`
 // (NIC per GPU). "Endpoints" are the network's leaves: the nodes, or the GPUs with a NIC per GPU. A single node has
 // no network (no NIC, no topology); a node with one GPU has no intra link.
@@ -94,14 +95,16 @@ bool parse_tree_link(std::string_view name, TreeLinkName& out) {
 
 class Builder {
 public:
-  explicit Builder(const ClusterSpec& c) : c_(c), g_(c.gpus_per_node), per_gpu_(c.nic_per_gpu), network_(c.nodes > 1) {
+  explicit Builder(const ClusterSpec& c)
+      : c_(c), g_(c.gpus_per_node), per_gpu_(c.nic_per_gpu), network_(c.nodes > 1 || c.server_hosts > 0) {
     require(c.nodes >= 1 && g_ >= 1,
             fmt::format("needs at least one node and one GPU per node (got {} x {})", c.nodes, g_));
     if (g_ > 1)
       check_link(c.intra, "intra_node");
     if (network_)
       check_link(c.inter, "inter_node");
-    p_.gpus.resize(static_cast<size_t>(c.workers()));
+    require(c.server_hosts >= 0, "the number of server hosts must not be negative");
+    p_.gpus.resize(static_cast<size_t>(c.workers() + c.server_hosts));
     intra_.resize(p_.gpus.size(), nullptr);
   }
 
@@ -111,6 +114,7 @@ public:
     const std::string& kind = c_.topology.kind;
     const bool star = !network_ || kind == "star";
     require(star || kind == "fat-tree" || kind == "ring" || kind == "torus", "unknown topology '" + kind + "'");
+    require(star || c_.server_hosts == 0, "dedicated server hosts need a star topology");
     // The root zone routes nothing: it holds ddlsim's links and the network zone, and stays unsealed so that the
     // caller may add zones beside the network (Engine::run seals the platform).
     root_ = sg4::create_star_zone("platform");
@@ -154,6 +158,8 @@ private:
           intra_[rank(node, k)] = make_link(zone, fmt::format("node{}-gpu{}-intra", node, k), c_.intra, "intra");
       }
     }
+    for (int sv = 0; sv < c_.server_hosts; ++sv) // star only (checked in build)
+      server_nics_.push_back(make_link(zone, fmt::format("server{}-nic", sv), c_.inter, "nic"));
   }
 
   sg4::Host* make_gpu(sg4::NetZone* zone, int node, int k) {
@@ -208,6 +214,13 @@ private:
                          {sg4::LinkInRoute(nics_[endpoint(node, k)], Direction::UP)}, true);
       }
       add_host_bypasses(net, node);
+    }
+    // Dedicated parameter servers: one host each, behind its own NIC, ranks after the workers.
+    for (int sv = 0; sv < c_.server_hosts; ++sv) {
+      auto* host = net->create_host(fmt::format("server{}", sv), gpu_speed_flops);
+      p_.gpus[static_cast<size_t>(c_.workers() + sv)] = host;
+      net->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                     {sg4::LinkInRoute(server_nics_[static_cast<size_t>(sv)], Direction::UP)}, true);
     }
     net->seal();
   }
@@ -366,8 +379,9 @@ private:
   bool network_; // more than one node
   Platform p_;
   sg4::NetZone* root_ = nullptr;
-  std::vector<sg4::SplitDuplexLink*> intra_; // by rank; empty entries with one GPU per node
-  std::vector<sg4::SplitDuplexLink*> nics_;  // by endpoint, when ddlsim creates the NICs (star, torus)
+  std::vector<sg4::SplitDuplexLink*> intra_;       // by rank; empty entries with one GPU per node
+  std::vector<sg4::SplitDuplexLink*> nics_;        // by endpoint, when ddlsim creates the NICs (star, torus)
+  std::vector<sg4::SplitDuplexLink*> server_nics_; // dedicated parameter-server hosts (star)
 };
 
 } // namespace

@@ -29,7 +29,8 @@ struct LinkInfo {
 };
 
 struct Platform {
-  std::vector<simgrid::s4u::Host*> gpus; ///< by worker rank, node-major (rank r = GPU r % g of node r / g)
+  std::vector<simgrid::s4u::Host*> gpus; ///< by rank: workers node-major (rank r = GPU r % g of node r / g), then
+                                         ///< the dedicated parameter-server hosts
   std::vector<LinkInfo> links;           ///< every link of the platform, deterministic order (see build_platform)
 };
 

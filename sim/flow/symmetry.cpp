@@ -60,6 +60,10 @@ bool invariant(std::span<const Phase> phases, const LoweringShape& shape, NodeSy
   if (group == NodeSymmetry::none || nodes < 2)
     return false;
   for (const auto& phase : phases) {
+    // A flow to or from a rank beyond the workers (a dedicated parameter server) has no node to map.
+    for (const auto& f : phase.flows)
+      if (f.src >= shape.workers() || f.dst >= shape.workers())
+        return false;
     std::vector<Key> sorted;
     sorted.reserve(phase.flows.size());
     for (const auto& f : phase.flows)
@@ -82,6 +86,8 @@ std::string_view quotient_obstacle(const ClusterSpec& cluster) {
     return "a single node";
   if (cluster.topology.kind != "star")
     return "the topology is not a star";
+  if (cluster.server_hosts > 0)
+    return "dedicated parameter-server hosts";
   return {};
 }
 

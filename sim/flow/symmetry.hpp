@@ -39,10 +39,12 @@ enum class NodeSymmetry { none, cyclic, xor_nodes };
 [[nodiscard]] std::vector<NodeSymmetry> candidate_symmetries(const LoweringShape& shape);
 
 /// Whether every phase of `phases` maps onto itself (same flows: source, destination, bytes, latency repeats)
-/// under each generator of `group`.
+/// under each generator of `group`. Never for a flow to or from a rank beyond the workers (a dedicated parameter
+/// server): it belongs to no node.
 [[nodiscard]] bool invariant(std::span<const Phase> phases, const LoweringShape& shape, NodeSymmetry group);
 
-/// Why the cluster's platform does not admit the 2-node quotient, or empty when it does (star, >= 2 nodes).
+/// Why the cluster's platform does not admit the 2-node quotient, or empty when it does (star, >= 2 nodes, no
+/// dedicated server hosts).
 [[nodiscard]] std::string_view quotient_obstacle(const ClusterSpec& cluster);
 
 /// The quotient platform's cluster: the same nodes, two of them, on a star.

@@ -31,6 +31,11 @@ inline void check_arguments(const LoweringShape& shape, double bytes) {
 /// or one phase of p flows of steps x chunk_bytes with latency_repeats = steps when aggregated. No phase for p = 1.
 [[nodiscard]] std::vector<Phase> ring_steps(int p, int steps, double chunk_bytes, Granularity granularity);
 
+/// The one phase of a parameter-server push (`push`) or pull of a key of `bytes` per worker split evenly over the
+/// servers [shape.shard_first, + shape.shard_count) (count 0: all): a flow per (worker, server) pair of bytes / c,
+/// worker to server for a push; none where the worker is the server's own rank. No phase when there is no flow.
+[[nodiscard]] std::vector<Phase> ps_shard_phases(const LoweringShape& shape, double bytes, bool push);
+
 // One function per (collective, algorithm); each lives in its own file named after it.
 std::vector<Phase> lower_allreduce_ring(const LoweringShape& shape, double bytes, Granularity granularity);
 std::vector<Phase> lower_allreduce_halving_doubling(const LoweringShape& shape, double bytes, Granularity granularity);
@@ -43,6 +48,8 @@ std::vector<Phase> lower_reduce_scatter_ring(const LoweringShape& shape, double 
 std::vector<Phase> lower_broadcast_ring(const LoweringShape& shape, double bytes, Granularity granularity);
 std::vector<Phase> lower_broadcast_tree(const LoweringShape& shape, double bytes, Granularity granularity);
 std::vector<Phase> lower_global_topk_tree(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_ps_push_sharded(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_ps_pull_sharded(const LoweringShape& shape, double bytes, Granularity granularity);
 std::vector<Phase> lower_point_to_point_direct(const LoweringShape& shape, double bytes, Granularity granularity);
 
 } // namespace ddlsim::sim::detail

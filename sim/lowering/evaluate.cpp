@@ -9,10 +9,14 @@ namespace {
 
 /// Calls visit(phase index, flow, latency s, seconds per flow byte) for every flow, with the sharing of its links.
 template <class Visit> void visit_flows(const std::vector<Phase>& phases, const Network& net, Visit visit) {
-  const int g = net.gpus_per_node, p = net.workers();
-  const auto endpoint = [&](int rank) { return static_cast<std::size_t>(net.nic_per_gpu ? rank : rank / g); };
-  const std::size_t endpoints = net.nic_per_gpu ? static_cast<std::size_t>(p) : static_cast<std::size_t>(net.nodes);
-  std::vector<int> out(static_cast<std::size_t>(p)), in(static_cast<std::size_t>(p));
+  const int g = net.gpus_per_node, p = net.workers(), ranks = p + net.server_hosts;
+  const int base = net.nic_per_gpu ? p : net.nodes; // dedicated server s is endpoint base + s
+  const auto endpoint = [&](int rank) {
+    return static_cast<std::size_t>(rank >= p ? base + rank - p : net.nic_per_gpu ? rank : rank / g);
+  };
+  const auto same_node = [&](const Flow& f) { return f.src < p && f.dst < p && f.src / g == f.dst / g; };
+  const std::size_t endpoints = static_cast<std::size_t>(base + net.server_hosts);
+  std::vector<int> out(static_cast<std::size_t>(ranks)), in(static_cast<std::size_t>(ranks));
   std::vector<int> nic_out(endpoints), nic_in(endpoints);
   std::size_t phase = 0;
   for (const auto& ph : phases) {
@@ -21,7 +25,7 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
     std::fill(nic_out.begin(), nic_out.end(), 0);
     std::fill(nic_in.begin(), nic_in.end(), 0);
     for (const auto& f : ph.flows) {
-      if (f.src / g == f.dst / g) {
+      if (same_node(f)) {
         ++out[static_cast<std::size_t>(f.src)];
         ++in[static_cast<std::size_t>(f.dst)];
       } else {
@@ -30,7 +34,7 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
       }
     }
     for (const auto& f : ph.flows) {
-      const bool intra = f.src / g == f.dst / g;
+      const bool intra = same_node(f);
       const int sharers = intra ? std::max(out[static_cast<std::size_t>(f.src)], in[static_cast<std::size_t>(f.dst)])
                                 : std::max(nic_out[endpoint(f.src)], nic_in[endpoint(f.dst)]);
       const LinkSpec& link = intra ? net.intra : net.inter;
@@ -82,7 +86,8 @@ double busiest_sender_bytes(const std::vector<Phase>& phases, int workers) {
   std::vector<double> sent(static_cast<std::size_t>(workers), 0.0);
   for (const auto& ph : phases)
     for (const auto& f : ph.flows)
-      sent[static_cast<std::size_t>(f.src)] += f.bytes;
+      if (f.src < workers)
+        sent[static_cast<std::size_t>(f.src)] += f.bytes;
   return sent.empty() ? 0.0 : *std::max_element(sent.begin(), sent.end());
 }
 

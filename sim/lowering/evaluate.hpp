@@ -16,7 +16,8 @@ namespace ddlsim::sim {
 /// destination GPU; a flow between nodes crosses two NIC links (alpha 2 l_e, bandwidth B_e) shared likewise by
 /// the off-node flows of its NIC's endpoint (the node, or the GPU with a NIC per GPU). A flow takes
 /// latency_repeats alpha + bytes / (B / max(sharers at source, sharers at destination)); a phase takes its
-/// slowest flow; the collective the sum of its phases.
+/// slowest flow; the collective the sum of its phases. Ranks from net.workers() on are dedicated server hosts, each
+/// its own endpoint with an inter-node NIC.
 [[nodiscard]] double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net);
 
 /// phase_synchronous_time of a lowering whose flows all scale linearly with the payload (every lowering does:
@@ -37,7 +38,7 @@ private:
   std::vector<std::vector<Term>> phases_;
 };
 
-/// Bytes the busiest rank sends over all phases.
+/// Bytes the busiest of ranks 0 .. workers-1 sends over all phases (ranks beyond, dedicated servers, not counted).
 [[nodiscard]] double busiest_sender_bytes(const std::vector<Phase>& phases, int workers);
 
 } // namespace ddlsim::sim

@@ -27,10 +27,22 @@ struct Phase {
   std::vector<Flow> flows;
 };
 
+/// The cluster's ranks: workers, node-major, then (parameter server, `dedicated_servers`) one rank per dedicated
+/// server host. Co-located server s runs on GPU 0 of node s mod nodes (BytePS's co-located mode, Jiang et al.,
+/// OSDI 2020, Sec. 3); a dedicated one on host `workers() + s` with its own NIC. `shard_first` / `shard_count` name
+/// the servers a ps_push / ps_pull key is split over (count 0: all of them).
 struct LoweringShape {
   int nodes = 1;
   int gpus_per_node = 1;
+  int servers = 0; ///< parameter servers; 0 = one per node, co-located
+  bool dedicated_servers = false;
+  int shard_first = 0;
+  int shard_count = 0;
   [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
+  [[nodiscard]] int server_count() const { return servers > 0 ? servers : nodes; }
+  /// Every rank: the workers, then the dedicated servers.
+  [[nodiscard]] int ranks() const { return workers() + (dedicated_servers ? server_count() : 0); }
+  [[nodiscard]] int server_rank(int s) const { return dedicated_servers ? workers() + s : (s % nodes) * gpus_per_node; }
 };
 
 enum class Granularity { aggregated, per_message };
@@ -60,12 +72,22 @@ private:
 };
 
 /// `global_topk`: gTop-k's sparse allreduce of k (value, index) pairs per rank into the global top-k (Shi et al.,
-/// ICDCS 2019).
-enum class CollectiveKind { allreduce, allgather, reduce_scatter, broadcast, point_to_point, global_topk };
+/// ICDCS 2019). `ps_push` / `ps_pull`: every worker sends its shards of one key to the parameter servers that own
+/// it / the servers send the updated shards back to every worker.
+enum class CollectiveKind {
+  allreduce,
+  allgather,
+  reduce_scatter,
+  broadcast,
+  point_to_point,
+  global_topk,
+  ps_push,
+  ps_pull
+};
 
 /// `bytes`: the collective's payload per rank (allreduce: the buffer; allgather: the gathered result;
 /// reduce-scatter: the input buffer; broadcast: the buffer, root rank 0; point-to-point: rank 0 -> rank p-1;
-/// global top-k: one rank's k pairs, the size of every message).
+/// global top-k: one rank's k pairs, the size of every message; ps push / pull: the key's bytes per worker).
 using LowerFn = std::vector<Phase> (*)(const LoweringShape& shape, double bytes, Granularity granularity);
 
 struct CollectiveLowering {

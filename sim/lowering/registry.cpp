@@ -8,7 +8,7 @@ namespace ddlsim::sim {
 namespace {
 
 using CK = CollectiveKind;
-constexpr std::array<CollectiveLowering, 11> kLowerings{{
+constexpr std::array<CollectiveLowering, 13> kLowerings{{
     {CK::allreduce, "halving-doubling", &detail::lower_allreduce_halving_doubling},
     {CK::allreduce, "hierarchical", &detail::lower_allreduce_hierarchical},
     {CK::allreduce, "ring", &detail::lower_allreduce_ring},
@@ -20,6 +20,8 @@ constexpr std::array<CollectiveLowering, 11> kLowerings{{
     {CK::broadcast, "tree", &detail::lower_broadcast_tree},
     {CK::point_to_point, "direct", &detail::lower_point_to_point_direct},
     {CK::global_topk, "tree", &detail::lower_global_topk_tree},
+    {CK::ps_push, "sharded", &detail::lower_ps_push_sharded},
+    {CK::ps_pull, "sharded", &detail::lower_ps_pull_sharded},
 }};
 
 } // namespace
@@ -49,6 +51,10 @@ std::string_view collective_name(CollectiveKind c) {
     return "point_to_point";
   case CollectiveKind::global_topk:
     return "global_topk";
+  case CollectiveKind::ps_push:
+    return "ps_push";
+  case CollectiveKind::ps_pull:
+    return "ps_pull";
   }
   return "unknown";
 }

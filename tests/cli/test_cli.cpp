@@ -182,7 +182,8 @@ TEST_CASE("cli: every malformed scenario exits 2 with one line naming file and J
       {"zoo_and_layers.json", "/model", "give exactly one of \"zoo\", \"layers\" or \"workload\""},
       {"unknown_dtype.json", "/model/gradient_dtype", "unknown value 'fp8'"},
       {"unknown_strategy_kind.json", "/strategy/kind", "unknown value 'mgwfbp'"},
-      {"strategy_key_for_other_kind.json", "/strategy/bucket_cap", "applies to strategy kinds 'ddp', 'powersgd', 'qsgd'"},
+      {"strategy_key_for_other_kind.json", "/strategy/bucket_cap",
+       "applies to strategy kinds 'ddp', 'powersgd', 'qsgd'"},
       {"density_out_of_range.json", "/strategy/density", "1.5 is outside (0, 1]"},
       {"zero_levels.json", "/strategy/levels", "0 is out of range [1, "},
       {"unknown_selection.json", "/strategy/selection", "unknown value 'heap'"},
@@ -629,7 +630,7 @@ TEST_CASE("cli: list shows what is built in, one per line", "[cli][list]") {
     for (const auto& line : lines_of(run_ok({"list", "strategies"}).out))
       names.push_back(first_word(line));
     CHECK(names == std::vector<std::string>{"bsp", "ddp", "fusion", "gtopk", "lags", "mg-wfbp", "omgs", "powersgd",
-                                            "qsgd", "signsgd", "terngrad", "topk", "wfbp"});
+                                            "ps-async", "ps-sync", "qsgd", "signsgd", "terngrad", "topk", "wfbp"});
   }
   SECTION("collectives") {
     std::set<std::string> algorithms;

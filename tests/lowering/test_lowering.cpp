@@ -31,6 +31,8 @@ TEST_CASE("lowering::registry lists each algorithm once and finds it by collecti
                                                               {"reduce_scatter", "ring"},
                                                               {"broadcast", "ring"},
                                                               {"global_topk", "tree"},
+                                                              {"ps_push", "sharded"},
+                                                              {"ps_pull", "sharded"},
                                                               {"broadcast", "tree"},
                                                               {"point_to_point", "direct"}});
   CHECK(find_lowering(CollectiveKind::allreduce, "butterfly") == nullptr);
@@ -176,10 +178,12 @@ TEST_CASE("lowering::8192 ranks lower into phase-level flows", "[lowering][scale
   SECTION("every aggregated lowering stays at O(p) flows per phase and few phases") {
     for (const auto& l : lowerings()) {
       CAPTURE(collective_name(l.collective), l.algorithm);
-      const auto phases = l.lower({1024, 8}, 1e9, Granularity::aggregated);
+      // A parameter server's push and pull are all-to-servers: p x S flows (here 16 dedicated servers).
+      const bool ps = l.collective == CollectiveKind::ps_push || l.collective == CollectiveKind::ps_pull;
+      const auto phases = l.lower({1024, 8, ps ? 16 : 0, ps}, 1e9, Granularity::aggregated);
       CHECK(phases.size() <= 2 * 13 + 2); // gTop-k: log2 p rounds up the tree and log2 p down
       for (const auto& ph : phases)
-        CHECK(ph.flows.size() <= 4 * 8192);
+        CHECK(ph.flows.size() <= (ps ? 16 * 8192 : 4 * 8192));
     }
   }
 }

@@ -1,0 +1,145 @@
+// Parameter server (Li et al., "Scaling Distributed Machine Learning with the Parameter Server", OSDI 2014): the
+// parameters are split into keys held by S server shards; a worker pushes each key's gradient to the servers that
+// own it and pulls the updated parameters back; the servers aggregate and apply the update. Keys are placed as
+// MXNet's KVStore places them (src/kvstore/kvstore_dist.h, EncodeDefaultKey): a key of fewer than
+// MXNET_KVSTORE_BIGARRAY_BOUND elements (default 1,000,000) goes whole to server (key x 9973) mod S, a larger one
+// is split evenly over all S servers. One key per parameter tensor, pushed as soon as its gradient is ready (WFBP
+// with a parameter server: Zhang et al., Poseidon, ATC 2017; Shi, Wang, Chu, DASC 2018, whose DAG lets layer l's
+// forward of the next iteration start once layer l's parameters were pulled).
+#include "dag/strategy.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ddlsim::dag {
+
+bool is_parameter_server(std::string_view kind) {
+  return kind == "ps-sync" || kind == "ps-async";
+}
+
+KeyShard shard_key(int key, std::int64_t numel, int servers, std::int64_t bigarray_bound) {
+  if (servers < 1)
+    throw std::logic_error("shard_key: needs at least one server");
+  if (numel < bigarray_bound)
+    return {static_cast<int>((static_cast<std::int64_t>(key) * 9973) % servers), 1};
+  return {0, servers};
+}
+
+std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
+  const auto tensors = flatten_tensors(in.model);
+  const auto order = gradient_ready_order(in.model);
+  const int servers = in.options.servers > 0 ? in.options.servers : 1;
+  std::vector<GradientGroup> groups;
+  groups.reserve(order.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    auto g = make_group(in.model, tensors, order, k, k + 1, in.bytes_per_element);
+    const auto shard =
+        shard_key(order[k], tensors[static_cast<std::size_t>(order[k])].numel, servers, in.options.bigarray_bound);
+    // A push of the key, then (built by build_ps_sync) its pull.
+    g.stages = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
+    g.shard_first = shard.first;
+    g.shard_count = shard.count;
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const std::vector<GradientGroup>& groups,
+                             int iterations) {
+  const std::size_t layers = model.layers.size();
+  if (layers == 0)
+    throw std::logic_error("build_ps_sync: the model has no layers");
+  if (costs.fwd_s.size() != layers || costs.bwd_s.size() != layers)
+    throw std::logic_error("build_ps_sync: costs do not match the model's layers");
+  if (iterations < 1)
+    throw std::logic_error("build_ps_sync: needs at least one iteration");
+
+  const auto tensors = flatten_tensors(model);
+  double total_elements = 0;
+  for (const auto& t : tensors)
+    total_elements += static_cast<double>(t.numel);
+  IterationGraph g;
+  std::vector<std::vector<IterationGraph::Id>> pulled_by_layer(layers); // the previous iteration's pulls
+  bool have_previous_end = false;
+  IterationGraph::Id previous_end = 0; // the previous iteration's last backward
+  for (int it = 0; it < iterations; ++it) {
+    const auto load = g.add({.kind = TaskKind::data_load,
+                             .resource = Resource::host_cpu,
+                             .duration_s = costs.data_load_s,
+                             .iteration = it});
+    const auto h2d =
+        g.add({.kind = TaskKind::h2d, .resource = Resource::gpu_compute, .duration_s = costs.h2d_s, .iteration = it});
+    // With prefetching the loader runs ahead on the host (one batch after the other); without, it loads the next
+    // batch once the worker has finished its backward.
+    g.depend(load, h2d);
+    if (have_previous_end) {
+      g.depend(previous_end, h2d);
+      if (!costs.prefetch)
+        g.depend(previous_end, load);
+    }
+    std::vector<IterationGraph::Id> fwd(layers), bwd(layers);
+    for (std::size_t l = 0; l < layers; ++l) {
+      fwd[l] = g.add({.kind = TaskKind::forward,
+                      .resource = Resource::gpu_compute,
+                      .layer = static_cast<int>(l),
+                      .duration_s = costs.fwd_s[l],
+                      .iteration = it});
+      g.depend(l == 0 ? h2d : fwd[l - 1], fwd[l]);
+      for (auto pull : pulled_by_layer[l])
+        g.depend(pull, fwd[l]); // the layer's parameters of this iteration
+    }
+    for (std::size_t l = layers; l-- > 0;) {
+      bwd[l] = g.add({.kind = TaskKind::backward,
+                      .resource = Resource::gpu_compute,
+                      .layer = static_cast<int>(l),
+                      .duration_s = costs.bwd_s[l],
+                      .iteration = it});
+      g.depend(l + 1 == layers ? fwd[layers - 1] : bwd[l + 1], bwd[l]);
+    }
+    for (auto& v : pulled_by_layer)
+      v.clear();
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      const auto& group = groups[i];
+      const auto transfer = [&](Resource stream, Collective c) {
+        return g.add({.kind = TaskKind::communication,
+                      .resource = stream,
+                      .group = static_cast<int>(i),
+                      .collective = c,
+                      .bytes = group.bytes,
+                      .shard_first = group.shard_first,
+                      .shard_count = group.shard_count,
+                      .iteration = it,
+                      .lane = group.shard_count == 1 ? group.shard_first : -1});
+      };
+      const auto push = transfer(Resource::comm, Collective::ps_push);
+      const auto pull = transfer(Resource::comm_pull, Collective::ps_pull);
+      g.depend(bwd[static_cast<std::size_t>(group.ready_layer)], push);
+      // The servers apply the update to their shards of the key (MXNet's update_on_kvstore) before it is pulled:
+      // the worker's optimizer step over the key's share of the parameters, the shards in parallel.
+      const double update_s = total_elements > 0 ? costs.update_s * static_cast<double>(group.elements) /
+                                                       total_elements / std::max(1, group.shard_count)
+                                                 : 0.0;
+      if (update_s > 0) {
+        const auto update = g.add({.kind = TaskKind::delay,
+                                   .resource = Resource::none,
+                                   .group = static_cast<int>(i),
+                                   .duration_s = update_s,
+                                   .iteration = it});
+        g.depend(push, update);
+        g.depend(update, pull);
+      } else {
+        g.depend(push, pull);
+      }
+      for (int t : group.tensors) { // every layer with a tensor in the group waits for its pull
+        auto& waits = pulled_by_layer[static_cast<std::size_t>(tensors[static_cast<std::size_t>(t)].layer)];
+        if (waits.empty() || waits.back() != pull)
+          waits.push_back(pull);
+      }
+    }
+    previous_end = bwd[0];
+    have_previous_end = true;
+  }
+  return g;
+}
+
+} // namespace ddlsim::dag
