@@ -5,6 +5,8 @@
 #include "dag/zoo/builder.hpp"
 #include "dag/zoo/families.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <string>
 #include <vector>
@@ -46,10 +48,10 @@ std::optional<Model> build_densenet(std::string_view name) {
   b.relu(x.numel());
   x = b.max_pool2d("features.pool0", x, {3, 2, 1});
   for (std::size_t block = 0; block < cfg->block_config.size(); ++block) {
-    const std::string bp = "features.denseblock" + std::to_string(block + 1);
+    const std::string bp = fmt::format("features.denseblock{}", block + 1);
     std::vector<Chw> features{x};
     for (int layer = 0; layer < cfg->block_config[block]; ++layer) {
-      const std::string p = bp + ".denselayer" + std::to_string(layer + 1);
+      const std::string p = fmt::format("{}.denselayer{}", bp, layer + 1);
       Chw y = b.concat(p + ".cat", features); // bn_function: torch.cat(inputs, 1)
       y = b.batchnorm2d(p + ".norm1", y);
       b.relu(y.numel());
@@ -63,7 +65,8 @@ std::optional<Model> build_densenet(std::string_view name) {
     if (block + 1 == cfg->block_config.size()) {
       break;
     }
-    const std::string tp = "features.transition" + std::to_string(block + 1);
+    // fmt, not "..." + std::to_string: GCC 12 at -O3 warns (-Warray-bounds) on the inlined concatenation.
+    const std::string tp = fmt::format("features.transition{}", block + 1);
     x = b.batchnorm2d(tp + ".norm", x);
     b.relu(x.numel());
     x = b.conv2d(tp + ".conv", x, x.c / 2, ConvSpec::square(1));
