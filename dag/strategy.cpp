@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -47,6 +48,33 @@ GradientGroup make_group(const Model& model, const std::vector<TensorRef>& tenso
   }
   g.bytes = static_cast<double>(g.elements) * bytes_per_element;
   return g;
+}
+
+std::vector<GradientGroup>
+optimal_consecutive_groups(const Model& model, const std::vector<TensorRef>& tensors, const std::vector<int>& order,
+                           double bytes_per_element,
+                           const std::function<double(std::size_t i, std::size_t j, double f)>& finish) {
+  const std::size_t n = order.size();
+  // best[j]: earliest finish of entries [0, j); cut[j]: start of the last group.
+  std::vector<double> best(n + 1, std::numeric_limits<double>::infinity());
+  std::vector<std::size_t> cut(n + 1, 0);
+  best[0] = 0;
+  for (std::size_t j = 1; j <= n; ++j)
+    for (std::size_t i = 0; i < j; ++i)
+      if (const double f = finish(i, j, best[i]); f < best[j]) {
+        best[j] = f;
+        cut[j] = i;
+      }
+  std::vector<std::size_t> bounds;
+  for (std::size_t j = n; j > 0; j = cut[j])
+    bounds.push_back(j);
+  std::vector<GradientGroup> groups;
+  std::size_t first = 0;
+  for (auto it = bounds.rbegin(); it != bounds.rend(); ++it) {
+    groups.push_back(make_group(model, tensors, order, first, *it, bytes_per_element));
+    first = *it;
+  }
+  return groups;
 }
 
 std::span<const StrategyInfo> strategies() {

@@ -84,6 +84,14 @@ struct StrategyInput {
                                        const std::vector<int>& order, std::size_t first, std::size_t last,
                                        double bytes_per_element);
 
+/// The optimal split of `order` into consecutive groups (MG-WFBP, OMGS). finish(i, j, f) is the finish time of a
+/// last group of entries [i, j) after groups that finish at f, non-decreasing in f: the dynamic programme
+/// F[j] = min_i finish(i, j, F[i]) is then exact, O(n^2) calls. Ties keep the earliest cut.
+[[nodiscard]] std::vector<GradientGroup>
+optimal_consecutive_groups(const Model& model, const std::vector<TensorRef>& tensors, const std::vector<int>& order,
+                           double bytes_per_element,
+                           const std::function<double(std::size_t i, std::size_t j, double f)>& finish);
+
 using GroupPlanner = std::vector<GradientGroup> (*)(const StrategyInput&);
 
 struct StrategyInfo {

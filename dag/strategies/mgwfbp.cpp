@@ -6,8 +6,6 @@
 // with the prefix's own finish time, so F[j] = min_i max(r_j, F[i]) + c(bytes(i+1..j)) is optimal (O(m^2)).
 #include "dag/strategy.hpp"
 
-#include <limits>
-
 namespace ddlsim::dag {
 
 std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in) {
@@ -24,29 +22,10 @@ std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in) {
     ready[k] = finish[static_cast<std::size_t>(t.layer)];
     prefix_bytes[k + 1] = prefix_bytes[k] + static_cast<double>(t.numel) * in.bytes_per_element;
   }
-  // best[j]: earliest finish of the communication of tensors [0, j); cut[j]: start of the last group.
-  std::vector<double> best(m + 1, std::numeric_limits<double>::infinity());
-  std::vector<std::size_t> cut(m + 1, 0);
-  best[0] = 0;
-  for (std::size_t j = 1; j <= m; ++j) {
-    for (std::size_t i = 0; i < j; ++i) {
-      const double f = std::max(ready[j - 1], best[i]) + in.allreduce_time(prefix_bytes[j] - prefix_bytes[i]);
-      if (f < best[j]) {
-        best[j] = f;
-        cut[j] = i;
-      }
-    }
-  }
-  std::vector<std::size_t> bounds;
-  for (std::size_t j = m; j > 0; j = cut[j])
-    bounds.push_back(j);
-  std::vector<GradientGroup> groups;
-  std::size_t first = 0;
-  for (auto it = bounds.rbegin(); it != bounds.rend(); ++it) {
-    groups.push_back(make_group(in.model, tensors, order, first, *it, in.bytes_per_element));
-    first = *it;
-  }
-  return groups;
+  return optimal_consecutive_groups(
+      in.model, tensors, order, in.bytes_per_element, [&](std::size_t i, std::size_t j, double after) {
+        return std::max(ready[j - 1], after) + in.allreduce_time(prefix_bytes[j] - prefix_bytes[i]);
+      });
 }
 
 } // namespace ddlsim::dag

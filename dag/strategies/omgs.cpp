@@ -12,7 +12,6 @@
 // plans compose (O(n^2)).
 #include "dag/strategy.hpp"
 
-#include <limits>
 #include <stdexcept>
 
 namespace ddlsim::dag {
@@ -48,25 +47,9 @@ std::vector<GradientGroup> plan_omgs(const StrategyInput& in) {
     const double comm = in.allgather_time(in.workers * static_cast<double>(k) * pair_bytes(e));
     return std::max(after, ready[j - 1] + selection_delay(i) + select) + comm;
   };
-  std::vector<double> best(n + 1, std::numeric_limits<double>::infinity());
-  std::vector<std::size_t> cut(n + 1, 0);
-  best[0] = 0;
-  for (std::size_t j = 1; j <= n; ++j)
-    for (std::size_t i = 0; i < j; ++i)
-      if (const double f = group_time(i, j, best[i]); f < best[j]) {
-        best[j] = f;
-        cut[j] = i;
-      }
-  std::vector<std::size_t> bounds;
-  for (std::size_t j = n; j > 0; j = cut[j])
-    bounds.push_back(j);
-  std::vector<GradientGroup> groups;
-  std::size_t first = 0;
-  for (auto it = bounds.rbegin(); it != bounds.rend(); ++it) {
-    groups.push_back(make_group(in.model, tensors, order, first, *it, e));
-    sparsify_group(groups.back(), in, Collective::allgather);
-    first = *it;
-  }
+  auto groups = optimal_consecutive_groups(in.model, tensors, order, e, group_time);
+  for (auto& g : groups)
+    sparsify_group(g, in, Collective::allgather);
   return groups;
 }
 
