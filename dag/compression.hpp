@@ -26,7 +26,8 @@ enum class Selection { sort, sampling, threshold };
 
 /// Passes over the values that torch.topk's radix select costs (see compression_traffic_bytes).
 inline constexpr double kSortPasses = 36;
-/// DGC's sample ratio (dgc/compression.py: sample_ratio = 0.01, at least 2 / density samples).
+/// DGC's sample ratio (dgc/compression.py: sample_ratio = 0.01, at least ceil(2 / compress_ratio) samples, taken here
+/// as 2 m / k).
 inline constexpr double kDgcSampleRatio = 0.01;
 /// Correction steps of the threshold search (Shi et al.'s gaussian-k loop bound: `while loops < 3`).
 inline constexpr int kThresholdSearchSteps = 3;
@@ -60,7 +61,7 @@ struct KernelCost {
 ///    top-100 of 100 M float32 and 36.6 ms for 1 B on an NVIDIA H20 (4.0 TB/s; PyTorch PR #164459), 35.6-36.6 ps per
 ///    element, i.e. the time of kSortPasses = 36 passes over the values at the H20's bandwidth; plus writing the k
 ///    pairs. Three kernels.
-///  - sampling: |g| (read and write m e), the sort model on the s = max(0.01 m, 2 / density) samples, the
+///  - sampling: |g| (read and write m e), the sort model on the s = min(m, max(0.01 m, 2 m / k)) samples, the
 ///    comparison with the threshold (read m e, write a 1-byte mask), nonzero() (read the mask, write int64 indices
 ///    of the k survivors), gathering the k pairs. Six kernels. DGC's adaptation loop re-selects only when the
 ///    count misses [0.8 k, 1.3 k], which a 1 % sample makes rare; it is not charged.

@@ -67,7 +67,7 @@ struct StrategyInput {
   const StrategyOptions& options;
   int workers = 1; ///< data-parallel workers (sparsification sizes its allgather and decompression by it)
   /// Time of the allgather that carries sparse and quantised groups, by its payload (the gathered result); OMGS
-  /// plans with it. Unset when the strategy communicates densely.
+  /// plans with it. The engine builds it on first call, so strategies that do not call it pay nothing.
   CommCost allgather_time = {};
 };
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <queue>
 
 namespace ddlsim::sim {
@@ -280,9 +281,15 @@ Prepared prepare(const Scenario& s, std::string engine) {
   const AllreduceModel& model = *p.allreduce;
   const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
   const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
-  const LinearLoweringCost allgather(sparse_lowering(dag::Collective::allgather), shape, net);
-  const dag::StrategyInput input{s.model,    p.costs.worker, dtype_bytes(s.gradient_dtype), allreduce_time,
-                                 s.strategy, r.workers,      std::cref(allgather)};
+  // The allgather's cost as a function of its payload, built on first use (only OMGS plans with it).
+  std::optional<LinearLoweringCost> allgather;
+  const dag::CommCost allgather_time = [&](double bytes) {
+    if (!allgather)
+      allgather.emplace(sparse_lowering(dag::Collective::allgather), shape, net);
+    return (*allgather)(bytes);
+  };
+  const dag::StrategyInput input{s.model,   p.costs.worker, dtype_bytes(s.gradient_dtype), allreduce_time, s.strategy,
+                                 r.workers, allgather_time};
   const bool ps = dag::is_parameter_server(s.strategy.kind);
   // A single worker communicates only with a dedicated server.
   const bool communicate = r.workers > 1 || (ps && s.strategy.dedicated_servers);
