@@ -1,8 +1,8 @@
 // Benchmark: analytic-engine scenario points per second on one core (issue #2 target: >= 1,000 points/s for
 // ResNet-50 with WFBP on 64 GPUs). Each point parses the scenario document (as a sweep point would), builds the
 // model, the DAG and runs the engine. Prints a table; not a test.
-#include "sim/engine.hpp"
-#include "sim/scenario.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <fmt/format.h>
 

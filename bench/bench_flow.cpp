@@ -8,7 +8,7 @@
 //   bench_flow [max GPUs, default 8192] [max GPUs with symmetry off, default 2048]
 #include "core/io.hpp"
 #include "core/json.hpp"
-#include "sim/engine.hpp"
+#include "sim/flow/flow_engine.hpp"
 #include "spawn.hpp"
 
 #include <fmt/format.h>

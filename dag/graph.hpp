@@ -54,7 +54,7 @@ struct Task {
 
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
 /// a collective that waits for it (none: the stage is only its kernel). `bytes` is the collective's payload in the
-/// lowering's convention (sim/lowering/lowering.hpp).
+/// lowering's convention (sim/network/lowering/lowering.hpp).
 struct GroupStage {
   double kernel_s = 0;
   Collective collective = Collective::none;

@@ -1,6 +1,6 @@
 // gTop-k sparsification (Shi, Wang, Chu, Li, Qian, ICDCS 2019): every worker selects its local top-k (with error
 // feedback); log2 p rounds of a reduction tree merge pairs of top-k sets into the top-k of their 2k elements, and
-// the root broadcasts the global top-k back (sim/lowering/global_topk_tree.cpp). Every worker applies the same k
+// the root broadcasts the global top-k back (sim/network/lowering/global_topk_tree.cpp). Every worker applies the same k
 // pairs; the traffic per worker grows with log2 p instead of p.
 #include "dag/strategy.hpp"
 

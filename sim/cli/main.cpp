@@ -3,13 +3,13 @@
 #include "core/error.hpp"
 #include "dag/strategy.hpp"
 #include "dag/zoo/zoo.hpp"
-#include "sim/collectives.hpp"
-#include "sim/engine.hpp"
-#include "sim/gpus.hpp"
-#include "sim/plot.hpp"
-#include "sim/report.hpp"
-#include "sim/scenario.hpp"
-#include "sim/sweep.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/cli/sweep.hpp"
+#include "sim/network/collectives.hpp"
+#include "sim/report/plot.hpp"
+#include "sim/report/report.hpp"
+#include "sim/spec/gpus.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

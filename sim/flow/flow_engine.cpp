@@ -1,14 +1,18 @@
 // The flow-level engine: the iteration DAG runs on SimGrid 3.32 as S4U activities with dependencies (as in
 // examples/cpp/dag-comm/s4u-dag-comm.cpp), collectives are lowered into phases of point-to-point flows
-// (sim/lowering) that share the platform's links by max-min fairness (CM02 with unit factors, DESIGN.md).
+// (sim/network/lowering) that share the platform's links by max-min fairness (CM02 with unit factors, DESIGN.md).
 // Compute tasks of the representative worker are timed activities; data-parallel workers are symmetric, so only
 // the network traffic of all ranks is simulated, or, when nodes are symmetric (flow/symmetry.hpp), node 0's traffic on
 // a 2-node quotient platform, exactly. A collective's next phase is started from the completion callback of its
 // previous one, so only the flows in flight exist at any time.
-#include "sim/engine.hpp"
+#include "sim/flow/flow_engine.hpp"
+
+#include "core/error.hpp"
 #include "sim/flow/platform.hpp"
 #include "sim/flow/symmetry.hpp"
-#include "sim/lowering/lowering.hpp"
+#include "sim/network/lowering/lowering.hpp"
+#include "sim/plan/prepare.hpp"
+#include "sim/plan/schedule.hpp"
 
 #include <simgrid/s4u/Activity.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -318,16 +322,8 @@ const CollectiveLowering& lowering_for(const Scenario& s) {
 } // namespace
 
 RunResult run_flow(const Scenario& s) {
-  if (s.strategy.kind == "ps-async") {
-    // The asynchronous workers' loops are simulated by the analytic engine's queue model (sim/ps_async.hpp).
-    Scenario analytic = s;
-    analytic.engine = "analytic";
-    auto r = run_scenario(analytic);
-    r.engine = "flow";
-    r.notes.push_back("flow engine: ps-async is not simulated flow by flow; its figures are the analytic engine's "
-                      "FIFO link-queue simulation of the asynchronous workers");
-    return r;
-  }
+  if (s.strategy.kind == "ps-async")
+    throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
   const auto wall_start = std::chrono::steady_clock::now();
   auto prepared = detail::prepare(s, "flow");
   RunResult& r = prepared.result;

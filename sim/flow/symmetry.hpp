@@ -22,7 +22,7 @@
 #pragma once
 
 #include "sim/flow/platform.hpp"
-#include "sim/lowering/lowering.hpp"
+#include "sim/network/lowering/lowering.hpp"
 
 #include <span>
 #include <string_view>

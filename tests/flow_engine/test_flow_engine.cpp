@@ -1,10 +1,12 @@
 // The flow engine against closed forms: contention-free collectives agree with the analytic engine within 0.1 %,
 // shared bottlenecks halve bandwidth, aggregated lowering stays within 0.5 % of per-message simulation, and a
 // whole iteration agrees with the analytic engine when nothing contends.
-#include "sim/collectives.hpp"
-#include "sim/engine.hpp"
-#include "sim/lowering/evaluate.hpp"
-#include "sim/scenario.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/flow/flow_engine.hpp"
+#include "sim/network/collectives.hpp"
+#include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/prepare.hpp"
+#include "sim/spec/scenario.hpp"
 #include "support/run_in_child.hpp"
 
 #include <catch2/catch.hpp>
@@ -77,7 +79,7 @@ TEST_CASE("flow::allreduce agrees with the analytic closed forms without content
 }
 
 TEST_CASE("flow::a double binary tree on 2 and 3 nodes loads a NIC with n and 1.5 n", "[flow][agreement]") {
-  // p = 2: 2a + n/B; p = 3: 4a + 1.5 n/B (sim/lowering/allreduce_tree.cpp), a = 2 x latency
+  // p = 2: 2a + n/B; p = 3: 4a + 1.5 n/B (sim/network/lowering/allreduce_tree.cpp), a = 2 x latency
   const double n = 100e6, B = 1.25e9, a = 50e-6;
   CHECK_THAT(flow_time(cluster(2, 1, B, 25e-6), "tree", n, false), WithinRel(2 * a + n / B, 1e-6));
   CHECK_THAT(flow_time(cluster(3, 1, B, 25e-6), "tree", n, false), WithinRel(4 * a + 1.5 * n / B, 1e-6));
@@ -163,7 +165,7 @@ TEST_CASE("flow::a whole iteration agrees with the analytic engine when nothing 
 TEST_CASE("flow::sparse collectives (gTop-k, Top-k's allgather) agree with their phase-synchronous cost",
           "[flow][agreement][sparse]") {
   // Without contention the flow engine runs a lowering's phases exactly as the analytic evaluation does
-  // (sim/lowering/evaluate.hpp), on single- and multi-GPU nodes, powers of two and not.
+  // (sim/network/lowering/evaluate.hpp), on single- and multi-GPU nodes, powers of two and not.
   auto [nodes, gpus] = GENERATE(table<int, int>({{2, 1}, {3, 1}, {8, 1}, {13, 1}, {64, 1}, {4, 4}, {6, 8}}));
   const double pairs_bytes = 8 * 0.001 * 25557032; // ResNet-50 at density 0.001: k values + k indices
   const auto c = cluster(nodes, gpus, 1.25e9, 25e-6, 12e9, 5e-6);

@@ -1,13 +1,15 @@
-// Parameter-server push and pull on the flow engine (sim/lowering/ps_*_sharded.cpp, sim/flow/platform.cpp's
+// Parameter-server push and pull on the flow engine (sim/network/lowering/ps_*_sharded.cpp, sim/flow/platform.cpp's
 // dedicated server hosts): alone they agree with their phase-synchronous closed forms within 0.1 % (max-min on a
 // star shares each NIC equally among its flows, as the closed form does); the node symmetry is used for a
 // co-located push split over every node's server and refused for dedicated hosts or a key on one server; a whole
 // ps-sync iteration with one dedicated server (pushes and pulls on disjoint link directions) matches the analytic
 // engine; ps-async on the flow engine says that it reuses the analytic queue model.
-#include "sim/engine.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/flow/flow_engine.hpp"
 #include "sim/flow/symmetry.hpp"
-#include "sim/lowering/evaluate.hpp"
-#include "sim/scenario.hpp"
+#include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/prepare.hpp"
+#include "sim/spec/scenario.hpp"
 #include "support/run_in_child.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,10 +1,12 @@
 // Node symmetry (sim/flow/symmetry.hpp): which lowerings are invariant under which node group, and the 2-node
 // quotient reproduces the full simulation (every collective's end time and every link's statistics) with and
 // without contention, per node and per GPU NICs, aggregated and per-message.
-#include "sim/engine.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/flow/flow_engine.hpp"
 #include "sim/flow/symmetry.hpp"
-#include "sim/lowering/lowering.hpp"
-#include "sim/scenario.hpp"
+#include "sim/network/lowering/lowering.hpp"
+#include "sim/plan/prepare.hpp"
+#include "sim/spec/scenario.hpp"
 #include "support/run_in_child.hpp"
 
 #include <catch2/catch.hpp>

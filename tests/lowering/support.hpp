@@ -2,7 +2,7 @@
 // on, and per-rank / per-pair byte tallies of a lowered collective.
 #pragma once
 
-#include "sim/lowering/lowering.hpp"
+#include "sim/network/lowering/lowering.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
-// Lowerings against the analytic engine's closed forms (sim/collectives.cpp): a contention-free evaluator runs the
+// Lowerings against the analytic engine's closed forms (sim/network/collectives.cpp): a contention-free evaluator runs the
 // phases on a two-level cluster (GPU links inside a node, one NIC per node on a star) and must reproduce the
 // alpha-beta cost of ring, halving-doubling, hierarchical and double-binary-tree allreduce.
-#include "sim/collectives.hpp"
-#include "sim/lowering/evaluate.hpp"
+#include "sim/network/collectives.hpp"
+#include "sim/network/lowering/evaluate.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>

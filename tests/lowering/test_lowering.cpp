@@ -1,4 +1,4 @@
-// Collective lowerings (sim/lowering): the registry, well-formed phases for every algorithm and shape, aggregated
+// Collective lowerings (sim/network/lowering): the registry, well-formed phases for every algorithm and shape, aggregated
 // against per-message lowerings (same pairs, same bytes, folded steps counted in latency_repeats), and sizes at
 // 8192 ranks.
 #include "support.hpp"

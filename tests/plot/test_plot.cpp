@@ -1,7 +1,7 @@
 // sim plots: results.csv parsing (RFC 4180, errors naming file and line), custom plots and the standard sweep plots
 // drawn by the real gnuplot. Images are checked structurally: PNG signature and IHDR size, SVG root element; the
 // .dat and .gp beside them must be byte-identical for the same table and must redraw the image on their own.
-#include "sim/plot.hpp"
+#include "sim/report/plot.hpp"
 
 #include "core/error.hpp"
 

@@ -1,5 +1,5 @@
 // sim collectives: closed forms of the allreduce algorithms (Thakur et al. 2005; Patarasuk & Yuan 2009).
-#include "sim/collectives.hpp"
+#include "sim/network/collectives.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,10 +4,10 @@
 // the closed form log2(p) a + (p - 1) w b for w bytes per worker.
 #include "dag/compression.hpp"
 #include "dag/strategy.hpp"
-#include "sim/engine.hpp"
-#include "sim/lowering/evaluate.hpp"
-#include "sim/report.hpp"
-#include "sim/scenario.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/network/lowering/evaluate.hpp"
+#include "sim/report/report.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // sim analytic engine: closed-form iteration times on small calibrated models, MG-WFBP never slower than WFBP
 // or BSP on zoo models, single-GPU measurements reproduced exactly, breakdown invariants.
-#include "sim/engine.hpp"
-#include "sim/scenario.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
 

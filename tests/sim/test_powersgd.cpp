@@ -2,9 +2,10 @@
 // matrix: n r in the P allreduce, m r in the Q allreduce), the hook's chain of kernels and allreduces per bucket,
 // kernels costed on the roofline, the separate compression stream, flow against analytic, the report and bad input.
 #include "dag/powersgd.hpp"
-#include "sim/engine.hpp"
-#include "sim/report.hpp"
-#include "sim/scenario.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/plan/prepare.hpp"
+#include "sim/report/report.hpp"
+#include "sim/spec/scenario.hpp"
 #include "support/run_in_child.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,13 +1,15 @@
-// Parameter-server strategies on the analytic engine (dag/strategies/ps.cpp, sim/lowering/ps_*_sharded.cpp,
-// sim/ps_async.hpp): MXNet's key placement, push and pull against their closed forms on an alpha-beta star, the
+// Parameter-server strategies on the analytic engine (dag/strategies/ps.cpp, sim/network/lowering/ps_*_sharded.cpp,
+// sim/analytic/ps_async.hpp): MXNet's key placement, push and pull against their closed forms on an alpha-beta star, the
 // servers' NICs as the bottleneck that more servers relieve, ps-sync's steady-state period against its bounds,
 // ps-async's staleness and throughput on cases computed by hand, the summary, and bad input.
 #include "dag/strategy.hpp"
-#include "sim/compute.hpp"
-#include "sim/engine.hpp"
-#include "sim/ps_async.hpp"
-#include "sim/report.hpp"
-#include "sim/scenario.hpp"
+#include "sim/analytic/ps_async.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/plan/compute.hpp"
+#include "sim/plan/prepare.hpp"
+#include "sim/plan/schedule.hpp"
+#include "sim/report/report.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
 

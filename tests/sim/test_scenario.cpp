@@ -1,5 +1,5 @@
 // sim scenario loading: the shipped scenario parses; overrides, sweeps, inline layers and calibration.
-#include "sim/scenario.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -74,26 +74,6 @@ TEST_CASE("sim::parse_scenario validates the sweep block point by point", "[sim]
     doc["sweep"] = Json::parse(R"({"zip": [{"cluster.nodes": [1, 2], "model.batch_per_gpu": [8]}]})");
     REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"), Catch::Contains("equal lengths"));
   }
-}
-
-TEST_CASE("sim::parse_layers orders inline layers topologically and rejects cycles", "[sim][scenario]") {
-  const Json ok = Json::parse(R"([{"name": "head", "fwd_flops": 1, "inputs": ["body"]},
-                                  {"name": "stem", "fwd_flops": 1, "inputs": []},
-                                  {"name": "body", "fwd_flops": 1, "inputs": ["stem"],
-                                   "params": [{"name": "body.w", "shape": [3, 4]}]}])");
-  const auto m = parse_layers(ok, "f.json", "/model/layers");
-  REQUIRE(m.layers.size() == 3);
-  CHECK(m.layers[0].name == "stem");
-  CHECK(m.layers[1].name == "body");
-  CHECK(m.layers[1].params[0].numel == 12);
-  CHECK(m.layers[2].inputs == std::vector<int>{1});
-  CHECK(m.layers[1].bwd_flops == 2); // default: twice the forward
-
-  const Json cyclic = Json::parse(R"([{"name": "a", "fwd_flops": 1, "inputs": ["c"]},
-                                      {"name": "b", "fwd_flops": 1, "inputs": ["a"]},
-                                      {"name": "c", "fwd_flops": 1, "inputs": ["b"]}])");
-  REQUIRE_THROWS_WITH(parse_layers(cyclic, "f.json", "/model/layers"),
-                      "f.json: /model/layers: layers form a cycle through: a, b, c");
 }
 
 TEST_CASE("sim::parse_scenario takes an inline calibration and checks its layer names", "[sim][scenario]") {

@@ -1,11 +1,11 @@
-// Sparsification strategies on the analytic engine (dag/compression.hpp, sim/lowering/global_topk_tree.cpp): the
+// Sparsification strategies on the analytic engine (dag/compression.hpp, sim/network/lowering/global_topk_tree.cpp): the
 // communication of topk and gtopk is the gTop-k paper's cost model, the compression kernels are their documented
 // memory traffic at the GPU's effective bandwidth, and on a slow network gTop-k scales better than Top-k, which
 // scales better than the dense allreduce.
 #include "dag/compression.hpp"
-#include "sim/engine.hpp"
-#include "sim/report.hpp"
-#include "sim/scenario.hpp"
+#include "sim/cli/run.hpp"
+#include "sim/report/report.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
 

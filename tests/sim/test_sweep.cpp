@@ -1,7 +1,7 @@
-// Sweep expansion, shards and the results tables (sim/sweep.hpp); the runner itself is tested end to end in
+// Sweep expansion, shards and the results tables (sim/cli/sweep.hpp); the runner itself is tested end to end in
 // tests/cli/test_sweep_cli.cpp.
 #include "core/error.hpp"
-#include "sim/sweep.hpp"
+#include "sim/cli/sweep.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,0 +1,46 @@
+// The flow-level engine on SimGrid (sim/flow/flow_engine.cpp): the only code that includes SimGrid's headers.
+#pragma once
+
+#include "sim/network/cluster.hpp"
+#include "sim/network/lowering/lowering.hpp"
+#include "sim/plan/result.hpp"
+#include "sim/spec/scenario.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddlsim::sim {
+
+/// The flow-level engine on SimGrid (sim/flow/flow_engine.cpp). One per process: SimGrid's engine is a singleton.
+[[nodiscard]] RunResult run_flow(const Scenario& s);
+
+/// Collectives run by themselves on the flow engine's platform (tests, benchmarks, calibration what-ifs): each
+/// job starts at `start_s` over all of the cluster's workers; they share the network.
+struct CollectiveJob {
+  CollectiveKind kind = CollectiveKind::allreduce;
+  std::string algorithm = "ring";
+  double bytes = 0;
+  double start_s = 0;
+  /// The ranks it runs over when not the cluster's workers alone (a parameter server's servers and key shard;
+  /// dedicated servers need cluster.server_hosts).
+  std::optional<LoweringShape> shape = std::nullopt;
+};
+struct CollectiveTiming {
+  double start_s = 0;
+  double end_s = 0;
+};
+struct FlowCollectivesResult {
+  std::vector<CollectiveTiming> jobs;
+  std::vector<LinkUsage> links;
+  std::size_t flows = 0; ///< flows simulated
+  std::string symmetry;  ///< the node symmetry used (flow/symmetry.hpp), "none" when every flow was simulated
+  double wall_s = 0;
+};
+/// One SimGrid simulation per process (its engine is a singleton). `use_symmetry`: simulate node 0's flows on the
+/// 2-node quotient when the cluster and the collectives are node-symmetric (exact; flow/symmetry.hpp).
+[[nodiscard]] FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster,
+                                                         const std::vector<CollectiveJob>& jobs, bool per_message,
+                                                         bool use_symmetry = true);
+
+} // namespace ddlsim::sim

@@ -1,0 +1,58 @@
+// The cluster every layer describes the same way: nodes of GPUs, each GPU's link into its node's fabric (`intra`),
+// each network endpoint's NIC link (`inter`, per node or per GPU), and how the NICs connect (DESIGN.md, "Scenario
+// JSON"). Closed forms, lowerings, the flow engine's platform and the scenario parser all take it from here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ddlsim::sim {
+
+struct LinkSpec {
+  double bandwidth = 0; ///< B/s
+  double latency_s = 0;
+};
+
+struct Network {
+  int nodes = 1;
+  int gpus_per_node = 1;
+  LinkSpec intra;
+  LinkSpec inter;
+  bool nic_per_gpu = false; ///< every GPU has its own NIC: off-node flows of one node do not share it
+  int server_hosts = 0;     ///< dedicated parameter-server hosts (ranks workers() ..), each with an `inter` NIC
+  [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
+  /// How many flows leaving one node at once share one NIC link.
+  [[nodiscard]] int nic_sharers(int crossing_flows) const { return nic_per_gpu ? 1 : crossing_flows; }
+};
+
+/// A measured whole-collective cost model T(n) = alpha + beta * n (n in bytes), e.g. fitted to nccl-tests.
+struct AlphaBeta {
+  double alpha_s = 0;
+  double beta_s_per_byte = 0;
+};
+
+/// How the NIC links connect. The endpoints of the network are the nodes (one NIC per node) or the GPUs (a NIC
+/// per GPU); every endpoint has its `inter_node` link into the network.
+struct TopologySpec {
+  std::string kind = "star";                ///< star | fat-tree | ring | torus
+  std::vector<unsigned> down, up, parallel; ///< fat-tree, per level from the leaves (SimGrid's FatTreeParams)
+  std::vector<unsigned> dimensions;         ///< torus; a ring is the torus {endpoints}
+  LinkSpec link;                            ///< switch-to-switch (fat-tree) or neighbour (ring, torus) links
+};
+
+struct ClusterSpec {
+  int nodes = 1;
+  int gpus_per_node = 1;
+  LinkSpec intra;
+  LinkSpec inter;
+  bool nic_per_gpu = false; ///< `nic`: "per-node" (default, shared by the node's GPUs) or "per-gpu"
+  TopologySpec topology;
+  /// Dedicated parameter-server hosts (strategy.placement "dedicated"): one host per server after the workers,
+  /// each with its own `inter_node` NIC on the star; set by the scenario parser from the strategy.
+  int server_hosts = 0;
+  [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
+  [[nodiscard]] int endpoints() const { return nic_per_gpu ? workers() : nodes; }
+  [[nodiscard]] Network network() const { return {nodes, gpus_per_node, intra, inter, nic_per_gpu, server_hosts}; }
+};
+
+} // namespace ddlsim::sim

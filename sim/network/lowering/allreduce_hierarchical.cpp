@@ -1,0 +1,54 @@
+// Hierarchical two-level allreduce (Horovod's hierarchical allreduce; Jia et al., "Highly Scalable Deep Learning
+// Training System with Mixed-Precision", arXiv:1807.11205): ring reduce-scatter among the g GPUs of each node, g
+// concurrent ring allreduces of n/g across the N nodes (one per local GPU index, sharing the node's NIC), then ring
+// allgather among the GPUs of each node.
+#include "sim/network/lowering/detail.hpp"
+
+namespace ddlsim::sim::detail {
+namespace {
+
+// One step of the g intra-node rings (GPU i of node m -> GPU (i+1) mod g of m) or of the g inter-node rings
+// (GPU i of node m -> GPU i of node (m+1) mod N); p flows in rank order.
+Phase step(const LoweringShape& shape, bool inter, double bytes, int latency_repeats) {
+  const int g = shape.gpus_per_node, nodes = shape.nodes;
+  Phase phase;
+  phase.flows.reserve(static_cast<std::size_t>(shape.workers()));
+  for (int r = 0; r < shape.workers(); ++r) {
+    const int node = r / g, local = r % g;
+    const int dst = inter ? (node + 1) % nodes * g + local : node * g + (local + 1) % g;
+    phase.flows.push_back({r, dst, bytes, latency_repeats});
+  }
+  return phase;
+}
+
+} // namespace
+
+// per_message: g-1 intra phases of n/g, 2(N-1) inter phases of n/(gN), g-1 intra phases of n/g (p flows each;
+// the intra phases are absent for g = 1, the inter ones for N = 1). aggregated: the intra reduce-scatter and
+// allgather use the same pairs, folded into one phase of 2(g-1)/g n with latency_repeats 2(g-1), followed by one
+// inter phase of 2(N-1)/N n/g with latency_repeats 2(N-1): 2(g-1)(a_i + n/(g B_i)) + 2(N-1)(a_e + n/(gN)/(B_e/g)).
+std::vector<Phase> lower_allreduce_hierarchical(const LoweringShape& shape, double bytes, Granularity granularity) {
+  check_arguments(shape, bytes);
+  const int g = shape.gpus_per_node, nodes = shape.nodes;
+  std::vector<Phase> phases;
+  if (shape.workers() <= 1)
+    return phases;
+  const double slice = bytes / g;
+  if (granularity == Granularity::aggregated) {
+    if (g > 1)
+      phases.push_back(step(shape, false, 2.0 * (g - 1) * slice, 2 * (g - 1)));
+    if (nodes > 1)
+      phases.push_back(step(shape, true, 2.0 * (nodes - 1) * slice / nodes, 2 * (nodes - 1)));
+    return phases;
+  }
+  phases.reserve(static_cast<std::size_t>(2 * (g - 1) + 2 * (nodes - 1)));
+  for (int s = 0; s < g - 1; ++s)
+    phases.push_back(step(shape, false, slice, 1));
+  for (int s = 0; s < 2 * (nodes - 1); ++s)
+    phases.push_back(step(shape, true, slice / nodes, 1));
+  for (int s = 0; s < g - 1; ++s)
+    phases.push_back(step(shape, false, slice, 1));
+  return phases;
+}
+
+} // namespace ddlsim::sim::detail

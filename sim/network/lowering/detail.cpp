@@ -1,0 +1,52 @@
+// Shared pieces of the collective lowerings: the ring step used by the ring allreduce, allgather and
+// reduce-scatter (Patarasuk & Yuan, JPDC 2009), the chunk count of pipelined per-message lowerings, and the
+// parameter server's shard traffic (ps_push_sharded.cpp, ps_pull_sharded.cpp).
+#include "sim/network/lowering/detail.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ddlsim::sim::detail {
+
+int pipeline_chunks(double payload_bytes) {
+  const double chunks = std::ceil(payload_bytes / kPipelineChunkBytes);
+  return static_cast<int>(std::clamp(chunks, 1.0, static_cast<double>(kMaxPipelineChunks)));
+}
+
+Phase ring_phase(int p, double bytes, int latency_repeats) {
+  Phase phase;
+  phase.flows.reserve(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r)
+    phase.flows.push_back({r, (r + 1) % p, bytes, latency_repeats});
+  return phase;
+}
+
+std::vector<Phase> ring_steps(int p, int steps, double chunk_bytes, Granularity granularity) {
+  if (p <= 1 || steps <= 0)
+    return {};
+  if (granularity == Granularity::aggregated)
+    return {ring_phase(p, steps * chunk_bytes, steps)};
+  return std::vector<Phase>(static_cast<std::size_t>(steps), ring_phase(p, chunk_bytes, 1));
+}
+
+std::vector<Phase> ps_shard_phases(const LoweringShape& shape, double bytes, bool push) {
+  check_arguments(shape, bytes);
+  const int servers = shape.server_count();
+  const int count = shape.shard_count > 0 ? shape.shard_count : servers;
+  assert(shape.shard_first >= 0 && shape.shard_first + count <= servers && "lowering: the key's servers must exist");
+  const int p = shape.workers();
+  Phase phase;
+  phase.flows.reserve(static_cast<std::size_t>(p) * static_cast<std::size_t>(count));
+  for (int w = 0; w < p; ++w)
+    for (int j = 0; j < count; ++j) {
+      const int server = shape.server_rank(shape.shard_first + j);
+      if (server == w)
+        continue; // the worker's own shard stays in its memory
+      phase.flows.push_back(push ? Flow{w, server, bytes / count, 1} : Flow{server, w, bytes / count, 1});
+    }
+  if (phase.flows.empty())
+    return {};
+  return {std::move(phase)};
+}
+
+} // namespace ddlsim::sim::detail

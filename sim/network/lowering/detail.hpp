@@ -1,0 +1,55 @@
+// Shared pieces of the collective lowerings (sim/network/lowering/*.cpp): argument checks, the ring step, the chunking
+// of pipelined per-message lowerings, and the one lowering function per algorithm that registry.cpp lists.
+// Ranks are node-major (lowering.hpp): rank r is GPU r % g of node r / g.
+#pragma once
+
+#include "sim/network/lowering/lowering.hpp"
+
+#include <cassert>
+#include <vector>
+
+namespace ddlsim::sim::detail {
+
+/// Per-message lowerings of pipelined algorithms (broadcast ring, allreduce tree) cut a payload into chunks of
+/// NCCL's Simple-protocol step (4 MiB buffer / 8 steps = 512 KiB), at least 1 and at most kMaxPipelineChunks,
+/// so that the message count stays bounded for large buffers (a 1 GiB payload moves in 64 chunks of 16 MiB).
+inline constexpr double kPipelineChunkBytes = 512.0 * 1024;
+inline constexpr int kMaxPipelineChunks = 64;
+[[nodiscard]] int pipeline_chunks(double payload_bytes);
+
+inline void check_arguments(const LoweringShape& shape, double bytes) {
+  assert(shape.nodes >= 1 && shape.gpus_per_node >= 1 && "lowering: a shape needs at least one node and one GPU");
+  assert(bytes >= 0 && "lowering: the payload must not be negative");
+  (void)shape;
+  (void)bytes;
+}
+
+/// One ring step: every rank r of p sends `bytes` to r + 1 mod p (p flows in rank order).
+[[nodiscard]] Phase ring_phase(int p, double bytes, int latency_repeats);
+
+/// A ring of `steps` steps in which every rank sends `chunk_bytes` to the next rank: `steps` phases per message,
+/// or one phase of p flows of steps x chunk_bytes with latency_repeats = steps when aggregated. No phase for p = 1.
+[[nodiscard]] std::vector<Phase> ring_steps(int p, int steps, double chunk_bytes, Granularity granularity);
+
+/// The one phase of a parameter-server push (`push`) or pull of a key of `bytes` per worker split evenly over the
+/// servers [shape.shard_first, + shape.shard_count) (count 0: all): a flow per (worker, server) pair of bytes / c,
+/// worker to server for a push; none where the worker is the server's own rank. No phase when there is no flow.
+[[nodiscard]] std::vector<Phase> ps_shard_phases(const LoweringShape& shape, double bytes, bool push);
+
+// One function per (collective, algorithm); each lives in its own file named after it.
+std::vector<Phase> lower_allreduce_ring(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_allreduce_halving_doubling(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_allreduce_tree(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_allreduce_hierarchical(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_allgather_ring(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_allgather_recursive_doubling(const LoweringShape& shape, double bytes,
+                                                      Granularity granularity);
+std::vector<Phase> lower_reduce_scatter_ring(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_broadcast_ring(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_broadcast_tree(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_global_topk_tree(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_ps_push_sharded(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_ps_pull_sharded(const LoweringShape& shape, double bytes, Granularity granularity);
+std::vector<Phase> lower_point_to_point_direct(const LoweringShape& shape, double bytes, Granularity granularity);
+
+} // namespace ddlsim::sim::detail

@@ -1,0 +1,94 @@
+// Phase-synchronous evaluation of a lowering (evaluate.hpp).
+#include "sim/network/lowering/evaluate.hpp"
+
+#include <algorithm>
+
+namespace ddlsim::sim {
+
+namespace {
+
+/// Calls visit(phase index, flow, latency s, seconds per flow byte) for every flow, with the sharing of its links.
+template <class Visit> void visit_flows(const std::vector<Phase>& phases, const Network& net, Visit visit) {
+  const int g = net.gpus_per_node, p = net.workers(), ranks = p + net.server_hosts;
+  const int base = net.nic_per_gpu ? p : net.nodes; // dedicated server s is endpoint base + s
+  const auto endpoint = [&](int rank) {
+    return static_cast<std::size_t>(rank >= p ? base + rank - p : net.nic_per_gpu ? rank : rank / g);
+  };
+  const auto same_node = [&](const Flow& f) { return f.src < p && f.dst < p && f.src / g == f.dst / g; };
+  const std::size_t endpoints = static_cast<std::size_t>(base + net.server_hosts);
+  std::vector<int> out(static_cast<std::size_t>(ranks)), in(static_cast<std::size_t>(ranks));
+  std::vector<int> nic_out(endpoints), nic_in(endpoints);
+  std::size_t phase = 0;
+  for (const auto& ph : phases) {
+    std::fill(out.begin(), out.end(), 0);
+    std::fill(in.begin(), in.end(), 0);
+    std::fill(nic_out.begin(), nic_out.end(), 0);
+    std::fill(nic_in.begin(), nic_in.end(), 0);
+    for (const auto& f : ph.flows) {
+      if (same_node(f)) {
+        ++out[static_cast<std::size_t>(f.src)];
+        ++in[static_cast<std::size_t>(f.dst)];
+      } else {
+        ++nic_out[endpoint(f.src)];
+        ++nic_in[endpoint(f.dst)];
+      }
+    }
+    for (const auto& f : ph.flows) {
+      const bool intra = same_node(f);
+      const int sharers = intra ? std::max(out[static_cast<std::size_t>(f.src)], in[static_cast<std::size_t>(f.dst)])
+                                : std::max(nic_out[endpoint(f.src)], nic_in[endpoint(f.dst)]);
+      const LinkSpec& link = intra ? net.intra : net.inter;
+      visit(phase, f, f.latency_repeats * 2 * link.latency_s, sharers / link.bandwidth);
+    }
+    ++phase;
+  }
+}
+
+} // namespace
+
+double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net) {
+  std::vector<double> slowest(phases.size(), 0.0);
+  visit_flows(phases, net, [&](std::size_t phase, const Flow& f, double latency_s, double per_byte_s) {
+    slowest[phase] = std::max(slowest[phase], latency_s + f.bytes * per_byte_s);
+  });
+  double total = 0;
+  for (const double t : slowest)
+    total += t;
+  return total;
+}
+
+LinearLoweringCost::LinearLoweringCost(const CollectiveLowering& lowering, const LoweringShape& shape,
+                                       const Network& net) {
+  constexpr double kReference = 1048576.0; // any payload: flows are fractions of it
+  const auto phases = lowering.lower(shape, kReference, Granularity::aggregated);
+  phases_.resize(phases.size());
+  visit_flows(phases, net, [&](std::size_t phase, const Flow& f, double latency_s, double per_byte_s) {
+    phases_[phase].push_back({latency_s, f.bytes / kReference * per_byte_s});
+  });
+  for (auto& terms : phases_) {
+    std::sort(terms.begin(), terms.end());
+    terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+  }
+}
+
+double LinearLoweringCost::operator()(double bytes) const {
+  double total = 0;
+  for (const auto& terms : phases_) {
+    double slowest = 0;
+    for (const auto& t : terms)
+      slowest = std::max(slowest, t.latency_s + bytes * t.per_byte_s);
+    total += slowest;
+  }
+  return total;
+}
+
+double busiest_sender_bytes(const std::vector<Phase>& phases, int workers) {
+  std::vector<double> sent(static_cast<std::size_t>(workers), 0.0);
+  for (const auto& ph : phases)
+    for (const auto& f : ph.flows)
+      if (f.src < workers)
+        sent[static_cast<std::size_t>(f.src)] += f.bytes;
+  return sent.empty() ? 0.0 : *std::max_element(sent.begin(), sent.end());
+}
+
+} // namespace ddlsim::sim

@@ -1,0 +1,44 @@
+// The analytic cost of a lowered collective: its phases run one after another, each as long as its slowest flow,
+// with the links shared as in the analytic engine's closed forms (sim/network/collectives.hpp). Collectives without a
+// hand-derived closed form (e.g. gTop-k) are costed this way, so that the analytic engine and the flow engine
+// run the same lowering; the lowering tests check it against every closed form that exists.
+#pragma once
+
+#include "sim/network/collectives.hpp"
+#include "sim/network/lowering/lowering.hpp"
+
+#include <vector>
+
+namespace ddlsim::sim {
+
+/// Contention-free evaluation of `phases` on `net`. A flow between GPUs of one node crosses two GPU links (alpha
+/// 2 l_i, bandwidth B_i) shared by the phase's intra-node flows leaving its source GPU or entering its
+/// destination GPU; a flow between nodes crosses two NIC links (alpha 2 l_e, bandwidth B_e) shared likewise by
+/// the off-node flows of its NIC's endpoint (the node, or the GPU with a NIC per GPU). A flow takes
+/// latency_repeats alpha + bytes / (B / max(sharers at source, sharers at destination)); a phase takes its
+/// slowest flow; the collective the sum of its phases. Ranks from net.workers() on are dedicated server hosts, each
+/// its own endpoint with an inter-node NIC.
+[[nodiscard]] double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net);
+
+/// phase_synchronous_time of a lowering whose flows all scale linearly with the payload (every lowering does:
+/// its flows carry fractions of the payload), as a function of the payload, evaluated without lowering again:
+/// each phase keeps the distinct (latency, seconds per payload byte) of its flows. For planners that cost many
+/// candidate groups (OMGS).
+class LinearLoweringCost {
+public:
+  LinearLoweringCost(const CollectiveLowering& lowering, const LoweringShape& shape, const Network& net);
+  [[nodiscard]] double operator()(double bytes) const;
+
+private:
+  struct Term {
+    double latency_s;
+    double per_byte_s;
+    auto operator<=>(const Term&) const = default;
+  };
+  std::vector<std::vector<Term>> phases_;
+};
+
+/// Bytes the busiest of ranks 0 .. workers-1 sends over all phases (ranks beyond, dedicated servers, not counted).
+[[nodiscard]] double busiest_sender_bytes(const std::vector<Phase>& phases, int workers);
+
+} // namespace ddlsim::sim

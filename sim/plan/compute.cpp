@@ -1,0 +1,117 @@
+// Compute costs per layer. Roofline (Williams, Waterman, Patterson, CACM 2009): a layer takes
+// max(FLOPs / peak, bytes moved / memory bandwidth) / efficiency; the forward moves its input and output
+// activations and reads its weights, the backward twice that. A measured single-GPU iteration T is spread over
+// forward, backward and update in proportion to their FLOPs after subtracting the host-to-device copy.
+#include "sim/plan/compute.hpp"
+
+#include <algorithm>
+
+namespace ddlsim::sim {
+namespace {
+
+double input_activation_bytes(const dag::Model& m, std::size_t l) {
+  if (m.layers[l].inputs.empty())
+    return l == 0 ? m.input_bytes_per_sample : m.layers[l - 1].activation_bytes;
+  double sum = 0;
+  for (int i : m.layers[l].inputs)
+    sum += m.layers[static_cast<std::size_t>(i)].activation_bytes;
+  return sum;
+}
+
+double layer_param_bytes(const dag::Layer& layer) {
+  double n = 0;
+  for (const auto& p : layer.params)
+    n += static_cast<double>(p.numel);
+  return 4.0 * n;
+}
+
+} // namespace
+
+ComputeCosts compute_costs(const Scenario& s) {
+  const auto& m = s.model;
+  const std::size_t layers = m.layers.size();
+  const double batch = s.batch_per_gpu;
+  const double params = static_cast<double>(m.param_count());
+  ComputeCosts out;
+  auto& w = out.worker;
+  w.fwd_s.assign(layers, 0);
+  w.bwd_s.assign(layers, 0);
+  w.prefetch = s.data.prefetch;
+  w.data_load_s = s.data.loading_per_sample_s * batch;
+  w.memory_bandwidth = s.gpu.memory_bandwidth * s.gpu.efficiency; // memory-bound kernels (compression)
+  w.peak_flops = s.gpu.peak_flops * s.gpu.efficiency;             // compression matmuls (PowerSGD)
+  w.h2d_s = s.gpu.host_link > 0 ? m.input_bytes_per_sample * batch / s.gpu.host_link : 0;
+
+  // Which layers the calibration covers.
+  std::vector<bool> calibrated(layers, false);
+  if (const auto& c = s.gpu.calibration) {
+    const double scale = batch / c->batch_per_gpu; // kernel time grows linearly with batch (large-batch regime)
+    for (std::size_t l = 0; l < layers; ++l) {
+      const auto it = c->layers.find(m.layers[l].name);
+      if (it == c->layers.end())
+        continue;
+      calibrated[l] = true;
+      w.fwd_s[l] = it->second.forward_s * scale;
+      w.bwd_s[l] = it->second.backward_s * scale;
+    }
+  }
+  const bool all_calibrated = std::all_of(calibrated.begin(), calibrated.end(), [](bool b) { return b; });
+  const bool calibrated_any = std::any_of(calibrated.begin(), calibrated.end(), [](bool b) { return b; });
+
+  if (s.gpu.single_gpu_iteration_s) {
+    // Spread what is left of T after the calibrated layers and the copy over the rest by FLOPs.
+    double calibrated_s = 0, flops = kUpdateFlopsPerParam * params;
+    for (std::size_t l = 0; l < layers; ++l) {
+      if (calibrated[l])
+        calibrated_s += w.fwd_s[l] + w.bwd_s[l];
+      else
+        flops += batch * 3 * m.layers[l].fwd_flops; // backward = 2 x forward (DESIGN.md)
+    }
+    const double left = *s.gpu.single_gpu_iteration_s - w.h2d_s - calibrated_s;
+    if (!(left > 0))
+      throw InputError(s.file, "/gpu/single_gpu_iteration",
+                       fmt::format("{} leaves no time for computation after the host-to-device copy ({}) and the "
+                                   "calibrated layers ({})",
+                                   format_time(*s.gpu.single_gpu_iteration_s), format_time(w.h2d_s),
+                                   format_time(calibrated_s)));
+    const double per_flop = flops > 0 ? left / flops : 0;
+    for (std::size_t l = 0; l < layers; ++l) {
+      if (calibrated[l])
+        continue;
+      w.fwd_s[l] = per_flop * batch * m.layers[l].fwd_flops;
+      w.bwd_s[l] = 2 * w.fwd_s[l];
+    }
+    w.update_s = per_flop * kUpdateFlopsPerParam * params;
+    out.source = all_calibrated   ? "calibration"
+                 : calibrated_any ? "calibration+single_gpu_iteration"
+                                  : "single_gpu_iteration";
+    return out;
+  }
+
+  const double peak = s.gpu.peak_flops * s.gpu.efficiency;
+  const double bandwidth = s.gpu.memory_bandwidth * s.gpu.efficiency;
+  bool used_roofline = false;
+  for (std::size_t l = 0; l < layers; ++l) {
+    if (calibrated[l])
+      continue;
+    used_roofline = true;
+    const auto& layer = m.layers[l];
+    const double bytes = batch * (input_activation_bytes(m, l) + layer.activation_bytes) + layer_param_bytes(layer);
+    w.fwd_s[l] = std::max(batch * layer.fwd_flops / peak, bytes / bandwidth);
+    w.bwd_s[l] = std::max(batch * layer.bwd_flops / peak, 2 * bytes / bandwidth);
+  }
+  w.update_s = s.gpu.memory_bandwidth > 0 ? kUpdateBytesPerParam * params / bandwidth : 0;
+  out.source = !used_roofline ? "calibration" : calibrated_any ? "calibration+roofline" : "roofline";
+  return out;
+}
+
+double peak_memory_bytes(const Scenario& s, double largest_group_bytes) {
+  const auto& m = s.model;
+  const double states = 3.0 * 4.0 * static_cast<double>(m.param_count());
+  double activations = 0;
+  for (const auto& l : m.layers)
+    activations += l.activation_bytes;
+  return states + s.batch_per_gpu * (activations + m.input_bytes_per_sample) + largest_group_bytes;
+}
+
+} // namespace ddlsim::sim

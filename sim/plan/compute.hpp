@@ -1,0 +1,27 @@
+// Per-task compute costs of one worker (DESIGN.md, "Where the numbers come from"), first match wins per layer:
+// calibration table > measured single-GPU iteration spread over layers by FLOPs > roofline from the GPU preset.
+#pragma once
+
+#include "dag/strategy.hpp"
+#include "sim/spec/scenario.hpp"
+
+#include <string>
+
+namespace ddlsim::sim {
+
+struct ComputeCosts {
+  dag::WorkerCosts worker;
+  std::string source; ///< "calibration", "single_gpu_iteration", "roofline" or a mix, for the report
+};
+
+/// Optimizer state per parameter for SGD with momentum: weight, gradient, momentum buffer (fp32 each).
+inline constexpr double kUpdateBytesPerParam = 20.0; ///< read w, g, m + write w, m: 5 x 4 B
+inline constexpr double kUpdateFlopsPerParam = 6.0;  ///< d = g + wd*w; m = mu*m + d; w -= lr*m
+
+[[nodiscard]] ComputeCosts compute_costs(const Scenario& s);
+
+/// Peak memory of one GPU: weights, gradients and momentum (fp32), activations kept for backward, plus the
+/// largest gradient group buffer. Sources: Rajbhandari et al., ZeRO (SC 2020) Sec. 3 for the model states.
+[[nodiscard]] double peak_memory_bytes(const Scenario& s, double largest_group_bytes);
+
+} // namespace ddlsim::sim

@@ -1,0 +1,288 @@
+// Planning (sim/plan/prepare.hpp): costs, the strategy's groups and the iteration DAG with closed-form collective
+// durations, before an engine times it; and the derived figures after.
+#include "sim/plan/prepare.hpp"
+
+#include "core/units.hpp"
+#include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/schedule.hpp"
+
+#include <algorithm>
+#include <optional>
+
+namespace ddlsim::sim {
+
+std::string parameter_server_placement(const Scenario& s) {
+  const auto& o = s.strategy;
+  const std::string placement =
+      o.dedicated_servers
+          ? fmt::format("on {} dedicated host{} with the workers' NIC", o.servers, o.servers == 1 ? "" : "s")
+          : fmt::format("co-located on GPU 0 of node{} 0{}", o.servers == 1 ? "" : "s",
+                        o.servers == 1 ? "" : fmt::format("..{}", std::min(o.servers, s.cluster.nodes) - 1));
+  return fmt::format(
+      "{} server{} {}; keys placed as in MXNet's KVStore (a tensor of at least {} elements split evenly over all "
+      "servers, a smaller one whole on server key x 9973 mod S)",
+      o.servers, o.servers == 1 ? "" : "s", placement, o.bigarray_bound);
+}
+
+// Bytes of one worker's push to each server (its shards of every key, dag/strategies/ps.cpp).
+std::vector<double> server_shard_bytes(const std::vector<dag::GradientGroup>& groups, int servers) {
+  std::vector<double> out(static_cast<std::size_t>(servers), 0.0);
+  for (const auto& g : groups) {
+    const int count = g.shard_count > 0 ? g.shard_count : servers;
+    for (int j = 0; j < count; ++j)
+      out[static_cast<std::size_t>(g.shard_first + j)] += g.bytes / count;
+  }
+  return out;
+}
+
+namespace {
+
+// ps-async's timeline of worker 0: one iteration, the whole gradient pushed after backward and pulled back; the
+// push and pull take their mean durations from the simulation (set by prepare_parameter_server).
+dag::IterationGraph ps_async_graph(const Scenario& s, const dag::WorkerCosts& costs,
+                                   const std::vector<dag::GradientGroup>& groups) {
+  std::vector<dag::GradientGroup> whole;
+  if (!groups.empty()) {
+    dag::GradientGroup g;
+    g.ready_layer = 0;
+    g.shard_count = s.strategy.servers; // the whole gradient: every server's shards
+    for (const auto& k : groups) {
+      g.tensors.insert(g.tensors.end(), k.tensors.begin(), k.tensors.end());
+      g.elements += k.elements;
+      g.bytes += k.bytes;
+    }
+    g.stages = {{.kernel_s = 0, .collective = dag::Collective::ps_push, .bytes = g.bytes}};
+    whole.push_back(std::move(g));
+  }
+  return dag::build_ps_sync(s.model, costs, whole, 1);
+}
+
+void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
+  RunResult& r = p.result;
+  const auto& o = s.strategy;
+  ParameterServerReport ps;
+  ps.servers = o.servers;
+  ps.dedicated = o.dedicated_servers;
+  const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node, o.servers, o.dedicated_servers};
+  const auto shard = server_shard_bytes(r.groups, o.servers);
+  for (const auto& g : r.groups)
+    ps.push_bytes_per_worker += g.bytes;
+  ps.pull_bytes_per_worker = ps.push_bytes_per_worker;
+  for (int k = 0; k < o.servers; ++k) {
+    const int local = shape.server_rank(k) < r.workers ? 1 : 0; // a co-located server's own worker sends nothing
+    ps.server_bytes_received =
+        std::max(ps.server_bytes_received, (r.workers - local) * shard[static_cast<std::size_t>(k)]);
+  }
+  ps.server_bytes_sent = ps.server_bytes_received;
+  if (o.kind == "ps-sync") {
+    ps.iterations_simulated = kPsSyncIterations;
+    ps.warmup_iterations = kPsSyncIterations - 1;
+    for (std::size_t v = 0; v < r.graph.size(); ++v) {
+      const auto& t = r.graph.task(v);
+      if (t.kind == dag::TaskKind::backward && t.layer == 0)
+        ps.iteration_end.push_back(v);
+    }
+    r.notes.push_back(fmt::format(
+        "ps-sync: {}; each tensor is pushed as soon as its gradient is ready, the servers aggregate all {} workers' "
+        "pushes, and it is pulled back while the next forward runs (a layer's forward waits for its pull); {} "
+        "iterations are unrolled and the iteration time is the steady-state period between the ends of the last two "
+        "backward passes; each server applies the update to its shard of a key before it is pulled, at the worker's "
+        "optimizer rate (the worker's update time for the key's share of the parameters, split over its servers); "
+        "the aggregation of the pushes is not costed",
+        parameter_server_placement(s), r.workers, kPsSyncIterations));
+  }
+  // ps-async: the engine simulates the asynchronous workers (sim/analytic/ps_async.hpp) and fills in the rest.
+  r.parameter_server = std::move(ps);
+}
+} // namespace
+
+namespace detail {
+
+Prepared prepare(const Scenario& s, std::string engine) {
+  Prepared p;
+  RunResult& r = p.result;
+  r.engine = std::move(engine);
+  r.workers = s.cluster.workers();
+  p.costs = compute_costs(s);
+  r.compute_source = p.costs.source;
+  const Network net = s.cluster.network();
+  p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
+                                     : find_allreduce_algorithm(s.allreduce.algorithm)->make(net);
+  const AllreduceModel& model = *p.allreduce;
+  const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
+  const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
+  // The allgather's cost as a function of its payload, built on first use (only OMGS plans with it).
+  std::optional<LinearLoweringCost> allgather;
+  const dag::CommCost allgather_time = [&](double bytes) {
+    if (!allgather)
+      allgather.emplace(sparse_lowering(dag::Collective::allgather), shape, net);
+    return (*allgather)(bytes);
+  };
+  const dag::StrategyInput input{s.model,   p.costs.worker, dtype_bytes(s.gradient_dtype), allreduce_time, s.strategy,
+                                 r.workers, allgather_time};
+  const bool ps = dag::is_parameter_server(s.strategy.kind);
+  // A single worker communicates only with a dedicated server.
+  const bool communicate = r.workers > 1 || (ps && s.strategy.dedicated_servers);
+  r.groups = communicate ? dag::find_strategy(s.strategy.kind)->plan(input) : std::vector<dag::GradientGroup>{};
+  if (s.strategy.kind == "ps-sync")
+    r.graph = dag::build_ps_sync(s.model, p.costs.worker, r.groups, kPsSyncIterations);
+  else if (s.strategy.kind == "ps-async")
+    r.graph = ps_async_graph(s, p.costs.worker, r.groups);
+  else
+    r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    auto& task = r.graph.task(v);
+    if (task.collective == dag::Collective::none)
+      continue;
+    // The closed form, or the phase-synchronous cost of the lowering; the flow engine replaces it with what it
+    // simulates.
+    CollectiveCost cost;
+    if (task.collective == dag::Collective::allreduce) {
+      cost = p.allreduce->cost(task.bytes);
+    } else {
+      const auto phases =
+          sparse_lowering(task.collective).lower(task_shape(s, task), task.bytes, Granularity::aggregated);
+      // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
+      const double sent = !ps                                           ? busiest_sender_bytes(phases, r.workers)
+                          : task.collective == dag::Collective::ps_push ? task.bytes
+                                                                        : 0.0;
+      cost = {phase_synchronous_time(phases, net), sent};
+    }
+    task.duration_s = cost.time_s;
+    if (task.iteration == 0)
+      r.communication_bytes_per_worker += cost.bytes_sent;
+  }
+  if (ps)
+    prepare_parameter_server(s, p);
+  if (const auto c = compression_totals(r.groups); c.groups > 0) {
+    const double bw = p.costs.worker.memory_bandwidth / 1e9;
+    if (c.selected > 0)
+      r.notes.push_back(fmt::format(
+          "{}: {} of {} gradient elements sent per worker in {} group{} (density {}), {} selection{}; compression {} "
+          "and decompression {} per iteration on the GPU (memory traffic at {:.0f} GB/s and {} us per kernel launch)",
+          s.strategy.kind, c.selected, c.elements, c.groups, c.groups > 1 ? "s" : "", s.strategy.density,
+          dag::selection_name(s.strategy.selection),
+          s.strategy.selection_curve ? " (its time from the calibration's cost curve)" : "", format_time(c.compress_s),
+          format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
+    else
+      r.notes.push_back(fmt::format(
+          "{}: {} bits per gradient element on the wire, {} DDP bucket{} allgathered and decoded on every worker; "
+          "quantisation {} and decoding {} per iteration on the GPU (memory traffic at {:.0f} GB/s and {} us per "
+          "kernel launch)",
+          s.strategy.kind, c.wire_bits, c.groups, c.groups > 1 ? "s" : "", format_time(c.compress_s),
+          format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
+  }
+  if (const auto low_rank = powersgd_totals(r.groups)) {
+    const auto& w = p.costs.worker;
+    r.notes.push_back(fmt::format(
+        "powersgd: rank {}, {} weight matrices sent as low-rank factors and {} tensors dense; {} of {} gradient "
+        "elements allreduced per worker (compression ratio {:.1f}); compression kernels {} per iteration "
+        "(roofline at {:.1f} TFLOPS, {:.0f} GB/s) on {}",
+        s.strategy.rank, low_rank->matrices, low_rank->dense_tensors, low_rank->wire_elements, low_rank->elements,
+        low_rank->compression_ratio(), format_time(low_rank->compress_s), w.peak_flops / 1e12, w.memory_bandwidth / 1e9,
+        s.strategy.separate_compression_stream
+            ? "a separate GPU stream, assumed to overlap with backward without slowing it"
+            : "the compute stream"));
+  }
+  return p;
+}
+
+} // namespace detail
+
+CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& groups) {
+  CompressionTotals c;
+  for (const auto& g : groups) {
+    const auto first = g.first_collective();
+    if (first != dag::Collective::allgather && first != dag::Collective::global_topk)
+      continue;
+    ++c.groups;
+    c.elements += g.elements;
+    c.selected += g.selected;
+    c.wire_bits = g.wire_bits;
+    c.compress_s += g.stages.front().kernel_s;
+    c.decompress_s += g.kernel_s() - g.stages.front().kernel_s;
+  }
+  return c;
+}
+
+std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups) {
+  PowerSgdTotals t;
+  bool any = false;
+  for (const auto& g : groups) {
+    if (g.wire_elements == 0 && g.low_rank_matrices == 0)
+      continue;
+    any = true;
+    t.matrices += g.low_rank_matrices;
+    t.dense_tensors += static_cast<int>(g.tensors.size()) - g.low_rank_matrices;
+    t.elements += g.elements;
+    t.wire_elements += g.wire_elements;
+    t.compress_s += g.kernel_s();
+  }
+  if (!any)
+    return std::nullopt;
+  return t;
+}
+
+const CollectiveLowering& sparse_lowering(dag::Collective c) {
+  switch (c) {
+  case dag::Collective::allgather:
+    return *find_lowering(CollectiveKind::allgather, "recursive-doubling");
+  case dag::Collective::global_topk:
+    return *find_lowering(CollectiveKind::global_topk, "tree");
+  case dag::Collective::ps_push:
+    return *find_lowering(CollectiveKind::ps_push, "sharded");
+  case dag::Collective::ps_pull:
+    return *find_lowering(CollectiveKind::ps_pull, "sharded");
+  default:
+    throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
+  }
+}
+
+LoweringShape task_shape(const Scenario& s, const dag::Task& task) {
+  LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
+  if (task.collective == dag::Collective::ps_push || task.collective == dag::Collective::ps_pull) {
+    shape.servers = s.strategy.servers;
+    shape.dedicated_servers = s.strategy.dedicated_servers;
+    shape.shard_first = task.shard_first;
+    shape.shard_count = task.shard_count;
+  }
+  return shape;
+}
+
+namespace detail {
+
+void finalize(const Scenario& s, Prepared& p) {
+  RunResult& r = p.result;
+  r.iteration_time_s = makespan_of(r.timing);
+  r.critical_path_s = r.graph.critical_path().length_s;
+  r.breakdown = breakdown_of(r.graph, r.timing, r.iteration_time_s);
+  if (r.parameter_server && !r.parameter_server->async && r.parameter_server->iteration_end.size() >= 2) {
+    // ps-sync: the steady-state period between the last two unrolled iterations' ends of backward; the breakdown
+    // and the critical path of that window.
+    const auto& ends = r.parameter_server->iteration_end;
+    const std::size_t last = ends[ends.size() - 1], before = ends[ends.size() - 2];
+    r.iteration_time_s = r.timing[last].end_s - r.timing[before].end_s;
+    r.breakdown = breakdown_in(r.graph, r.timing, r.timing[before].end_s, r.timing[last].end_s);
+    const auto longest = longest_finish(r.graph);
+    r.critical_path_s = longest[last] - longest[before];
+  }
+  if (r.parameter_server && r.parameter_server->async) {
+    // ps-async: the workers' mean iteration, from the aggregate throughput; worker 0's timeline is padded with idle.
+    r.iteration_time_s = r.workers * s.batch_per_gpu / r.parameter_server->aggregate_throughput_samples_per_s;
+    auto& b = r.breakdown;
+    b.idle_s = std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s - b.exposed_communication_s);
+  }
+  // The same worker alone: the reference for scaling efficiency.
+  const auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
+  r.single_gpu_iteration_s = makespan_of(schedule(alone));
+  r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;
+  r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
+  double largest = 0;
+  for (const auto& g : r.groups)
+    largest = std::max(largest, g.bytes);
+  r.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
+}
+
+} // namespace detail
+
+} // namespace ddlsim::sim

@@ -1,0 +1,76 @@
+// Planning: what both engines share before simulating. Compute costs, the collective cost model (also the one
+// MG-WFBP and OMGS plan with), the strategy's gradient groups and the iteration DAG, whose communication tasks carry
+// their closed-form durations; and the figures derived once an engine has timed the DAG.
+#pragma once
+
+#include "dag/graph.hpp"
+#include "dag/strategy.hpp"
+#include "sim/network/collectives.hpp"
+#include "sim/network/lowering/lowering.hpp"
+#include "sim/plan/compute.hpp"
+#include "sim/plan/result.hpp"
+#include "sim/spec/scenario.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddlsim::sim {
+
+namespace detail {
+/// What both engines share: costs, the collective cost model (also the one MG-WFBP plans with), the strategy's
+/// groups and the DAG, whose communication tasks carry their closed-form durations; timing is the engine's job.
+struct Prepared {
+  ComputeCosts costs;
+  std::unique_ptr<AllreduceModel> allreduce;
+  RunResult result;
+};
+[[nodiscard]] Prepared prepare(const Scenario& s, std::string engine);
+/// Fills the derived fields from result.graph and result.timing (iteration time, efficiency, breakdown, ...).
+void finalize(const Scenario& s, Prepared& p);
+} // namespace detail
+
+/// Compressed gradient groups (sparsified or quantised) summed over an iteration.
+struct CompressionTotals {
+  int groups = 0;
+  std::int64_t elements = 0;
+  std::int64_t selected = 0; ///< sparsification: pairs sent per worker
+  double wire_bits = 0;      ///< quantisation: bits per element
+  double compress_s = 0;
+  double decompress_s = 0;
+};
+[[nodiscard]] CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& groups);
+/// PowerSGD's figures over all buckets (dag/powersgd.hpp); nullopt when no group was compressed that way.
+struct PowerSgdTotals {
+  int matrices = 0;          ///< weight matrices sent as low-rank factors
+  int dense_tensors = 0;     ///< tensors allreduced uncompressed
+  std::int64_t elements = 0; ///< gradient elements
+  std::int64_t wire_elements =
+      0;                 ///< elements each worker allreduces: (n + m) r per matrix, dense tensors as themselves
+  double compress_s = 0; ///< all compression kernels of one iteration
+  [[nodiscard]] double compression_ratio() const {
+    return wire_elements > 0 ? static_cast<double>(elements) / static_cast<double>(wire_elements) : 0;
+  }
+};
+[[nodiscard]] std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups);
+
+/// The lowering that carries a DAG collective other than the scenario's allreduce: Top-k's allgather by recursive
+/// doubling (log2 p rounds, as in the gTop-k paper's comparison), gTop-k's tree, the parameter server's sharded
+/// push and pull.
+[[nodiscard]] const CollectiveLowering& sparse_lowering(dag::Collective c);
+
+/// The ranks a task's collective runs over: the cluster's workers, and for ps_push / ps_pull the scenario's servers
+/// and the key's shard.
+[[nodiscard]] LoweringShape task_shape(const Scenario& s, const dag::Task& task);
+
+/// Iterations ps-sync unrolls in its DAG; the iteration time is the period between the last two (steady state).
+inline constexpr int kPsSyncIterations = 3;
+
+/// Bytes of one worker's push to each server: its shards of every key (dag/strategies/ps.cpp).
+[[nodiscard]] std::vector<double> server_shard_bytes(const std::vector<dag::GradientGroup>& groups, int servers);
+
+/// Where the parameter servers are and how keys are placed on them, as the notes say it.
+[[nodiscard]] std::string parameter_server_placement(const Scenario& s);
+
+} // namespace ddlsim::sim

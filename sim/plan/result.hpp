@@ -1,0 +1,86 @@
+// What an engine hands the reports: the DAG it ran, each task's timing, and the figures derived from them
+// (iteration time, breakdown, traffic, memory, notes). Both engines fill the same struct.
+#pragma once
+
+#include "dag/graph.hpp"
+#include "dag/strategy.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddlsim::sim {
+
+struct TaskTiming {
+  double start_s = 0;
+  double end_s = 0;
+};
+
+struct Breakdown {
+  double compute_s = 0;               ///< forward, backward and update on the GPU
+  double compression_s = 0;           ///< gradient compression kernels
+  double exposed_communication_s = 0; ///< communication not hidden behind compute or compression
+  double idle_s = 0;                  ///< the rest: waiting for data, copies, launch delays
+};
+
+struct SimStats {
+  double wall_s = 0;
+  std::size_t events = 0;
+  std::size_t flows = 0;
+};
+
+/// Traffic through one link of the simulated network (flow engine).
+struct LinkUsage {
+  std::string name;
+  std::string role; ///< "intra", "nic", "switch"
+  double bytes = 0;
+  double busy_s = 0;
+  double peak_utilisation = 0; ///< highest instantaneous load / bandwidth
+  double mean_utilisation = 0; ///< bytes / (bandwidth x iteration time)
+};
+
+/// Parameter-server strategies (ps-sync, ps-async): placement, traffic, and for ps-async what the asynchronous
+/// workers achieved (sim/analytic/ps_async.hpp).
+struct ParameterServerReport {
+  int servers = 0;
+  bool dedicated = false;
+  int iterations_simulated = 0;           ///< ps-sync: iterations unrolled in the DAG; ps-async: per slowest worker
+  int warmup_iterations = 0;              ///< excluded from the figures
+  std::vector<std::size_t> iteration_end; ///< ps-sync: task id of each unrolled iteration's last backward
+  double push_bytes_per_worker = 0;       ///< per iteration
+  double pull_bytes_per_worker = 0;
+  double server_bytes_received = 0; ///< per iteration, busiest server
+  double server_bytes_sent = 0;
+  // ps-async
+  bool async = false;
+  std::vector<double> worker_throughput_samples_per_s;
+  std::vector<double> worker_compute_s; ///< one iteration's compute per worker (speed spread applied)
+  std::map<int, long> staleness_histogram;
+  double staleness_mean = 0;
+  int staleness_max = 0;
+  double aggregate_throughput_samples_per_s = 0;
+};
+
+struct RunResult {
+  std::string engine;
+  int workers = 1;
+  double iteration_time_s = 0;
+  double single_gpu_iteration_s = 0; ///< the same model on one GPU, no communication
+  double throughput_samples_per_s = 0;
+  double scaling_efficiency = 0;
+  Breakdown breakdown;
+  double communication_bytes_per_worker = 0;
+  std::vector<dag::GradientGroup> groups;
+  double peak_memory_bytes_per_gpu = 0;
+  double critical_path_s = 0; ///< longest dependency chain with unlimited resources: a lower bound
+  std::string compute_source;
+  std::vector<std::string> notes; ///< what the user should know about how this was predicted
+  dag::IterationGraph graph;
+  std::vector<TaskTiming> timing; ///< by task id, worker 0
+  std::vector<LinkUsage> links;   ///< flow engine only
+  SimStats sim;
+  std::optional<ParameterServerReport> parameter_server;
+};
+
+} // namespace ddlsim::sim

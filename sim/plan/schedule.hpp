@@ -1,0 +1,30 @@
+// Non-preemptive list scheduling of an iteration DAG on its resources, and the summary's breakdown of a timeline.
+// Both engines use them: the analytic engine for its timeline, the flow engine for each resource's task order.
+#pragma once
+
+#include "dag/graph.hpp"
+#include "sim/plan/result.hpp"
+
+#include <vector>
+
+namespace ddlsim::sim {
+
+/// Non-preemptive list scheduling: each resource runs one task at a time (one per lane for tasks with a lane; a
+/// lane -1 task waits for every lane), tasks start in order of readiness (ties by task id); Resource::none runs
+/// everything at once. Durations are taken from the graph.
+[[nodiscard]] std::vector<TaskTiming> schedule(const dag::IterationGraph& g);
+
+/// Splits [0, makespan] into the summary's breakdown.
+[[nodiscard]] Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing,
+                                     double makespan);
+/// The same over the window [from, to] (tasks clipped to it).
+[[nodiscard]] Breakdown breakdown_in(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing, double from,
+                                     double to);
+
+/// The latest end of any task.
+[[nodiscard]] double makespan_of(const std::vector<TaskTiming>& timing);
+
+/// Longest dependency path ending at each task (durations, resources ignored).
+[[nodiscard]] std::vector<double> longest_finish(const dag::IterationGraph& g);
+
+} // namespace ddlsim::sim

@@ -1,0 +1,285 @@
+// Report writers. Numbers are written with full precision (nlohmann's shortest round-trip form), so the same
+// input gives byte-identical files; only summary.sim.wall_s measures the machine.
+#include "sim/report/report.hpp"
+
+#include "sim/plan/prepare.hpp"
+
+#include "core/io.hpp"
+#include "core/units.hpp"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+
+namespace ddlsim::sim {
+namespace {
+
+std::string layer_name(const Scenario& s, int layer) {
+  return layer >= 0 ? s.model.layers[static_cast<std::size_t>(layer)].name : std::string();
+}
+
+std::vector<std::string> tensor_names(const Scenario& s) {
+  std::vector<std::string> names;
+  for (const auto& l : s.model.layers)
+    for (const auto& p : l.params)
+      names.push_back(p.name);
+  return names;
+}
+
+std::string task_label(const Scenario& s, const dag::Task& t) {
+  switch (t.kind) {
+  case dag::TaskKind::forward:
+    return "fwd " + layer_name(s, t.layer);
+  case dag::TaskKind::backward:
+    return "bwd " + layer_name(s, t.layer);
+  case dag::TaskKind::communication:
+    return fmt::format("{} #{} ({})", dag::collective_name(t.collective), t.group, format_bytes(t.bytes));
+  case dag::TaskKind::compression:
+    return fmt::format("compression #{}", t.group);
+  case dag::TaskKind::delay:
+    return fmt::format("{} #{}", dag::is_parameter_server(s.strategy.kind) ? "server update" : "fusion wait", t.group);
+  default:
+    return std::string(dag::task_kind_name(t.kind));
+  }
+}
+
+} // namespace
+
+OrderedJson summary_json(const Scenario& s, const RunResult& r) {
+  OrderedJson j;
+  j["scenario"] = s.name;
+  j["engine"] = r.engine;
+  j["workers"] = r.workers;
+  j["iteration_time_s"] = r.iteration_time_s;
+  j["throughput_samples_per_s"] = r.throughput_samples_per_s;
+  j["scaling_efficiency"] = r.scaling_efficiency;
+  j["breakdown_s"] = {{"compute", r.breakdown.compute_s},
+                      {"compression", r.breakdown.compression_s},
+                      {"exposed_communication", r.breakdown.exposed_communication_s},
+                      {"idle", r.breakdown.idle_s}};
+  j["communication_bytes_per_worker"] = r.communication_bytes_per_worker;
+  const auto names = tensor_names(s);
+  OrderedJson buckets = OrderedJson::array();
+  for (std::size_t i = 0; i < r.groups.size(); ++i) {
+    const auto& g = r.groups[i];
+    OrderedJson b;
+    b["tensors"] = g.tensors.size();
+    b["elements"] = g.elements;
+    b["bytes"] = static_cast<std::int64_t>(g.bytes);
+    b["first_tensor"] = names[static_cast<std::size_t>(g.tensors.front())];
+    b["last_tensor"] = names[static_cast<std::size_t>(g.tensors.back())];
+    buckets.push_back(std::move(b));
+  }
+  j["buckets"] = std::move(buckets);
+  j["peak_memory_bytes_per_gpu"] = static_cast<std::int64_t>(r.peak_memory_bytes_per_gpu);
+  j["sim"] = {{"wall_s", r.sim.wall_s}, {"events", r.sim.events}, {"flows", r.sim.flows}};
+  if (!r.links.empty()) {
+    OrderedJson links = OrderedJson::array();
+    for (const auto& l : r.links)
+      links.push_back({{"name", l.name},
+                       {"role", l.role},
+                       {"bytes", l.bytes},
+                       {"busy_s", l.busy_s},
+                       {"peak_utilisation", l.peak_utilisation},
+                       {"mean_utilisation", l.mean_utilisation}});
+    j["links"] = std::move(links);
+  }
+  // Extensions: what the prediction rests on.
+  j["model"] = {{"name", s.model.name},
+                {"layers", s.model.layers.size()},
+                {"parameters", s.model.param_count()},
+                {"tensors", s.model.tensor_count()},
+                {"batch_per_gpu", s.batch_per_gpu}};
+  j["strategy"] = s.strategy.kind;
+  // Compression: what was sent and how many communication rounds a group's collective took.
+  if (const auto c = compression_totals(r.groups); c.groups > 0) {
+    const auto& group = *std::find_if(r.groups.begin(), r.groups.end(), [](const auto& g) {
+      return g.first_collective() == dag::Collective::allgather || g.first_collective() == dag::Collective::global_topk;
+    });
+    const auto& first = group.stages.front();
+    const auto phases = sparse_lowering(first.collective)
+                            .lower({s.cluster.nodes, s.cluster.gpus_per_node}, first.bytes, Granularity::aggregated);
+    if (c.selected > 0)
+      j["sparsification"] = {{"collective", dag::collective_name(first.collective)},
+                             {"selection", dag::selection_name(s.strategy.selection)},
+                             {"density", s.strategy.density},
+                             {"groups", c.groups},
+                             {"elements", c.elements},
+                             {"selected_elements", c.selected},
+                             {"achieved_density", static_cast<double>(c.selected) / static_cast<double>(c.elements)},
+                             {"rounds", phases.size()},
+                             {"compress_s", c.compress_s},
+                             {"decompress_s", c.decompress_s}};
+    else
+      j["quantisation"] = {{"scheme", s.strategy.kind},
+                           {"collective", dag::collective_name(first.collective)},
+                           {"bits_per_element", c.wire_bits},
+                           {"levels", s.strategy.kind == "qsgd" ? OrderedJson(s.strategy.levels) : OrderedJson()},
+                           {"groups", c.groups},
+                           {"elements", c.elements},
+                           {"rounds", phases.size()},
+                           {"compress_s", c.compress_s},
+                           {"decompress_s", c.decompress_s}};
+  }
+  // PowerSGD: what the low-rank factors saved on the wire and what their kernels cost.
+  if (const auto ps = powersgd_totals(r.groups))
+    j["powersgd"] = {{"rank", s.strategy.rank},
+                     {"compression_stream", s.strategy.separate_compression_stream ? "separate" : "inline"},
+                     {"compressed_matrices", ps->matrices},
+                     {"dense_tensors", ps->dense_tensors},
+                     {"elements", ps->elements},
+                     {"wire_elements_per_worker", ps->wire_elements},
+                     {"compression_ratio", ps->compression_ratio()},
+                     {"compress_s", ps->compress_s}};
+  // Parameter server (ps-sync, ps-async): placement, traffic per iteration, and the asynchronous workers' figures.
+  if (r.parameter_server) {
+    const auto& ps = *r.parameter_server;
+    OrderedJson o;
+    o["mode"] = ps.async ? "async" : "sync";
+    o["servers"] = ps.servers;
+    o["placement"] = ps.dedicated ? "dedicated" : "colocated";
+    o["bigarray_bound"] = s.strategy.bigarray_bound;
+    o["push_bytes_per_worker"] = ps.push_bytes_per_worker;
+    o["pull_bytes_per_worker"] = ps.pull_bytes_per_worker;
+    o["server_bytes_received"] = ps.server_bytes_received;
+    o["server_bytes_sent"] = ps.server_bytes_sent;
+    o["iterations_simulated"] = ps.iterations_simulated;
+    o["warmup_iterations"] = ps.warmup_iterations;
+    if (ps.async) {
+      o["worker_speed_spread"] = s.strategy.worker_speed_spread;
+      o["worker_compute_s"] = ps.worker_compute_s;
+      o["worker_throughput_samples_per_s"] = ps.worker_throughput_samples_per_s;
+      o["aggregate_throughput_samples_per_s"] = ps.aggregate_throughput_samples_per_s;
+      OrderedJson histogram = OrderedJson::object();
+      for (const auto& [staleness, count] : ps.staleness_histogram)
+        histogram[std::to_string(staleness)] = count;
+      o["staleness"] = {{"histogram", std::move(histogram)}, {"mean", ps.staleness_mean}, {"max", ps.staleness_max}};
+    }
+    j["parameter_server"] = std::move(o);
+  }
+  j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : s.allreduce.algorithm;
+  j["compute_source"] = r.compute_source;
+  j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
+  j["critical_path_s"] = r.critical_path_s;
+  j["notes"] = r.notes;
+  return j;
+}
+
+std::string tasks_csv(const Scenario& s, const RunResult& r) {
+  std::string out = "worker,resource,kind,layer,group,bytes,start_s,end_s\n";
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto& t = r.graph.task(v);
+    fmt::format_to(std::back_inserter(out), "0,{},{},{},{},{},{},{}\n", dag::resource_name(t.resource),
+                   dag::task_kind_name(t.kind), layer_name(s, t.layer), t.group >= 0 ? std::to_string(t.group) : "",
+                   t.bytes, r.timing[v].start_s, r.timing[v].end_s);
+  }
+  return out;
+}
+
+OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
+  OrderedJson events = OrderedJson::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", "worker 0"}}}});
+  std::array<bool, dag::kResourceCount> used{};
+  for (std::size_t v = 0; v < r.graph.size(); ++v)
+    if (r.timing[v].end_s > r.timing[v].start_s)
+      used[static_cast<std::size_t>(r.graph.task(v).resource)] = true;
+  for (int res = 0; res < dag::kResourceCount; ++res)
+    if (used[static_cast<std::size_t>(res)])
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", 0},
+                        {"tid", res},
+                        {"args",
+                         {{"name", res == static_cast<int>(dag::Resource::none)
+                                       ? std::string("waits")
+                                       : std::string(dag::resource_name(static_cast<dag::Resource>(res)))}}}});
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto& t = r.graph.task(v);
+    if (r.timing[v].end_s <= r.timing[v].start_s)
+      continue;
+    OrderedJson e;
+    e["name"] = task_label(s, t);
+    e["cat"] = dag::task_kind_name(t.kind);
+    e["ph"] = "X";
+    e["ts"] = r.timing[v].start_s * 1e6;
+    e["dur"] = (r.timing[v].end_s - r.timing[v].start_s) * 1e6;
+    e["pid"] = 0;
+    e["tid"] = static_cast<int>(t.resource);
+    if (t.bytes > 0)
+      e["args"] = {{"bytes", t.bytes}};
+    events.push_back(std::move(e));
+  }
+  OrderedJson j;
+  j["traceEvents"] = std::move(events);
+  j["displayTimeUnit"] = "ms";
+  j["otherData"] = {{"scenario", s.name}, {"engine", r.engine}};
+  return j;
+}
+
+std::vector<std::string> notes_lines(const RunResult& r) {
+  std::vector<std::string> out;
+  if (!r.links.empty()) {
+    const auto busiest = std::max_element(r.links.begin(), r.links.end(), [](const LinkUsage& a, const LinkUsage& b) {
+      return a.mean_utilisation < b.mean_utilisation;
+    });
+    out.push_back(fmt::format("  busiest link   {} ({}): busy {}, {} carried, mean utilisation {:.1f} %\n",
+                              busiest->name, busiest->role, format_time(busiest->busy_s), format_bytes(busiest->bytes),
+                              100 * busiest->mean_utilisation));
+  }
+  for (const auto& n : r.notes)
+    out.push_back("  note: " + n + "\n");
+  return out;
+}
+
+std::string links_csv(const RunResult& r) {
+  std::string out = "name,role,bytes,busy_s,peak_utilisation,mean_utilisation\n";
+  for (const auto& l : r.links)
+    fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{}\n", l.name, l.role, l.bytes, l.busy_s,
+                   l.peak_utilisation, l.mean_utilisation);
+  return out;
+}
+
+std::string human_summary(const Scenario& s, const RunResult& r) {
+  const auto& b = r.breakdown;
+  std::size_t collectives = 0; // one per group, or a chain of them (PowerSGD)
+  for (std::size_t v = 0; v < r.graph.size(); ++v)
+    if (r.graph.task(v).kind == dag::TaskKind::communication)
+      ++collectives;
+  const std::string groups =
+      collectives == r.groups.size() ? std::string() : fmt::format(" in {} buckets", r.groups.size());
+  return fmt::format("{}: {} on {} GPU{} ({} node{} x {}), {} engine\n"
+                     "  iteration      {}  ({:.1f} samples/s, scaling efficiency {:.1f} %)\n"
+                     "  1-GPU          {}  (compute costs from {})\n"
+                     "  breakdown      compute {}, {}exposed communication {}, idle {}\n"
+                     "  communication  {} {}{}{} ({}), {} sent per worker\n",
+                     s.name, s.model.name, r.workers, r.workers == 1 ? "" : "s", s.cluster.nodes,
+                     s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, r.engine,
+                     format_time(r.iteration_time_s), r.throughput_samples_per_s, 100 * r.scaling_efficiency,
+                     format_time(r.single_gpu_iteration_s), r.compute_source, format_time(b.compute_s),
+                     b.compression_s > 0 ? fmt::format("compression {}, ", format_time(b.compression_s)) : "",
+                     format_time(b.exposed_communication_s), format_time(b.idle_s), collectives,
+                     r.parameter_server ? "key"
+                     : r.groups.empty() ? "allreduce"
+                                        : dag::collective_name(r.groups.front().first_collective()),
+                     collectives == 1 ? "" : "s", groups, s.strategy.kind,
+                     format_bytes(r.communication_bytes_per_worker)) +
+         fmt::format("{}", fmt::join(notes_lines(r), ""));
+}
+
+void write_reports(const std::string& dir, const Scenario& s, const RunResult& r, bool trace) {
+  // Render everything first, so that an exception leaves no file behind.
+  const std::string summary = summary_json(s, r).dump(2) + "\n";
+  const std::string tasks = tasks_csv(s, r);
+  const std::string timeline = trace ? timeline_json(s, r).dump() + "\n" : std::string();
+  const std::filesystem::path d(dir);
+  write_file_atomic((d / "tasks.csv").string(), tasks);
+  if (!r.links.empty())
+    write_file_atomic((d / "links.csv").string(), links_csv(r));
+  if (trace)
+    write_file_atomic((d / "timeline.json").string(), timeline);
+  write_file_atomic((d / "summary.json").string(), summary);
+}
+
+} // namespace ddlsim::sim

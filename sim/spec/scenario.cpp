@@ -1,0 +1,562 @@
+// Scenario parsing and validation (DESIGN.md, "Scenario JSON"). The whole document is read through strict
+// ObjectReaders: unknown keys, missing units, wrong types and out-of-range values are InputErrors with a path.
+#include "sim/spec/scenario.hpp"
+
+#include "core/io.hpp"
+#include "dag/calibration.hpp"
+#include "dag/powersgd.hpp"
+#include "dag/workload.hpp"
+#include "dag/zoo/zoo.hpp"
+#include "sim/network/collectives.hpp"
+
+#include <fmt/ranges.h>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+namespace ddlsim::sim {
+namespace {
+
+const std::vector<std::string> kDTypes{"fp32", "fp16", "bf16"};
+const std::vector<std::string> kEngines{"analytic", "flow"};
+
+std::string resolve_relative(const std::string& scenario_file, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  if (p.is_absolute() || scenario_file.empty())
+    return path;
+  return (fs::path(scenario_file).parent_path() / p).lexically_normal().string();
+}
+
+std::vector<std::string> names_of_strategies() {
+  std::vector<std::string> out;
+  for (const auto& s : dag::strategies())
+    out.emplace_back(s.name);
+  return out;
+}
+
+std::vector<std::string> names_of_algorithms() {
+  std::vector<std::string> out;
+  for (const auto& a : allreduce_algorithms())
+    out.emplace_back(a.name);
+  return out;
+}
+
+// ---- model -------------------------------------------------------------------------------------------------
+
+dag::Model parse_workload_file(const std::string& path, const std::string& scenario_file, const std::string& pointer) {
+  const std::string resolved = resolve_relative(scenario_file, path);
+  if (!std::filesystem::exists(resolved))
+    throw InputError(scenario_file, pointer, fmt::format("workload file '{}' does not exist", resolved));
+  return dag::read_workload(resolved);
+}
+
+void parse_model(ObjectReader r, Scenario& s) {
+  const bool has_zoo = r.has("zoo"), has_layers = r.has("layers"), has_workload = r.has("workload");
+  if (static_cast<int>(has_zoo) + static_cast<int>(has_layers) + static_cast<int>(has_workload) != 1)
+    r.fail_here("give exactly one of \"zoo\", \"layers\" or \"workload\"");
+  if (has_zoo) {
+    const std::string zoo = r.string("zoo");
+    if (zoo == "transformer") {
+      auto t = r.object("transformer");
+      dag::TransformerSpec spec;
+      spec.layers = static_cast<int>(t.integer("layers", 1, 10000));
+      spec.hidden = static_cast<int>(t.integer("hidden", 1, 1 << 20));
+      spec.heads = static_cast<int>(t.integer("heads", 1, 1 << 14));
+      spec.sequence = static_cast<int>(t.integer("sequence", 1, 1 << 24));
+      spec.vocabulary = static_cast<int>(t.integer("vocabulary", 1, 1 << 24));
+      if (spec.hidden % spec.heads != 0)
+        t.fail("heads", "hidden must be divisible by heads");
+      t.finish();
+      try {
+        s.model = dag::build_transformer_lm(spec);
+      } catch (const std::invalid_argument& e) {
+        r.fail("transformer", e.what());
+      }
+    } else {
+      auto model = dag::build_zoo_model(zoo);
+      if (!model)
+        r.fail("zoo", fmt::format("unknown model '{}' (`ddlsim list models` shows the built-in ones)", zoo));
+      s.model = std::move(*model);
+    }
+  } else if (has_layers) {
+    s.model = dag::parse_layers(r.required("layers"), r.file(), r.path("layers"));
+    s.model.name = "inline";
+    s.model.input_bytes_per_sample = r.optional_quantity("input_bytes_per_sample", Dimension::bytes).value_or(0);
+  } else {
+    s.model = parse_workload_file(r.string("workload"), r.file(), r.path("workload"));
+  }
+  s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1, 1 << 24));
+  const auto dtype = r.optional_choice("gradient_dtype", kDTypes).value_or("fp32");
+  s.gradient_dtype = dtype == "fp32" ? DType::fp32 : dtype == "fp16" ? DType::fp16 : DType::bf16;
+  r.finish();
+}
+
+// ---- gpu ---------------------------------------------------------------------------------------------------
+
+void parse_gpu(ObjectReader r, Scenario& s) {
+  std::vector<std::string> preset_names;
+  for (const auto& p : gpu_presets())
+    preset_names.emplace_back(p.name);
+  if (auto name = r.optional_choice("preset", preset_names))
+    s.gpu.preset = *find_gpu_preset(*name);
+  if (s.gpu.preset) {
+    const auto& p = *s.gpu.preset;
+    s.gpu.peak_flops = s.gradient_dtype == DType::fp32   ? p.fp32_flops
+                       : s.gradient_dtype == DType::fp16 ? p.fp16_flops
+                                                         : p.bf16_flops;
+    if (s.gpu.peak_flops == 0)
+      r.fail("preset", fmt::format("{} has no bf16 tensor cores; use gradient_dtype fp16 or fp32", p.name));
+    s.gpu.memory_bandwidth = p.memory_bandwidth;
+    s.gpu.memory_bytes = p.memory_bytes;
+    s.gpu.host_link = p.host_link;
+  }
+  s.gpu.peak_flops = r.optional_quantity("peak_flops", Dimension::flop_rate, 0, true).value_or(s.gpu.peak_flops);
+  s.gpu.memory_bandwidth =
+      r.optional_quantity("memory_bandwidth", Dimension::bandwidth, 0, true).value_or(s.gpu.memory_bandwidth);
+  s.gpu.memory_bytes = r.optional_quantity("memory", Dimension::bytes, 0, true).value_or(s.gpu.memory_bytes);
+  s.gpu.host_link = r.optional_quantity("host_link", Dimension::bandwidth, 0, true).value_or(s.gpu.host_link);
+  s.gpu.efficiency = r.optional_number("efficiency", 1e-6, 1.0).value_or(1.0);
+  s.gpu.single_gpu_iteration_s = r.optional_quantity("single_gpu_iteration", Dimension::time, 0, true);
+  if (const Json* c = r.optional("calibration")) {
+    if (c->is_string()) {
+      const std::string path = resolve_relative(r.file(), c->get<std::string>());
+      if (!std::filesystem::exists(path))
+        r.fail("calibration", fmt::format("calibration file '{}' does not exist", path));
+      s.gpu.calibration = dag::parse_calibration(load_json_file(path), path, "");
+    } else {
+      s.gpu.calibration = dag::parse_calibration(*c, r.file(), r.path("calibration"));
+      s.gpu.calibration->origin = "<inline>";
+    }
+    for (const auto& [name, t] : s.gpu.calibration->layers) {
+      const bool known = std::any_of(s.model.layers.begin(), s.model.layers.end(),
+                                     [&](const dag::Layer& l) { return l.name == name; });
+      if (!known)
+        r.fail("calibration", fmt::format("calibrated layer '{}' is not a layer of model '{}'", name, s.model.name));
+    }
+  }
+  // Every layer must be costed by one of the three sources (DESIGN.md, "Where the numbers come from").
+  const bool calibrated_all = s.gpu.calibration && s.gpu.calibration->layers.size() == s.model.layers.size();
+  if (!calibrated_all && !s.gpu.single_gpu_iteration_s && s.gpu.peak_flops == 0)
+    r.fail_here("cannot cost compute: give \"preset\" (or \"peak_flops\"), \"single_gpu_iteration\" or a "
+                "\"calibration\" that covers every layer");
+  if (!calibrated_all && !s.gpu.single_gpu_iteration_s && s.gpu.memory_bandwidth == 0)
+    r.fail_here("the roofline needs \"memory_bandwidth\" (or a \"preset\")");
+  r.finish();
+}
+
+// ---- cluster, collectives, strategy, data ----------------------------------------------------------------------
+
+LinkSpec parse_link(ObjectReader r) {
+  LinkSpec l;
+  l.bandwidth = r.quantity("bandwidth", Dimension::bandwidth, 0, true);
+  l.latency_s = r.quantity("latency", Dimension::time);
+  r.finish();
+  return l;
+}
+
+std::vector<unsigned> positive_list(ObjectReader& r, std::string_view key, std::size_t size) {
+  const Json& v = r.required(key);
+  if (!v.is_array() || v.empty() || (size != 0 && v.size() != size))
+    r.fail(key, size ? fmt::format("expected an array of {} positive integers", size)
+                     : "expected a non-empty array of positive integers");
+  std::vector<unsigned> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_number_integer() || v[i].get<std::int64_t>() < 1 || v[i].get<std::int64_t>() > 1 << 20)
+      throw InputError(r.file(), json_pointer_append(r.path(key), i), "expected a positive integer");
+    out.push_back(v[i].get<unsigned>());
+  }
+  return out;
+}
+
+// Topologies (DESIGN.md "cluster.topology"): "star", or {"kind": "fat-tree", "down": [...], "up": [...],
+// "parallel": [...], "link": {...}}, {"kind": "ring", "link": {...}}, {"kind": "torus", "dimensions": [...],
+// "link": {...}}. The network's endpoints are the nodes, or the GPUs with "nic": "per-gpu".
+void parse_topology(const Json& t, const std::string& file, const std::string& pointer, ClusterSpec& c) {
+  const std::vector<std::string> kinds{"star", "fat-tree", "ring", "torus"};
+  auto& topo = c.topology;
+  if (t.is_string()) {
+    topo.kind = t.get<std::string>();
+    if (std::find(kinds.begin(), kinds.end(), topo.kind) == kinds.end())
+      throw InputError(file, pointer,
+                       fmt::format("unknown topology '{}' (expected one of: {})", topo.kind, fmt::join(kinds, ", ")));
+    if (topo.kind != "star")
+      throw InputError(file, pointer,
+                       fmt::format("topology '{}' needs an object with its parameters, e.g. "
+                                   "{{\"kind\": \"{}\", ...}}",
+                                   topo.kind, topo.kind));
+    return;
+  }
+  ObjectReader r(t, file, pointer);
+  topo.kind = r.choice("kind", kinds);
+  const auto endpoints = static_cast<std::int64_t>(c.endpoints());
+  const std::string what = c.nic_per_gpu ? "GPUs (nic: per-gpu)" : "nodes";
+  if (topo.kind != "star") {
+    if (auto l = r.optional_object("link"))
+      topo.link = parse_link(*l);
+    else
+      topo.link = c.inter;
+  }
+  if (topo.kind == "fat-tree") {
+    topo.down = positive_list(r, "down", 0);
+    topo.up = positive_list(r, "up", topo.down.size());
+    topo.parallel =
+        r.has("parallel") ? positive_list(r, "parallel", topo.down.size()) : std::vector<unsigned>(topo.down.size(), 1);
+    std::int64_t leaves = 1;
+    for (unsigned d : topo.down)
+      leaves *= d;
+    if (leaves != endpoints)
+      r.fail("down", fmt::format("the fat-tree has {} leaves (product of down) but the cluster has {} {}", leaves,
+                                 endpoints, what));
+  } else if (topo.kind == "torus") {
+    topo.dimensions = positive_list(r, "dimensions", 0);
+    std::int64_t size = 1;
+    for (unsigned d : topo.dimensions)
+      size *= d;
+    if (size != endpoints)
+      r.fail("dimensions", fmt::format("the torus has {} positions (product of dimensions) but the cluster has {} {}",
+                                       size, endpoints, what));
+  } else if (topo.kind == "ring") {
+    topo.dimensions = {static_cast<unsigned>(endpoints)};
+  }
+  r.finish();
+}
+
+void parse_cluster(ObjectReader r, Scenario& s) {
+  s.cluster.nodes = static_cast<int>(r.integer("nodes", 1, 1 << 20));
+  s.cluster.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, 1024));
+  if (auto intra = r.optional_object("intra_node"))
+    s.cluster.intra = parse_link(*intra);
+  else if (s.cluster.gpus_per_node > 1)
+    r.fail("intra_node", "missing required key: a node with several GPUs needs its intra-node link");
+  if (auto inter = r.optional_object("inter_node"))
+    s.cluster.inter = parse_link(*inter);
+  else if (s.cluster.nodes > 1)
+    r.fail("inter_node", "missing required key: several nodes need the inter-node link");
+  if (auto nic = r.optional_choice("nic", {"per-node", "per-gpu"}))
+    s.cluster.nic_per_gpu = *nic == "per-gpu";
+  if (const Json* t = r.optional("topology"))
+    parse_topology(*t, r.file(), r.path("topology"), s.cluster);
+  r.finish();
+}
+
+void parse_collectives(ObjectReader r, Scenario& s) {
+  if (const Json* a = r.optional("allreduce")) {
+    const std::string path = r.path("allreduce");
+    if (a->is_string()) {
+      s.allreduce.algorithm = a->get<std::string>();
+    } else {
+      ObjectReader ar(*a, r.file(), path);
+      if (ar.has("alpha") || ar.has("beta")) {
+        s.allreduce.measured =
+            AlphaBeta{ar.quantity("alpha", Dimension::time), ar.quantity("beta", Dimension::inverse_bandwidth)};
+      } else {
+        s.allreduce.algorithm = ar.string("algorithm");
+      }
+      ar.finish();
+    }
+    if (!s.allreduce.measured && !find_allreduce_algorithm(s.allreduce.algorithm))
+      throw InputError(r.file(), path,
+                       fmt::format("unknown allreduce algorithm '{}' (expected one of: {})", s.allreduce.algorithm,
+                                   fmt::join(names_of_algorithms(), ", ")));
+  }
+  r.finish();
+}
+
+// PowerSGD's rank must let at least one weight matrix of the model be compressed (dag/powersgd.hpp).
+void parse_powersgd(ObjectReader& r, Scenario& s) {
+  auto& o = s.strategy;
+  if (const Json* rank = r.optional("rank")) {
+    if (!rank->is_number_integer())
+      r.fail("rank",
+             fmt::format("expected a positive integer (the rank of the low-rank approximation), got {}", rank->dump()));
+    // Parsed JSON holds non-negative integers as unsigned, values set from C++ as signed.
+    if (rank->is_number_unsigned() ? rank->get<std::uint64_t>() < 1 : rank->get<std::int64_t>() < 1)
+      r.fail("rank", fmt::format("{} is below 1: the rank of the low-rank approximation", rank->dump()));
+    o.rank = static_cast<int>(std::min<std::uint64_t>(rank->get<std::uint64_t>(), 1U << 30));
+  }
+  o.separate_compression_stream =
+      r.optional_choice("compression_stream", {"inline", "separate"}).value_or("inline") == "separate";
+  const std::string key = r.has("rank") ? "rank" : "kind";
+  const dag::ParamTensor* widest = nullptr; // the weight matrix with the largest min(n, m)
+  std::int64_t widest_min = 0;
+  bool any_compressed = false;
+  for (const auto& layer : s.model.layers)
+    for (const auto& p : layer.params) {
+      const auto v = dag::powersgd_view(p, o.rank);
+      if (!v.matrix)
+        continue;
+      any_compressed = any_compressed || v.compress;
+      if (std::min(v.rows, v.cols) > widest_min) {
+        widest_min = std::min(v.rows, v.cols);
+        widest = &p;
+      }
+    }
+  if (widest == nullptr)
+    r.fail(key,
+           fmt::format("model '{}' has no weight matrix (a tensor of 2 or more dimensions) to compress", s.model.name));
+  const auto describe = [&] {
+    return fmt::format("{} ({} x {})", widest->name, widest->shape.front(), widest->numel / widest->shape.front());
+  };
+  if (o.rank > widest_min)
+    r.fail(key, fmt::format("{} is above min(n, m) of every weight matrix of '{}', so no matrix can be compressed: "
+                            "the largest min(n, m) is {}, of {}",
+                            o.rank, s.model.name, widest_min, describe()));
+  if (!any_compressed)
+    r.fail(key, fmt::format("at rank {} no weight matrix of '{}' is worth compressing (PyTorch's rule: "
+                            "(n + m) x rank x {} < n x m); the largest min(n, m) is {}, of {}",
+                            o.rank, s.model.name, dag::kMinCompressionRate, widest_min, describe()));
+  if (!(s.gpu.memory_bandwidth > 0) || !(s.gpu.peak_flops > 0))
+    r.fail("kind", "'powersgd' costs its matmuls and orthogonalisation on the GPU's roofline: give gpu.preset, or "
+                   "gpu.peak_flops and gpu.memory_bandwidth");
+}
+
+void parse_strategy(ObjectReader r, Scenario& s) {
+  auto& o = s.strategy;
+  o.kind = r.choice("kind", names_of_strategies());
+  // Keys that belong to another kind get a message that says which.
+  const std::vector<std::string> bucketed{"ddp", "powersgd", "qsgd", "terngrad", "signsgd"};
+  const std::vector<std::string> sparse{"topk", "gtopk", "lags", "omgs"};
+  const std::vector<std::pair<std::string, std::vector<std::string>>> owner{{"first_bucket", bucketed},
+                                                                            {"bucket_cap", bucketed},
+                                                                            {"threshold", {"fusion"}},
+                                                                            {"cycle_time", {"fusion"}},
+                                                                            {"density", sparse},
+                                                                            {"selection", sparse},
+                                                                            {"levels", {"qsgd"}},
+                                                                            {"rank", {"powersgd"}},
+                                                                            {"compression_stream", {"powersgd"}},
+                                                                            {"servers", {"ps-sync", "ps-async"}},
+                                                                            {"placement", {"ps-sync", "ps-async"}},
+                                                                            {"bigarray_bound", {"ps-sync", "ps-async"}},
+                                                                            {"worker_speed_spread", {"ps-async"}}};
+  for (const auto& [key, kinds] : owner)
+    if (r.has(key) && std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end())
+      r.fail(key, fmt::format("applies to strategy kind{} '{}', not '{}'", kinds.size() > 1 ? "s" : "",
+                              fmt::join(kinds, "', '"), o.kind));
+  const auto is = [&o](const std::vector<std::string>& kinds) {
+    return std::find(kinds.begin(), kinds.end(), o.kind) != kinds.end();
+  };
+  if (is(bucketed)) {
+    o.first_bucket_bytes =
+        r.optional_quantity("first_bucket", Dimension::bytes, 0, true).value_or(o.first_bucket_bytes);
+    o.bucket_cap_bytes = r.optional_quantity("bucket_cap", Dimension::bytes, 0, true).value_or(o.bucket_cap_bytes);
+  } else if (o.kind == "fusion") {
+    o.fusion_threshold_bytes = r.optional_quantity("threshold", Dimension::bytes).value_or(o.fusion_threshold_bytes);
+    o.cycle_time_s = r.optional_quantity("cycle_time", Dimension::time).value_or(o.cycle_time_s);
+  }
+  if (is(sparse)) {
+    if (const Json* d = r.optional("density")) {
+      if (!d->is_number())
+        r.fail("density", fmt::format("expected a number in (0, 1], got {}", d->dump()));
+      const double density = d->get<double>();
+      if (!(density > 0 && density <= 1))
+        r.fail("density", fmt::format("{} is outside (0, 1]: the fraction of gradient elements sent", d->dump()));
+      o.density = density;
+    }
+    const auto selection = r.optional_choice("selection", {"sort", "sampling", "threshold"}).value_or("sort");
+    o.selection = selection == "sampling"    ? dag::Selection::sampling
+                  : selection == "threshold" ? dag::Selection::threshold
+                                             : dag::Selection::sort;
+  }
+  if (o.kind == "powersgd")
+    parse_powersgd(r, s);
+  if (dag::is_parameter_server(o.kind)) {
+    // Servers: one per node by default (MXNet's launcher and BytePS's co-located mode); dedicated hosts hang off
+    // the star with the workers' NIC.
+    o.servers = static_cast<int>(r.optional_integer("servers", 1, 1 << 16).value_or(s.cluster.nodes));
+    o.dedicated_servers =
+        r.optional_choice("placement", {"colocated", "dedicated"}).value_or("colocated") == "dedicated";
+    o.bigarray_bound = r.optional_integer("bigarray_bound", 1, std::int64_t{1} << 40).value_or(o.bigarray_bound);
+    o.worker_speed_spread = r.optional_number("worker_speed_spread", 0.0, 10.0).value_or(0.0);
+    if (o.dedicated_servers) {
+      if (s.cluster.topology.kind != "star")
+        r.fail("placement", fmt::format("dedicated server hosts are attached to a star network only, not a {}",
+                                        s.cluster.topology.kind));
+      s.cluster.server_hosts = o.servers;
+    }
+  }
+  if (is(sparse) && s.gpu.calibration) {
+    const auto& curves = s.gpu.calibration->selection;
+    if (const auto it = curves.find(std::string(dag::selection_name(o.selection))); it != curves.end())
+      o.selection_curve = it->second;
+  }
+  if (o.kind == "qsgd")
+    o.levels = static_cast<int>(r.optional_integer("levels", 1, 1 << 30).value_or(o.levels));
+  if ((is(sparse) || o.kind == "qsgd" || o.kind == "terngrad" || o.kind == "signsgd") && !(s.gpu.memory_bandwidth > 0))
+    r.fail("kind", fmt::format("'{}' costs its compression kernels from the GPU's memory bandwidth: give "
+                               "gpu.preset or gpu.memory_bandwidth",
+                               o.kind));
+  r.finish();
+}
+
+void parse_data(ObjectReader r, Scenario& s) {
+  s.data.loading_per_sample_s = r.optional_quantity("loading_per_sample", Dimension::time).value_or(0);
+  s.data.prefetch = r.optional_boolean("prefetch").value_or(true);
+  r.finish();
+}
+
+// ---- sweep ---------------------------------------------------------------------------------------------------
+
+void check_axis_values(const Json& doc_without_sweep, const std::string& key, const Json& values,
+                       const std::string& file, const std::string& pointer) {
+  if (!values.is_array() || values.empty())
+    throw InputError(file, pointer, "expected a non-empty array of values");
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    Json point = doc_without_sweep;
+    const std::string at = json_pointer_append(pointer, i);
+    try {
+      apply_override(point, key, values[i], file);
+      (void)parse_scenario(point, file);
+    } catch (const InputError& e) {
+      throw InputError(file, at,
+                       fmt::format("{} = {}: {}{}", key, values[i].dump(),
+                                   e.pointer().empty() ? "" : e.pointer() + ": ", e.detail()));
+    }
+  }
+}
+
+std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std::string& file) {
+  ObjectReader r(sweep, file, "/sweep");
+  Json base = doc;
+  base.erase("sweep");
+  std::vector<SweepAxis> axes;
+  std::set<std::string> seen;
+  auto add_axis = [&](const std::string& key, const Json& values, const std::string& pointer, int group) {
+    if (!seen.insert(key).second)
+      throw InputError(file, pointer, fmt::format("'{}' is swept twice", key));
+    check_axis_values(base, key, values, file, pointer);
+    axes.push_back({key, values.get<std::vector<Json>>(), group});
+  };
+  for (const auto& [key, values] : sweep.items()) {
+    if (key == "zip") {
+      const Json& zip = *r.optional("zip");
+      if (!zip.is_array())
+        r.fail("zip", "expected an array of objects of equal-length arrays");
+      for (std::size_t g = 0; g < zip.size(); ++g) {
+        const std::string gp = json_pointer_append(r.path("zip"), g);
+        ObjectReader zr(zip[g], file, gp);
+        std::size_t length = 0;
+        for (const auto& [zkey, zvalues] : zip[g].items()) {
+          zr.optional(zkey);
+          const std::string zp = json_pointer_append(gp, zkey);
+          if (zvalues.is_array() && length != 0 && zvalues.size() != length)
+            throw InputError(file, zp,
+                             fmt::format("zipped axes must have equal lengths ({} vs {})", zvalues.size(), length));
+          add_axis(zkey, zvalues, zp, static_cast<int>(g));
+          length = zvalues.size();
+        }
+      }
+      continue;
+    }
+    r.optional(key);
+    add_axis(key, values, r.path(key), -1);
+  }
+  return axes;
+}
+
+} // namespace
+
+double dtype_bytes(DType d) {
+  return d == DType::fp32 ? 4.0 : 2.0;
+}
+
+void apply_override(Json& doc, const std::string& dotted_key, const Json& value, const std::string& origin) {
+  if (dotted_key.empty())
+    throw InputError(origin, "", "empty key in override");
+  Json* node = &doc;
+  std::string pointer;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = dotted_key.find('.', start);
+    const std::string part = dotted_key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty())
+      throw InputError(origin, "", fmt::format("malformed key '{}' in override", dotted_key));
+    if (!node->is_object())
+      throw InputError(origin, pointer, fmt::format("cannot set '{}': {} is not an object", dotted_key, pointer));
+    pointer = json_pointer_append(pointer, part);
+    node = &(*node)[part];
+    if (dot == std::string::npos)
+      break;
+    if (node->is_null())
+      *node = Json::object();
+    start = dot + 1;
+  }
+  *node = value;
+}
+
+void apply_override(Json& doc, const std::string& assignment, const std::string& origin) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError(origin, "", fmt::format("override '{}' is not of the form key.path=VALUE", assignment));
+  const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded())
+    value = text; // not JSON: a plain string, e.g. strategy.kind=mg-wfbp
+  apply_override(doc, key, value, origin);
+}
+
+Scenario parse_scenario(const Json& doc, const std::string& file) {
+  ObjectReader r(doc, file, "");
+  Scenario s;
+  s.file = file;
+  s.raw = doc;
+  s.name = r.optional_string("name").value_or(std::filesystem::path(file).stem().string());
+  if (s.name.empty())
+    r.fail("name", "must not be empty");
+  r.optional_string("description");
+  parse_model(r.object("model"), s);
+  parse_gpu(r.object("gpu"), s);
+  parse_cluster(r.object("cluster"), s);
+  if (auto c = r.optional_object("collectives"))
+    parse_collectives(*c, s);
+  parse_strategy(r.object("strategy"), s);
+  if (auto d = r.optional_object("data"))
+    parse_data(*d, s);
+  s.engine = r.optional_choice("engine", kEngines).value_or("analytic");
+  if (auto f = r.optional_object("flow")) {
+    s.flow_per_message =
+        f->optional_choice("granularity", {"aggregated", "per-message"}).value_or("aggregated") == "per-message";
+    s.flow_symmetry = f->optional_choice("symmetry", {"auto", "off"}).value_or("auto") == "auto";
+    f->finish();
+  }
+  if (const Json* sw = r.optional("sweep"))
+    s.sweep = parse_sweep(*sw, doc, file);
+  r.finish();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  Json doc = load_json_file(path);
+  if (!doc.is_object())
+    throw InputError(path, "", "expected a JSON object at the top level");
+  for (const auto& o : overrides)
+    apply_override(doc, o, path);
+  try {
+    return parse_scenario(doc, path);
+  } catch (const InputError& e) {
+    // Say so when the offending value came from the command line rather than the file.
+    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+      const std::string key = it->substr(0, it->find('='));
+      std::string pointer;
+      for (std::size_t start = 0;;) {
+        const auto dot = key.find('.', start);
+        pointer = json_pointer_append(pointer, key.substr(start, dot == std::string::npos ? dot : dot - start));
+        if (dot == std::string::npos)
+          break;
+        start = dot + 1;
+      }
+      if (e.pointer() == pointer || e.pointer().starts_with(pointer + "/"))
+        throw InputError(e.file(), e.pointer(), fmt::format("{} (from --set {})", e.detail(), *it));
+    }
+    throw;
+  }
+}
+
+} // namespace ddlsim::sim

@@ -1,0 +1,79 @@
+// A what-if scenario: model, GPU, cluster, collectives, strategy, engine — parsed and validated as a whole
+// into plain structs before anything runs (DESIGN.md, "Scenario JSON"). Every error names file and JSON path.
+#pragma once
+
+#include "core/json.hpp"
+#include "dag/calibration.hpp"
+#include "dag/model.hpp"
+#include "dag/strategy.hpp"
+#include "sim/network/cluster.hpp"
+#include "sim/spec/gpus.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddlsim::sim {
+
+enum class DType { fp32, fp16, bf16 };
+[[nodiscard]] double dtype_bytes(DType d);
+
+struct GpuSpec {
+  std::optional<GpuPreset> preset;
+  double peak_flops = 0;       ///< FLOP/s used by the roofline (preset by dtype, or `peak_flops`); 0 = unknown
+  double memory_bandwidth = 0; ///< B/s; 0 = unknown
+  double memory_bytes = 0;     ///< B; 0 = unknown
+  double host_link = 0;        ///< B/s; 0 = host-to-device copy not modelled
+  double efficiency = 1.0;     ///< achieved fraction of the roofline
+  std::optional<double> single_gpu_iteration_s;
+  std::optional<dag::Calibration> calibration;
+};
+
+struct AllreduceSpec {
+  std::string algorithm = "ring"; ///< used unless `measured` is set
+  std::optional<AlphaBeta> measured;
+};
+
+struct DataSpec {
+  double loading_per_sample_s = 0;
+  bool prefetch = true;
+};
+
+/// One sweep axis: a dotted scenario key and its values; axes in one zip group vary together.
+struct SweepAxis {
+  std::string key;
+  std::vector<Json> values;
+  int zip_group = -1; ///< -1: a cartesian axis of its own
+};
+
+struct Scenario {
+  std::string name;
+  std::string file; ///< path it was loaded from (for messages and relative paths)
+  dag::Model model;
+  int batch_per_gpu = 1;
+  DType gradient_dtype = DType::fp32;
+  GpuSpec gpu;
+  ClusterSpec cluster;
+  AllreduceSpec allreduce;
+  dag::StrategyOptions strategy;
+  std::string engine = "analytic";
+  bool flow_per_message = false; ///< `flow.granularity`: "aggregated" (default) or "per-message" (reference)
+  bool flow_symmetry = true;     ///< `flow.symmetry`: "auto" (default: use node symmetry when exact) or "off"
+  DataSpec data;
+  std::vector<SweepAxis> sweep;
+  Json raw; ///< the document after overrides, for sweeps and reports
+};
+
+/// Applies one `--set key.path=VALUE` override to a raw scenario document. VALUE is parsed as JSON; text that
+/// is not valid JSON is taken as a string. Throws InputError naming `origin` (the scenario file).
+void apply_override(Json& doc, const std::string& assignment, const std::string& origin);
+void apply_override(Json& doc, const std::string& dotted_key, const Json& value, const std::string& origin);
+
+/// Parses a whole scenario document. `file` is used in messages and to resolve relative paths.
+[[nodiscard]] Scenario parse_scenario(const Json& doc, const std::string& file);
+
+/// Loads a scenario file, applies overrides in order, parses and validates it.
+[[nodiscard]] Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+} // namespace ddlsim::sim
