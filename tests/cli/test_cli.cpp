@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -339,7 +341,9 @@ TEST_CASE("cli: run writes summary.json and tasks.csv that agree with each other
 
   TempDir tmp;
   const fs::path dir = tmp / "reports";
+  const auto started = std::chrono::steady_clock::now();
   const auto o = run_ok({"run", kQuickstart, "--out", dir.string()});
+  const double process_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   CHECK_THAT(o.out, Contains(dir.string()));
   REQUIRE(fs::is_regular_file(dir / "summary.json"));
   REQUIRE(fs::is_regular_file(dir / "tasks.csv"));
@@ -365,9 +369,13 @@ TEST_CASE("cli: run writes summary.json and tasks.csv that agree with each other
   REQUIRE(s.at("sim").at("wall_s").is_number());
   REQUIRE(s["sim"].at("events").is_number_integer());
   REQUIRE(s["sim"].at("flows").is_number_integer());
-  CHECK(s["sim"]["wall_s"].get<double>() >= 0);
-  CHECK(s["sim"]["events"].get<std::int64_t>() > 0);
-  CHECK(s["sim"]["flows"].get<std::int64_t>() >= 0);
+  // sim.wall_s is the simulator's own run time in seconds: measured inside the process, so positive and no longer
+  // than the whole process took (a time in milliseconds or microseconds would exceed it).
+  CAPTURE(process_s);
+  CHECK(s["sim"]["wall_s"].get<double>() > 0);
+  CHECK(s["sim"]["wall_s"].get<double>() <= process_s);
+  // The analytic engine simulates no network flows (the flow engine's count is checked with its reports below).
+  CHECK(s["sim"]["flows"].get<std::int64_t>() == 0);
   REQUIRE(s.at("buckets").is_array());
   REQUIRE(!s["buckets"].empty());
 
@@ -410,6 +418,8 @@ TEST_CASE("cli: run writes summary.json and tasks.csv that agree with each other
   // tasks.csv: one row per task, times consistent with the summary.
   const auto rows = read_tasks(dir / "tasks.csv");
   REQUIRE(!rows.empty());
+  // The analytic engine's events are its tasks, one list-scheduling step each.
+  CHECK(s["sim"]["events"].get<std::int64_t>() == static_cast<std::int64_t>(rows.size()));
   double last_end = 0;
   std::map<std::string, int> forward_per_layer, backward_per_layer;
   std::map<int, double> comm_bytes_per_group;
@@ -457,15 +467,18 @@ TEST_CASE("cli: timeline.json is a Chrome trace with one event per non-empty tas
   run_ok({"run", kQuickstart, "--out", dir.string()});
   const json summary = read_json(dir / "summary.json");
   const auto rows = read_tasks(dir / "tasks.csv");
-  const auto busy_rows = std::count_if(rows.begin(), rows.end(), [](const TaskRow& r) { return r.end_s > r.start_s; });
+  std::vector<TaskRow> busy_rows; // the tasks that take time, in task order as the trace lists them
+  std::copy_if(rows.begin(), rows.end(), std::back_inserter(busy_rows),
+               [](const TaskRow& r) { return r.end_s > r.start_s; });
 
   const json trace = read_json(dir / "timeline.json");
   REQUIRE(trace.is_object());
   REQUIRE(trace.contains("traceEvents"));
   REQUIRE(trace["traceEvents"].is_array());
 
-  std::set<std::pair<int, int>> named_threads, used_threads;
-  std::ptrdiff_t complete_events = 0;
+  std::map<std::pair<int, int>, std::string> thread_names;
+  std::set<std::pair<int, int>> used_threads;
+  std::vector<json> complete_events;
   double last_end_us = 0;
   for (const auto& e : trace["traceEvents"]) {
     INFO("event: " << e.dump());
@@ -481,33 +494,48 @@ TEST_CASE("cli: timeline.json is a Chrome trace with one event per non-empty tas
     const std::pair thread{e["pid"].get<int>(), e["tid"].get<int>()};
     const auto ph = e["ph"].get<std::string>();
     if (ph == "X") {
-      ++complete_events;
       CHECK(!e["name"].get<std::string>().empty());
+      REQUIRE(e.contains("cat"));
+      REQUIRE(e["cat"].is_string());
       REQUIRE(e.contains("ts"));
       REQUIRE(e["ts"].is_number());
       REQUIRE(e.contains("dur"));
       REQUIRE(e["dur"].is_number());
-      CHECK(e["ts"].get<double>() >= 0);
-      CHECK(e["dur"].get<double>() >= 0);
       last_end_us = std::max(last_end_us, e["ts"].get<double>() + e["dur"].get<double>());
       used_threads.insert(thread);
+      complete_events.push_back(e);
     } else if (ph == "M") {
       const auto name = e["name"].get<std::string>();
       CHECK((name == "process_name" || name == "thread_name"));
       REQUIRE(e.contains("args"));
       REQUIRE(e["args"].contains("name"));
-      CHECK(e["args"]["name"].is_string());
+      REQUIRE(e["args"]["name"].is_string());
       if (name == "thread_name")
-        named_threads.insert(thread);
+        CHECK(thread_names.emplace(thread, e["args"]["name"].get<std::string>()).second); // named once
     } else {
       FAIL("unexpected event phase '" << ph << "'");
     }
   }
-  CHECK(complete_events == busy_rows);
-  CHECK(complete_events > 0);
   for (const auto& [pid, tid] : used_threads) {
     CAPTURE(pid, tid);
-    CHECK(named_threads.count({pid, tid}) == 1);
+    CHECK(thread_names.count({pid, tid}) == 1);
+  }
+  // The i-th complete event is the i-th task that takes time: its kind, on its resource's thread, from its start
+  // for its duration, in microseconds (tasks.csv gives seconds).
+  REQUIRE(!busy_rows.empty());
+  REQUIRE(complete_events.size() == busy_rows.size());
+  for (std::size_t i = 0; i < busy_rows.size(); ++i) {
+    const auto& row = busy_rows[i];
+    const auto& e = complete_events[i];
+    INFO("task " << i << ": " << row.resource << " " << row.kind << " " << row.layer << " [" << row.start_s << ", "
+                 << row.end_s << "]; event: " << e.dump());
+    CHECK(e["cat"] == row.kind);
+    const auto thread = thread_names.find({e["pid"].get<int>(), e["tid"].get<int>()});
+    REQUIRE(thread != thread_names.end());
+    CHECK(thread->second == (row.resource == "none" ? "waits" : row.resource));
+    CHECK_THAT(e["ts"].get<double>(), WithinRel(row.start_s * 1e6, 1e-12));
+    CHECK_THAT(e["dur"].get<double>(), WithinRel((row.end_s - row.start_s) * 1e6, 1e-12));
+    CHECK(e["dur"].get<double>() > 0);
   }
   // Trace times are microseconds.
   CHECK_THAT(last_end_us, WithinRel(summary["iteration_time_s"].get<double>() * 1e6, 1e-9));

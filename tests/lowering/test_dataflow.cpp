@@ -205,7 +205,9 @@ TEST_CASE("lowering::every rank sends and receives the algorithm's known byte co
         REQUIRE(phases.size() == 1);
         REQUIRE(phases[0].flows.size() == 1);
         const auto& f = phases[0].flows[0];
-        CHECK((f.src == 0 && f.dst == p - 1 && f.bytes == n));
+        CHECK(f.src == 0);
+        CHECK(f.dst == p - 1);
+        CHECK(f.bytes == n);
       }
     });
   }

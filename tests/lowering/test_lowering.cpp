@@ -5,9 +5,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <sstream>
 #include <string>
+#include <string_view>
 
 using namespace ddlsim::sim;
 using namespace ddlsim::sim::test;
@@ -39,6 +42,30 @@ TEST_CASE("lowering::registry lists each algorithm once and finds it by collecti
   CHECK(find_lowering(CollectiveKind::reduce_scatter, "tree") == nullptr);
 }
 
+namespace {
+
+std::string describe_flow(std::size_t phase, std::size_t index, const Flow& f) {
+  std::ostringstream s;
+  s << "phase " << phase << " flow " << index << ": " << f.src << " -> " << f.dst << ", " << f.bytes << " bytes, "
+    << f.latency_repeats << " latencies";
+  return s.str();
+}
+
+// Checks one property of every flow of `phases`: a failure names the property, how many flows break it and the
+// first of them (one assertion per property, not per flow: the loops below lower thousands of flows).
+template <class Holds> void check_every_flow(const std::vector<Phase>& phases, std::string_view property, Holds holds) {
+  std::size_t broken = 0;
+  std::string first;
+  for (std::size_t i = 0; i < phases.size(); ++i)
+    for (std::size_t j = 0; j < phases[i].flows.size(); ++j)
+      if (!holds(phases[i].flows[j]) && broken++ == 0)
+        first = describe_flow(i, j, phases[i].flows[j]);
+  INFO("every flow: " << property << "; " << broken << " do not, the first: " << first);
+  CHECK(broken == 0);
+}
+
+} // namespace
+
 TEST_CASE("lowering::every lowering emits well-formed, deterministic phases", "[lowering]") {
   // A flow joins two distinct ranks of the shape, carries a finite non-negative byte count (0 bytes when the
   // payload is 0) and pays its latency at least once; no phase is empty; the same input lowers identically.
@@ -53,24 +80,38 @@ TEST_CASE("lowering::every lowering emits well-formed, deterministic phases", "[
             CHECK(phases.empty());
           else
             CHECK(!phases.empty());
-          bool ok = true;
-          for (const auto& ph : phases) {
-            ok = ok && !ph.flows.empty();
-            for (const auto& f : ph.flows)
-              ok = ok && f.src >= 0 && f.src < p && f.dst >= 0 && f.dst < p && f.src != f.dst && f.bytes >= 0 &&
-                   std::isfinite(f.bytes) && f.latency_repeats >= 1 && (bytes > 0 || f.bytes == 0);
-          }
-          CHECK(ok);
+          CHECK(std::count_if(phases.begin(), phases.end(), [](const Phase& ph) { return ph.flows.empty(); }) == 0);
+          check_every_flow(phases, "its source is a rank", [p](const Flow& f) { return f.src >= 0 && f.src < p; });
+          check_every_flow(phases, "its destination is a rank", [p](const Flow& f) { return f.dst >= 0 && f.dst < p; });
+          check_every_flow(phases, "source and destination differ", [](const Flow& f) { return f.src != f.dst; });
+          check_every_flow(phases, "its bytes are finite", [](const Flow& f) { return std::isfinite(f.bytes); });
+          check_every_flow(phases, "its bytes are not negative", [](const Flow& f) { return f.bytes >= 0; });
+          check_every_flow(phases, "it pays its latency at least once",
+                           [](const Flow& f) { return f.latency_repeats >= 1; });
+          check_every_flow(phases, "it carries no bytes when the payload is 0",
+                           [bytes](const Flow& f) { return bytes > 0 || f.bytes == 0; });
+
+          // Deterministic: a function of its input alone. Another input is lowered in between, so that state kept
+          // from one call to the next (a cache, a reused buffer) would show; `again` must equal `phases` exactly.
+          (void)l.lower(LoweringShape{3, 2}, bytes + 12345,
+                        granularity == Granularity::aggregated ? Granularity::per_message : Granularity::aggregated);
           const auto again = l.lower(shape, bytes, granularity);
-          bool same = again.size() == phases.size();
-          for (std::size_t i = 0; same && i < phases.size(); ++i) {
-            same = again[i].flows.size() == phases[i].flows.size();
-            for (std::size_t j = 0; same && j < phases[i].flows.size(); ++j) {
-              const auto &a = phases[i].flows[j], &b = again[i].flows[j];
-              same = a.src == b.src && a.dst == b.dst && a.bytes == b.bytes && a.latency_repeats == b.latency_repeats;
+          REQUIRE(again.size() == phases.size());
+          std::string difference; // the first, empty if none
+          for (std::size_t i = 0; difference.empty() && i < phases.size(); ++i) {
+            if (again[i].flows.size() != phases[i].flows.size()) {
+              difference = "phase " + std::to_string(i) + " has " + std::to_string(phases[i].flows.size()) +
+                           " flows, then " + std::to_string(again[i].flows.size());
+              continue;
+            }
+            for (std::size_t j = 0; difference.empty() && j < phases[i].flows.size(); ++j) {
+              const Flow &a = phases[i].flows[j], &b = again[i].flows[j];
+              if (a.src != b.src || a.dst != b.dst || a.bytes != b.bytes || a.latency_repeats != b.latency_repeats)
+                difference = describe_flow(i, j, a) + ", then " + describe_flow(i, j, b);
             }
           }
-          CHECK(same);
+          INFO("lowered differently the second time: " << difference);
+          CHECK(difference.empty());
         }
 }
 
@@ -155,7 +196,11 @@ TEST_CASE("lowering::aggregated algorithms fold into few phases", "[lowering]") 
     REQUIRE(phases[0].flows.size() == 5);
     for (int i = 0; i < 5; ++i) {
       const auto& f = phases[0].flows[static_cast<std::size_t>(i)];
-      CHECK((f.src == i && f.dst == i + 1 && f.bytes == n && f.latency_repeats == i + 1));
+      CAPTURE(i);
+      CHECK(f.src == i);
+      CHECK(f.dst == i + 1);
+      CHECK(f.bytes == n);
+      CHECK(f.latency_repeats == i + 1);
     }
   }
 }

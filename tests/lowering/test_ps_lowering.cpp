@@ -59,8 +59,11 @@ TEST_CASE("lowering::ps push sends every worker's shard to each server, pull sen
     const auto push = lower(CollectiveKind::ps_push, "sharded", shape, n, Granularity::aggregated);
     REQUIRE(push.size() == 1);
     REQUIRE(push[0].flows.size() == 3);
-    for (const auto& f : push[0].flows)
-      CHECK((f.dst == 2 && f.bytes == n));
+    for (const auto& f : push[0].flows) {
+      CAPTURE(f.src);
+      CHECK(f.dst == 2);
+      CHECK(f.bytes == n);
+    }
   }
   SECTION("one worker with its co-located server sends nothing: no phase") {
     CHECK(lower(CollectiveKind::ps_push, "sharded", ps_shape(1, 1, 1, false), n, Granularity::aggregated).empty());
