@@ -12,7 +12,7 @@ packages=(
   libeigen3-dev         # fitting (calibration)
   libcli11-dev          # command line
   gnuplot-nox           # plots
-  python3               # test scripts (tests/scripts)
+  python3               # test scripts (tests/layering, tests/cli, scripts/update-goldens.py)
 )
 
 missing=()

@@ -18,7 +18,7 @@
 // Scope: star topologies (or any cluster whose nodes all hang off one non-blocking switch) with at least two
 // nodes, and collectives over all workers whose lowering is invariant under the cyclic node shift (ring,
 // hierarchical) or the XOR node group (recursive halving-doubling on power-of-two node counts). Trees, fat-trees,
-// rings and tori fall back to simulating every flow. tests/flow_engine compares both against each other.
+// rings and tori fall back to simulating every flow. tests/flow compares both against each other.
 #pragma once
 
 #include "sim/flow/platform.hpp"

@@ -35,8 +35,8 @@ void require_same_model(const Model& want, const Model& got) {
       CAPTURE(k, w.params[k].name);
       CHECK(g.params[k].name == w.params[k].name);
       CHECK(g.params[k].numel == w.params[k].numel);
-      CHECK(g.params[k].shape == (w.params[k].shape.empty() ? std::vector<std::int64_t>{w.params[k].numel}
-                                                             : w.params[k].shape));
+      CHECK(g.params[k].shape ==
+            (w.params[k].shape.empty() ? std::vector<std::int64_t>{w.params[k].numel} : w.params[k].shape));
     }
   }
 }

@@ -1,6 +1,6 @@
-// Collective lowerings (sim/network/lowering): the registry, well-formed phases for every algorithm and shape, aggregated
-// against per-message lowerings (same pairs, same bytes, folded steps counted in latency_repeats), and sizes at
-// 8192 ranks.
+// Collective lowerings (sim/network/lowering): the registry, well-formed phases for every algorithm and shape,
+// aggregated against per-message lowerings (same pairs, same bytes, folded steps counted in latency_repeats), and sizes
+// at 8192 ranks.
 #include "support.hpp"
 
 #include <catch2/catch.hpp>

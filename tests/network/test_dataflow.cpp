@@ -1,7 +1,7 @@
-// Data-flow correctness of the per-message lowerings (sim/network/lowering), checked by invariants that do not re-run the
-// algorithms: bytes each rank sends or receives (Thakur, Rabenseifner, Gropp, IJHPCA 2005; Patarasuk & Yuan,
-// JPDC 2009), the step structure of rings and halving-doubling, and a symbolic execution that propagates what
-// every rank holds along the flows, phase by phase.
+// Data-flow correctness of the per-message lowerings (sim/network/lowering), checked by invariants that do not re-run
+// the algorithms: bytes each rank sends or receives (Thakur, Rabenseifner, Gropp, IJHPCA 2005; Patarasuk & Yuan, JPDC
+// 2009), the step structure of rings and halving-doubling, and a symbolic execution that propagates what every rank
+// holds along the flows, phase by phase.
 #include "support.hpp"
 
 #include <catch2/catch.hpp>

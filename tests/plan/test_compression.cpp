@@ -6,6 +6,7 @@
 #include "dag/strategy.hpp"
 #include "sim/cli/run.hpp"
 #include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/schedule.hpp"
 #include "sim/report/report.hpp"
 #include "sim/spec/scenario.hpp"
 
@@ -49,50 +50,6 @@ std::vector<const dag::Task*> tasks_of(const RunResult& r, dag::TaskKind kind) {
 }
 
 } // namespace
-
-TEST_CASE("dag::selection kernels cost the reads and writes of their implementations", "[dag][compression]") {
-  const double m = 25557032, k = 25558, e = 4; // ResNet-50 at density 0.001
-  const double ef = 4 * m * e, pairs = k * 8, compact = (m * e + m) + (m + 8 * k);
-  // sort: 36 passes over the values (torch.topk on an H20) and the k pairs.
-  const auto sort = dag::sparsification_cost(dag::Selection::sort, m, k, e);
-  CHECK_THAT(sort.bytes, WithinRel(ef + 36 * m * e + pairs, 1e-12));
-  CHECK(sort.launches == 6);
-  // sampling: |g|, the sort model on 1 % of the values, threshold comparison and compaction.
-  const auto sampling = dag::sparsification_cost(dag::Selection::sampling, m, k, e);
-  CHECK_THAT(sampling.bytes, WithinRel(ef + 2 * m * e + 36 * std::ceil(0.01 * m) * e + compact + pairs, 1e-12));
-  CHECK(sampling.launches == 9);
-  // threshold: |g| and its mean, 3 counting steps, the final comparison and compaction.
-  const auto threshold = dag::sparsification_cost(dag::Selection::threshold, m, k, e);
-  CHECK_THAT(threshold.bytes, WithinRel(ef + 3 * m * e + 3 * (m * e + 2 * m) + compact + pairs, 1e-12));
-  CHECK(threshold.launches == 14);
-  // Time: traffic at the bandwidth plus 5 us per launch.
-  CHECK_THAT(sort.seconds(kBandwidth), WithinRel(sort.bytes / kBandwidth + 6 * 5e-6, 1e-12));
-  // On a large gradient, sampling streams the least and the exact sort the most.
-  CHECK(sampling.bytes < threshold.bytes);
-  CHECK(threshold.bytes < sort.bytes);
-  SECTION("a sample is never smaller than 2 / density and never larger than the gradient") {
-    // 1,000 elements at density 0.01: 10 samples would be 1 %, 2 / 0.01 = 200 are taken.
-    const auto small = dag::sparsification_cost(dag::Selection::sampling, 1000, 10, e);
-    CHECK_THAT(small.bytes, WithinRel(4000 * 4 + 2 * 4000 + 36 * 200 * 4 + (5000 + 1000 + 80) + 80, 1e-12));
-    const auto tiny = dag::sparsification_cost(dag::Selection::sampling, 50, 1, e);
-    CHECK_THAT(tiny.bytes, WithinRel(4 * 200 + 400 + 36 * 50 * 4 + (250 + 58) + 8, 1e-12));
-  }
-}
-
-TEST_CASE("dag::quantised wire formats", "[dag][compression][quantisation]") {
-  const double m = 1e6;
-  // QSGD: ceil(log2(2s + 1)) bits and a 4-byte norm per 512 elements.
-  const auto bits = [&](int levels) { return dag::quantised_wire(dag::Quantiser::qsgd, levels, m, 3).bits; };
-  CHECK(bits(127) == 8);
-  CHECK(bits(7) == 4);
-  CHECK(bits(1) == 2);
-  CHECK(bits(128) == 9);
-  CHECK_THAT(dag::quantised_wire(dag::Quantiser::qsgd, 127, m, 3).bytes(m),
-             WithinRel(m + 4 * std::ceil(m / 512), 1e-12));
-  // TernGrad: 2 bits and a scaler per tensor; signSGD: 1 bit and a scale per tensor.
-  CHECK_THAT(dag::quantised_wire(dag::Quantiser::terngrad, 0, m, 3).bytes(m), WithinRel(m / 4 + 12, 1e-12));
-  CHECK_THAT(dag::quantised_wire(dag::Quantiser::signsgd, 0, m, 3).bytes(m), WithinRel(m / 8 + 12, 1e-12));
-}
 
 TEST_CASE("sim::selection algorithms change the compression time, not the traffic", "[sim][compression]") {
   auto doc = base(8, 1, "gtopk");
@@ -215,7 +172,7 @@ double engine_allgather_finish(const dag::StrategyInput& in, const std::vector<d
 
 } // namespace
 
-TEST_CASE("dag::omgs equals the brute-force optimum over all contiguous partitions", "[dag][compression][omgs]") {
+TEST_CASE("sim::omgs equals the brute-force optimum over all contiguous partitions", "[dag][compression][omgs]") {
   std::mt19937_64 rng(20261122);
   std::uniform_int_distribution<int> layer_count(1, 8), tensors_per_layer(0, 2);
   std::uniform_real_distribution<double> unit(0.0, 1.0);

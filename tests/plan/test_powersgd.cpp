@@ -60,32 +60,6 @@ template <class Fn> std::vector<double> in_child(Fn&& fn) {
 
 } // namespace
 
-TEST_CASE("dag::powersgd_view follows the hook's _should_compress", "[dag][powersgd]") {
-  // (n + m) r_eff x 2 < n m, with the tensor viewed as shape[0] x (numel / shape[0]) and r_eff = min(r, n, m).
-  auto [shape, rank, n, m, r_eff, matrix, compress] =
-      GENERATE(table<std::vector<std::int64_t>, int, std::int64_t, std::int64_t, std::int64_t, bool, bool>({
-          {{64, 3, 7, 7}, 4, 64, 147, 4, true, true},           // 211 x 4 x 2 = 1688 < 9408
-          {{1000, 2048}, 4, 1000, 2048, 4, true, true},         // ResNet-50's fc
-          {{64, 64, 1, 1}, 4, 64, 64, 4, true, true},           // 1024 < 4096
-          {{16, 16}, 4, 16, 16, 4, true, false},                // 256 < 256 fails: not worth compressing
-          {{16, 16}, 2, 16, 16, 2, true, true},                 // 128 < 256
-          {{3, 5}, 4, 3, 5, 3, true, false},                    // r_eff = 3: 48 < 15 fails
-          {{1, 4096}, 4, 1, 4096, 1, true, false},              // a single row: 8194 < 4096 fails
-          {{2048}, 4, 2048, 1, 1, false, false},                // a bias: the rule never passes for a vector
-          {{512, 512, 3, 3}, 1000, 512, 4608, 512, true, false} // rank above min(n, m): 10,485,760 < 2,359,296 fails
-      }));
-  dag::ParamTensor t{"w", shape, 1};
-  for (auto d : shape)
-    t.numel *= d;
-  CAPTURE(shape, rank);
-  const auto v = dag::powersgd_view(t, rank);
-  CHECK(v.rows == n);
-  CHECK(v.cols == m);
-  CHECK(v.rank == r_eff);
-  CHECK(v.matrix == matrix);
-  CHECK(v.compress == compress);
-}
-
 TEST_CASE("sim::powersgd compresses every conv and fc weight of ResNet-50 at rank 4", "[sim][powersgd]") {
   // 53 convolutions and the fc pass the rule (the smallest, 64 x 64 x 1 x 1, by 1024 < 4096); the 107 batch-norm
   // weights and biases and the fc bias are vectors, sent dense.

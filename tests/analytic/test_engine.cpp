@@ -1,6 +1,6 @@
 // sim analytic engine: closed-form iteration times on small calibrated models, MG-WFBP never slower than WFBP
 // or BSP on zoo models, single-GPU measurements reproduced exactly, breakdown invariants.
-#include "sim/cli/run.hpp"
+#include "sim/analytic/analytic.hpp"
 #include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
@@ -35,21 +35,21 @@ double ring(double bytes) {
 
 TEST_CASE("sim::analytic engine matches hand-computed schedules", "[sim][engine]") {
   SECTION("bsp: compute, then one allreduce of 12 MB") {
-    const auto r = run_scenario(parse_scenario(calibrated_two_layers("bsp"), "t.json"));
+    const auto r = run_analytic(parse_scenario(calibrated_two_layers("bsp"), "t.json"));
     CHECK_THAT(r.iteration_time_s, WithinRel(10e-3 + ring(12e6), 1e-12));
     CHECK_THAT(r.single_gpu_iteration_s, WithinRel(10e-3, 1e-12));
     CHECK_THAT(r.communication_bytes_per_worker, WithinRel(2.0 * 3 / 4 * 12e6, 1e-12));
   }
   SECTION("wfbp: b's gradient (8 MB) goes at 8 ms while a's backward runs, a's (4 MB) after both") {
     // forward 4 ms, b backward ends at 8 ms, a backward at 10 ms; ring(8 MB) = 12.6 ms > 2 ms
-    const auto r = run_scenario(parse_scenario(calibrated_two_layers("wfbp"), "t.json"));
+    const auto r = run_analytic(parse_scenario(calibrated_two_layers("wfbp"), "t.json"));
     CHECK_THAT(r.iteration_time_s, WithinRel(8e-3 + ring(8e6) + ring(4e6), 1e-12));
     CHECK_THAT(r.breakdown.exposed_communication_s, WithinRel(r.iteration_time_s - 10e-3, 1e-9));
     REQUIRE(r.groups.size() == 2);
     CHECK(r.groups[0].bytes == 8e6);
   }
   SECTION("mg-wfbp merges the two: one start-up saved is better than 2 ms of overlap lost? Check the optimum") {
-    const auto r = run_scenario(parse_scenario(calibrated_two_layers("mg-wfbp"), "t.json"));
+    const auto r = run_analytic(parse_scenario(calibrated_two_layers("mg-wfbp"), "t.json"));
     const double separate = 8e-3 + ring(8e6) + ring(4e6), merged = 10e-3 + ring(12e6);
     CHECK_THAT(r.iteration_time_s, WithinRel(std::min(separate, merged), 1e-12));
   }
@@ -76,7 +76,7 @@ TEST_CASE("sim::MgWfbp is never slower than WFBP or BSP on zoo models", "[sim][e
   doc["collectives"]["allreduce"] = algorithm;
   auto time_of = [&](const char* kind) {
     doc["strategy"]["kind"] = kind;
-    return run_scenario(parse_scenario(doc, "t.json")).iteration_time_s;
+    return run_analytic(parse_scenario(doc, "t.json")).iteration_time_s;
   };
   const double mg = time_of("mg-wfbp");
   CHECK(mg <= time_of("wfbp") * (1 + 1e-12));
@@ -88,7 +88,7 @@ TEST_CASE("sim::analytic engine reproduces a measured single-GPU iteration", "[s
   Json doc = Json::parse(R"({"model": {"zoo": "resnet50", "batch_per_gpu": 64},
                              "gpu": {"preset": "V100-SXM2-32GB", "single_gpu_iteration": "252.9 ms"},
                              "cluster": {"nodes": 1, "gpus_per_node": 1}, "strategy": {"kind": "wfbp"}})");
-  const auto r = run_scenario(parse_scenario(doc, "t.json"));
+  const auto r = run_analytic(parse_scenario(doc, "t.json"));
   CHECK_THAT(r.iteration_time_s, WithinRel(0.2529, 1e-12));
   CHECK_THAT(r.scaling_efficiency, WithinRel(1.0, 1e-12));
   CHECK(r.groups.empty());
@@ -109,7 +109,7 @@ TEST_CASE("sim::breakdown accounts for the whole iteration", "[sim][engine]") {
   CAPTURE(kind);
   auto s = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json",
                          {std::string("strategy.kind=") + kind});
-  const auto r = run_scenario(s);
+  const auto r = run_analytic(s);
   const auto& b = r.breakdown;
   CHECK_THAT(b.compute_s + b.compression_s + b.exposed_communication_s + b.idle_s,
              WithinRel(r.iteration_time_s, 1e-12));

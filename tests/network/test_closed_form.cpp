@@ -1,5 +1,5 @@
-// Lowerings against the analytic engine's closed forms (sim/network/collectives.cpp): a contention-free evaluator runs the
-// phases on a two-level cluster (GPU links inside a node, one NIC per node on a star) and must reproduce the
+// Lowerings against the analytic engine's closed forms (sim/network/collectives.cpp): a contention-free evaluator runs
+// the phases on a two-level cluster (GPU links inside a node, one NIC per node on a star) and must reproduce the
 // alpha-beta cost of ring, halving-doubling, hierarchical and double-binary-tree allreduce.
 #include "sim/network/collectives.hpp"
 #include "sim/network/lowering/evaluate.hpp"

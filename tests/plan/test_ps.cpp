@@ -1,6 +1,6 @@
 // Parameter-server strategies on the analytic engine (dag/strategies/ps.cpp, sim/network/lowering/ps_*_sharded.cpp,
-// sim/analytic/ps_async.hpp): MXNet's key placement, push and pull against their closed forms on an alpha-beta star, the
-// servers' NICs as the bottleneck that more servers relieve, ps-sync's steady-state period against its bounds,
+// sim/analytic/ps_async.hpp): MXNet's key placement, push and pull against their closed forms on an alpha-beta star,
+// the servers' NICs as the bottleneck that more servers relieve, ps-sync's steady-state period against its bounds,
 // ps-async's staleness and throughput on cases computed by hand, the summary, and bad input.
 #include "dag/strategy.hpp"
 #include "sim/analytic/ps_async.hpp"
@@ -48,7 +48,7 @@ const double B = 1.25e9, a = 2 * 25e-6; // 10 Gb/s; a message crosses two NIC li
 
 } // namespace
 
-TEST_CASE("dag::parameter-server keys are placed as MXNet's KVStore places them", "[dag][ps]") {
+TEST_CASE("sim::parameter-server keys are placed as MXNet's KVStore places them", "[dag][ps]") {
   // kvstore_dist.h EncodeDefaultKey: below the bound, server (key x 9973) mod S; from the bound on, all servers.
   CHECK(dag::shard_key(3, 999999, 4, 1000000).first == 3 * 9973 % 4);
   CHECK(dag::shard_key(3, 999999, 4, 1000000).count == 1);

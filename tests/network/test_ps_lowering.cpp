@@ -1,5 +1,5 @@
-// Parameter-server push and pull lowerings (sim/network/lowering/ps_push_sharded.cpp, ps_pull_sharded.cpp): who sends what
-// to whom for co-located and dedicated servers and for keys split over all servers or held by one, and their
+// Parameter-server push and pull lowerings (sim/network/lowering/ps_push_sharded.cpp, ps_pull_sharded.cpp): who sends
+// what to whom for co-located and dedicated servers and for keys split over all servers or held by one, and their
 // phase-synchronous cost against the closed form max(m, p m / c) / B on an alpha-beta star.
 #include "sim/network/lowering/evaluate.hpp"
 #include "support.hpp"

@@ -1,5 +1,5 @@
-// Sparsification strategies on the analytic engine (dag/compression.hpp, sim/network/lowering/global_topk_tree.cpp): the
-// communication of topk and gtopk is the gTop-k paper's cost model, the compression kernels are their documented
+// Sparsification strategies on the analytic engine (dag/compression.hpp, sim/network/lowering/global_topk_tree.cpp):
+// the communication of topk and gtopk is the gTop-k paper's cost model, the compression kernels are their documented
 // memory traffic at the GPU's effective bandwidth, and on a slow network gTop-k scales better than Top-k, which
 // scales better than the dense allreduce.
 #include "dag/compression.hpp"
