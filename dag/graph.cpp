@@ -27,6 +27,10 @@ std::string_view resource_name(Resource r) {
   return "?";
 }
 
+std::string device_name(Device d) {
+  return (d.kind == Device::Kind::gpu ? "gpu" : "host") + std::to_string(d.index);
+}
+
 std::vector<GroupStage> GradientGroup::effective_stages() const {
   if (!stages.empty())
     return stages;
@@ -61,6 +65,8 @@ std::string_view collective_name(Collective c) {
     return "ps_push";
   case Collective::ps_pull:
     return "ps_pull";
+  case Collective::point_to_point:
+    return "point_to_point";
   }
   return "?";
 }
@@ -99,6 +105,42 @@ void IterationGraph::depend(Id before, Id after) {
   if (before >= size() || after >= size())
     throw std::logic_error("IterationGraph::depend: no such task");
   boost::add_edge(before, after, graph_);
+}
+
+int IterationGraph::add_communicator(const Communicator& c) {
+  if (c.ranks.empty())
+    throw std::logic_error("IterationGraph::add_communicator: a communicator needs at least one rank");
+  const auto it = std::find(communicators_.begin(), communicators_.end(), c);
+  if (it != communicators_.end())
+    return static_cast<int>(it - communicators_.begin());
+  communicators_.push_back(c);
+  return static_cast<int>(communicators_.size() - 1);
+}
+
+const Communicator& IterationGraph::communicator(int index) const {
+  if (index < 0 || static_cast<std::size_t>(index) >= communicators_.size())
+    throw std::logic_error("IterationGraph::communicator: no communicator " + std::to_string(index));
+  return communicators_[static_cast<std::size_t>(index)];
+}
+
+void IterationGraph::place(const Placement& where) {
+  const int group =
+      add_communicator(where.data_parallel.ranks.empty() ? Communicator{{where.gpu}} : where.data_parallel);
+  for (Id v = 0; v < size(); ++v) {
+    auto& t = graph_[v];
+    t.device = t.resource == Resource::host_cpu ? Device::host(where.node) : Device::gpu(where.gpu);
+    if (t.collective != Collective::none && t.collective != Collective::point_to_point)
+      t.communicator = group;
+  }
+}
+
+std::vector<Device> IterationGraph::devices() const {
+  std::vector<Device> out; // few devices, many tasks: a linear search per task
+  for (Id v = 0; v < size(); ++v)
+    if (std::find(out.begin(), out.end(), graph_[v].device) == out.end())
+      out.push_back(graph_[v].device);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::vector<IterationGraph::Id> IterationGraph::successors(Id id) const {

@@ -1,7 +1,9 @@
 // The DAG of one training iteration on one worker (Shi, Wang, Chu: "Performance Modeling and Evaluation of
 // Distributed Deep Learning Frameworks on GPUs", DASC 2018, Fig. 2): data loading -> host-to-device copy ->
 // per-layer forward -> per-layer backward (reverse order) -> gradient communication groups -> update.
-// Tasks carry the resource that executes them; a resource runs one task at a time, in order of readiness.
+// Tasks carry the device (a GPU by global rank, or a node's host CPU) and the resource (stream) of that device that
+// executes them; a device's resource runs one task at a time, in order of readiness. Collectives name the
+// communicator (ordered set of GPU ranks) they run over; point-to-point transfers their source and destination.
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
@@ -30,9 +32,31 @@ enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compress
 /// `allgather`: every worker's message to every worker (Top-k's pairs, quantised buckets); `global_topk`: gTop-k's
 /// sparse allreduce; `ps_push` / `ps_pull`: every worker sends its shards of a key to the parameter servers owning
 /// them / receives the updated parameters back (dag/strategies/ps.cpp).
-enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk, ps_push, ps_pull };
+/// `point_to_point`: one transfer of `bytes` from Task::src to Task::dst (pipeline activations and gradients).
+enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk, ps_push, ps_pull, point_to_point };
 
 [[nodiscard]] std::string_view collective_name(Collective c);
+
+/// Where a task runs: a GPU by its global rank (node-major: rank r is GPU r % g of node r / g), or the host CPU of a
+/// node by the node's index.
+struct Device {
+  enum class Kind : std::uint8_t { gpu, host };
+  Kind kind = Kind::gpu;
+  int index = 0;
+  auto operator<=>(const Device&) const = default;
+  [[nodiscard]] static Device gpu(int rank) { return {Kind::gpu, rank}; }
+  [[nodiscard]] static Device host(int node) { return {Kind::host, node}; }
+};
+/// "gpu3", "host0".
+[[nodiscard]] std::string device_name(Device d);
+
+/// An ordered set of global GPU ranks that a collective runs over, like an NCCL communicator: the collective's rank
+/// i is GPU ranks[i]. Data-parallel groups, tensor-parallel groups inside a node, and a point-to-point pair
+/// {src, dst} are communicators.
+struct Communicator {
+  std::vector<int> ranks;
+  bool operator==(const Communicator&) const = default;
+};
 
 struct Task {
   TaskKind kind = TaskKind::delay;
@@ -50,6 +74,9 @@ struct Task {
   /// ps-lite sends to different servers at once); a task of lane l waits for l only, a task of lane -1 for every
   /// lane (and every lane for it).
   int lane = -1;
+  Device device{};        ///< where it runs (the builders place a one-worker DAG on GPU 0; see IterationGraph::place)
+  int communicator = -1;  ///< collectives: index into IterationGraph::communicators(); -1 for other tasks
+  int src = -1, dst = -1; ///< point_to_point: global GPU ranks
 };
 
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
@@ -98,6 +125,23 @@ public:
   Id add(const Task& task);
   void depend(Id before, Id after); ///< `after` may start only when `before` has finished
 
+  /// Registers a communicator (an equal one is shared) and returns its index for Task::communicator.
+  int add_communicator(const Communicator& c);
+  [[nodiscard]] const Communicator& communicator(int index) const;
+  [[nodiscard]] const std::vector<Communicator>& communicators() const { return communicators_; }
+
+  /// Where one data-parallel worker runs: its GPU, its node, and the group its collectives span.
+  struct Placement {
+    int gpu = 0;
+    int node = 0;
+    Communicator data_parallel; ///< empty: the worker alone
+  };
+  /// Places a one-worker DAG (build_iteration, build_ps_sync): host_cpu tasks on the worker's node's host, every
+  /// other task on its GPU, every collective over its data-parallel communicator.
+  void place(const Placement& where);
+  /// The devices that run tasks, in order (GPUs by rank, then hosts).
+  [[nodiscard]] std::vector<Device> devices() const;
+
   [[nodiscard]] std::size_t size() const { return boost::num_vertices(graph_); }
   [[nodiscard]] const Task& task(Id id) const { return graph_[id]; }
   [[nodiscard]] Task& task(Id id) { return graph_[id]; }
@@ -118,6 +162,7 @@ public:
 
 private:
   Graph graph_;
+  std::vector<Communicator> communicators_;
 };
 
 } // namespace ddlsim::dag

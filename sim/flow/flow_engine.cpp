@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "sim/flow/platform.hpp"
 #include "sim/flow/symmetry.hpp"
+#include "sim/network/communicator.hpp"
 #include "sim/network/lowering/lowering.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/plan/schedule.hpp"
@@ -215,7 +216,8 @@ public:
   struct Job {
     const CollectiveLowering* lowering;
     double bytes;
-    LoweringShape shape; ///< the ranks it runs over (the cluster's, with a parameter server's servers and shard)
+    LoweringShape shape; ///< the ranks it runs over (its communicator's, with a parameter server's servers and shard)
+    std::vector<int> ranks = {}; ///< the lowering's rank v is global GPU ranks[v]; empty: the whole cluster in order
   };
 
   CollectivePlan(const ClusterSpec& cluster, std::vector<Job> jobs, bool per_message, bool use_symmetry)
@@ -228,6 +230,10 @@ public:
     obstacle_ = flow::quotient_obstacle(cluster);
     if (!obstacle_.empty() || jobs_.empty())
       return;
+    if (std::any_of(jobs_.begin(), jobs_.end(), [](const Job& j) { return !j.ranks.empty(); })) {
+      obstacle_ = "a collective runs over a part of the cluster";
+      return;
+    }
     auto candidates = flow::candidate_symmetries(shape_);
     for (const auto& job : jobs_) {
       const auto phases = job.lowering->lower(job.shape, job.bytes, granularity_);
@@ -252,7 +258,10 @@ public:
   [[nodiscard]] std::vector<Phase> phases(std::size_t i) {
     if (symmetric())
       return std::move(quotient_[i]);
-    return jobs_[i].lowering->lower(jobs_[i].shape, jobs_[i].bytes, granularity_);
+    auto phases = jobs_[i].lowering->lower(jobs_[i].shape, jobs_[i].bytes, granularity_);
+    if (jobs_[i].ranks.empty())
+      return phases;
+    return to_global_ranks(std::move(phases), {jobs_[i].shape, jobs_[i].ranks, false}, cluster_);
   }
   /// Every link of the full cluster from the simulated platform's statistics.
   [[nodiscard]] std::vector<flow::LinkStats> link_stats(const flow::Platform& p, double makespan_s) const {
@@ -336,13 +345,16 @@ RunResult run_flow(const Scenario& s) {
   const std::size_t n = graph.size();
   std::vector<CollectivePlan::Job> jobs;
   std::vector<std::size_t> job_of(n, 0);
+  std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
   for (std::size_t v = 0; v < n; ++v) {
     const auto collective = graph.task(v).collective;
     if (collective == dag::Collective::none)
       continue;
     job_of[v] = jobs.size();
+    const auto& layout = task_layout(s, graph, graph.task(v), layouts);
     jobs.push_back({collective == dag::Collective::allreduce ? &lowering_for(s) : &sparse_lowering(collective),
-                    graph.task(v).bytes, task_shape(s, graph.task(v))});
+                    graph.task(v).bytes, task_shape(s, graph.task(v), layout.shape),
+                    layout.whole_cluster ? std::vector<int>{} : layout.ranks});
   }
   CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);
   r.notes.push_back(plan.note());
@@ -364,10 +376,17 @@ RunResult run_flow(const Scenario& s) {
       in[v] = out[v] = run.timed(task.duration_s);
     }
   }
-  std::vector<std::vector<std::size_t>> by_resource(dag::kResourceCount);
-  for (std::size_t v = 0; v < n; ++v)
-    if (graph.task(v).resource != dag::Resource::none)
-      by_resource[static_cast<std::size_t>(graph.task(v).resource)].push_back(v);
+  // Tasks per (device, resource), each in the analytic schedule's order.
+  const auto devices = graph.devices();
+  std::vector<std::vector<std::size_t>> by_resource(devices.size() * dag::kResourceCount);
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto& t = graph.task(v);
+    if (t.resource == dag::Resource::none)
+      continue;
+    const auto d =
+        static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), t.device) - devices.begin());
+    by_resource[d * dag::kResourceCount + static_cast<std::size_t>(t.resource)].push_back(v);
+  }
   std::set<std::pair<std::size_t, std::size_t>> edges;
   for (std::size_t v = 0; v < n; ++v)
     for (std::size_t w : graph.successors(v))

@@ -3,10 +3,14 @@
 #include "sim/plan/prepare.hpp"
 
 #include "core/units.hpp"
+#include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/schedule.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <map>
 #include <optional>
 
 namespace ddlsim::sim {
@@ -130,28 +134,8 @@ Prepared prepare(const Scenario& s, std::string engine) {
     r.graph = ps_async_graph(s, p.costs.worker, r.groups);
   else
     r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
-  for (std::size_t v = 0; v < r.graph.size(); ++v) {
-    auto& task = r.graph.task(v);
-    if (task.collective == dag::Collective::none)
-      continue;
-    // The closed form, or the phase-synchronous cost of the lowering; the flow engine replaces it with what it
-    // simulates.
-    CollectiveCost cost;
-    if (task.collective == dag::Collective::allreduce) {
-      cost = p.allreduce->cost(task.bytes);
-    } else {
-      const auto phases =
-          sparse_lowering(task.collective).lower(task_shape(s, task), task.bytes, Granularity::aggregated);
-      // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
-      const double sent = !ps                                           ? busiest_sender_bytes(phases, r.workers)
-                          : task.collective == dag::Collective::ps_push ? task.bytes
-                                                                        : 0.0;
-      cost = {phase_synchronous_time(phases, net), sent};
-    }
-    task.duration_s = cost.time_s;
-    if (task.iteration == 0)
-      r.communication_bytes_per_worker += cost.bytes_sent;
-  }
+  r.graph.place({.gpu = 0, .node = 0, .data_parallel = data_parallel_group(s)});
+  r.communication_bytes_per_worker = cost_communication(s, *p.allreduce, r.graph);
   if (ps)
     prepare_parameter_server(s, p);
   if (const auto c = compression_totals(r.groups); c.groups > 0) {
@@ -223,6 +207,64 @@ std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGro
   return t;
 }
 
+dag::Communicator data_parallel_group(const Scenario& s) {
+  dag::Communicator all;
+  all.ranks.resize(static_cast<std::size_t>(s.cluster.workers()));
+  for (std::size_t i = 0; i < all.ranks.size(); ++i)
+    all.ranks[i] = static_cast<int>(i);
+  return all;
+}
+
+double cost_communication(const Scenario& s, const AllreduceModel& whole_cluster, dag::IterationGraph& graph) {
+  const bool ps = dag::is_parameter_server(s.strategy.kind);
+  std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
+  std::map<std::pair<int, int>, std::unique_ptr<AllreduceModel>> other_groups; // by (nodes, GPUs per node)
+  double bytes_sent = 0;
+  for (std::size_t v = 0; v < graph.size(); ++v) {
+    auto& task = graph.task(v);
+    if (task.collective == dag::Collective::none)
+      continue;
+    const auto& layout = task_layout(s, graph, task, layouts);
+    const Network net = network_of(layout, s.cluster);
+    // The closed form, or the phase-synchronous cost of the lowering; the flow engine replaces it with what it
+    // simulates.
+    CollectiveCost cost;
+    if (task.collective == dag::Collective::allreduce) {
+      if (layout.whole_cluster) {
+        cost = whole_cluster.cost(task.bytes);
+      } else {
+        auto& model = other_groups[{layout.shape.nodes, layout.shape.gpus_per_node}];
+        if (!model) // a measured fit describes the whole cluster; a smaller group takes the algorithm's closed form
+          model = find_allreduce_algorithm(s.allreduce.algorithm)->make(net);
+        cost = model->cost(task.bytes);
+      }
+    } else {
+      const auto phases = sparse_lowering(task.collective)
+                              .lower(task_shape(s, task, layout.shape), task.bytes, Granularity::aggregated);
+      // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
+      const double sent = !ps ? busiest_sender_bytes(phases, layout.shape.workers())
+                          : task.collective == dag::Collective::ps_push ? task.bytes
+                                                                        : 0.0;
+      cost = {phase_synchronous_time(phases, net), sent};
+    }
+    task.duration_s = cost.time_s;
+    if (task.iteration == 0)
+      bytes_sent += cost.bytes_sent;
+  }
+  return bytes_sent;
+}
+
+const CommunicatorLayout& task_layout(const Scenario& s, const dag::IterationGraph& graph, const dag::Task& task,
+                                      std::vector<std::optional<CommunicatorLayout>>& cache) {
+  if (task.communicator < 0)
+    throw std::logic_error(fmt::format("{} task on {} has no communicator", dag::collective_name(task.collective),
+                                       dag::device_name(task.device)));
+  auto& slot = cache.at(static_cast<std::size_t>(task.communicator));
+  if (!slot)
+    slot = layout_of(graph.communicator(task.communicator).ranks, s.cluster);
+  return *slot;
+}
+
 const CollectiveLowering& sparse_lowering(dag::Collective c) {
   switch (c) {
   case dag::Collective::allgather:
@@ -233,13 +275,15 @@ const CollectiveLowering& sparse_lowering(dag::Collective c) {
     return *find_lowering(CollectiveKind::ps_push, "sharded");
   case dag::Collective::ps_pull:
     return *find_lowering(CollectiveKind::ps_pull, "sharded");
+  case dag::Collective::point_to_point:
+    return *find_lowering(CollectiveKind::point_to_point, "direct");
   default:
     throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
   }
 }
 
-LoweringShape task_shape(const Scenario& s, const dag::Task& task) {
-  LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
+LoweringShape task_shape(const Scenario& s, const dag::Task& task, const LoweringShape& communicator) {
+  LoweringShape shape = communicator;
   if (task.collective == dag::Collective::ps_push || task.collective == dag::Collective::ps_pull) {
     shape.servers = s.strategy.servers;
     shape.dedicated_servers = s.strategy.dedicated_servers;

@@ -6,6 +6,7 @@
 #include "dag/graph.hpp"
 #include "dag/strategy.hpp"
 #include "sim/network/collectives.hpp"
+#include "sim/network/communicator.hpp"
 #include "sim/network/lowering/lowering.hpp"
 #include "sim/plan/compute.hpp"
 #include "sim/plan/result.hpp"
@@ -60,9 +61,22 @@ struct PowerSgdTotals {
 /// push and pull.
 [[nodiscard]] const CollectiveLowering& sparse_lowering(dag::Collective c);
 
-/// The ranks a task's collective runs over: the cluster's workers, and for ps_push / ps_pull the scenario's servers
-/// and the key's shard.
-[[nodiscard]] LoweringShape task_shape(const Scenario& s, const dag::Task& task);
+/// The shape a task's collective is lowered on: its communicator's (communicator.hpp), and for ps_push / ps_pull the
+/// scenario's servers and the key's shard.
+[[nodiscard]] LoweringShape task_shape(const Scenario& s, const dag::Task& task, const LoweringShape& communicator);
+
+/// A task's communicator laid out on the scenario's cluster, cached per communicator index.
+[[nodiscard]] const CommunicatorLayout& task_layout(const Scenario& s, const dag::IterationGraph& graph,
+                                                    const dag::Task& task,
+                                                    std::vector<std::optional<CommunicatorLayout>>& cache);
+
+/// The data-parallel group of pure data parallelism: every GPU of the cluster, in rank order.
+[[nodiscard]] dag::Communicator data_parallel_group(const Scenario& s);
+
+/// Sets the duration of every communication task of `graph` from its communicator's closed form (allreduce;
+/// `whole_cluster` when it spans the cluster) or its lowering's phase-synchronous time, and returns the bytes the
+/// busiest worker sends in iteration 0.
+double cost_communication(const Scenario& s, const AllreduceModel& whole_cluster, dag::IterationGraph& graph);
 
 /// Iterations ps-sync unrolls in its DAG; the iteration time is the period between the last two (steady state).
 inline constexpr int kPsSyncIterations = 3;

@@ -13,8 +13,14 @@ std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
   std::vector<TaskTiming> timing(n);
   std::vector<std::size_t> missing(n);
   std::vector<double> ready_at(n, 0);
-  std::array<double, dag::kResourceCount> free_at{};                  // for lane -1: after every lane
-  std::array<std::map<int, double>, dag::kResourceCount> lane_free{}; // lanes >= 0
+  // One queue per (device, resource): a device's stream runs one task at a time.
+  const auto devices = g.devices();
+  const auto slot_of = [&](const dag::Task& t) {
+    const auto d = std::lower_bound(devices.begin(), devices.end(), t.device) - devices.begin();
+    return static_cast<std::size_t>(d) * dag::kResourceCount + static_cast<std::size_t>(t.resource);
+  };
+  std::vector<double> free_at(devices.size() * dag::kResourceCount, 0.0); // for lane -1: after every lane
+  std::vector<std::map<int, double>> lane_free(free_at.size());           // lanes >= 0
   using Entry = std::pair<double, std::size_t>; // (ready time, id): earliest first, then lowest id
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (std::size_t v = 0; v < n; ++v) {
@@ -29,7 +35,7 @@ std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
     const auto& task = g.task(v);
     double start = at;
     if (task.resource != dag::Resource::none) {
-      const auto r = static_cast<std::size_t>(task.resource);
+      const auto r = slot_of(task);
       start = std::max(start, free_at[r]);
       if (task.lane < 0) {
         for (const auto& [lane, free] : lane_free[r])

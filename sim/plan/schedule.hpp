@@ -9,8 +9,8 @@
 
 namespace ddlsim::sim {
 
-/// Non-preemptive list scheduling: each resource runs one task at a time (one per lane for tasks with a lane; a
-/// lane -1 task waits for every lane), tasks start in order of readiness (ties by task id); Resource::none runs
+/// Non-preemptive list scheduling, per device: each resource runs one task at a time (one per lane for tasks with a
+/// lane; a lane -1 task waits for every lane), tasks start in order of readiness (ties by task id); Resource::none runs
 /// everything at once. Durations are taken from the graph.
 [[nodiscard]] std::vector<TaskTiming> schedule(const dag::IterationGraph& g);
 

@@ -168,33 +168,45 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
 }
 
 std::string tasks_csv(const Scenario& s, const RunResult& r) {
-  std::string out = "worker,resource,kind,layer,group,bytes,start_s,end_s\n";
+  std::string out = "device,resource,kind,layer,group,bytes,start_s,end_s\n";
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
-    fmt::format_to(std::back_inserter(out), "0,{},{},{},{},{},{},{}\n", dag::resource_name(t.resource),
-                   dag::task_kind_name(t.kind), layer_name(s, t.layer), t.group >= 0 ? std::to_string(t.group) : "",
-                   t.bytes, r.timing[v].start_s, r.timing[v].end_s);
+    fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{},{},{}\n", dag::device_name(t.device),
+                   dag::resource_name(t.resource), dag::task_kind_name(t.kind), layer_name(s, t.layer),
+                   t.group >= 0 ? std::to_string(t.group) : "", t.bytes, r.timing[v].start_s, r.timing[v].end_s);
   }
   return out;
 }
 
 OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
+  // One process per device (GPUs by rank, then hosts), one thread per resource (stream) that ran something.
   OrderedJson events = OrderedJson::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", "worker 0"}}}});
-  std::array<bool, dag::kResourceCount> used{};
+  const auto devices = r.graph.devices();
+  const auto pid_of = [&](dag::Device d) {
+    return static_cast<int>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
+  };
+  std::vector<std::array<bool, dag::kResourceCount>> used(devices.size());
   for (std::size_t v = 0; v < r.graph.size(); ++v)
     if (r.timing[v].end_s > r.timing[v].start_s)
-      used[static_cast<std::size_t>(r.graph.task(v).resource)] = true;
-  for (int res = 0; res < dag::kResourceCount; ++res)
-    if (used[static_cast<std::size_t>(res)])
-      events.push_back({{"name", "thread_name"},
-                        {"ph", "M"},
-                        {"pid", 0},
-                        {"tid", res},
-                        {"args",
-                         {{"name", res == static_cast<int>(dag::Resource::none)
-                                       ? std::string("waits")
-                                       : std::string(dag::resource_name(static_cast<dag::Resource>(res)))}}}});
+      used[static_cast<std::size_t>(pid_of(r.graph.task(v).device))]
+          [static_cast<std::size_t>(r.graph.task(v).resource)] = true;
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", d},
+                      {"tid", 0},
+                      {"args", {{"name", dag::device_name(devices[d])}}}});
+    for (int res = 0; res < dag::kResourceCount; ++res)
+      if (used[d][static_cast<std::size_t>(res)])
+        events.push_back({{"name", "thread_name"},
+                          {"ph", "M"},
+                          {"pid", d},
+                          {"tid", res},
+                          {"args",
+                           {{"name", res == static_cast<int>(dag::Resource::none)
+                                         ? std::string("waits")
+                                         : std::string(dag::resource_name(static_cast<dag::Resource>(res)))}}}});
+  }
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
     if (r.timing[v].end_s <= r.timing[v].start_s)
@@ -205,7 +217,7 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
     e["ph"] = "X";
     e["ts"] = r.timing[v].start_s * 1e6;
     e["dur"] = (r.timing[v].end_s - r.timing[v].start_s) * 1e6;
-    e["pid"] = 0;
+    e["pid"] = pid_of(t.device);
     e["tid"] = static_cast<int>(t.resource);
     if (t.bytes > 0)
       e["args"] = {{"bytes", t.bytes}};

@@ -96,22 +96,27 @@ void require_input_error(const Outcome& o, const std::string& file, const std::s
 }
 
 struct TaskRow {
-  std::string resource, kind, layer, group;
+  std::string device, resource, kind, layer, group;
   double bytes = 0, start_s = 0, end_s = 0;
 };
 
 std::vector<TaskRow> read_tasks(const fs::path& csv) {
   const auto lines = lines_of(read_text(csv));
   REQUIRE(!lines.empty());
-  REQUIRE(lines.front() == "worker,resource,kind,layer,group,bytes,start_s,end_s");
+  REQUIRE(lines.front() == "device,resource,kind,layer,group,bytes,start_s,end_s");
   std::vector<TaskRow> rows;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     INFO("tasks.csv line " << i + 1 << ": " << lines[i]);
     const auto f = split(lines[i], ',');
     REQUIRE(f.size() == 8);
-    REQUIRE(!f[0].empty());
-    REQUIRE(std::all_of(f[0].begin(), f[0].end(), [](char c) { return c >= '0' && c <= '9'; }));
+    // A device: "gpu<rank>" or "host<node>".
+    const std::string prefix = f[0].starts_with("gpu") ? "gpu" : "host";
+    REQUIRE(f[0].starts_with(prefix));
+    REQUIRE(f[0].size() > prefix.size());
+    REQUIRE(std::all_of(f[0].begin() + static_cast<std::ptrdiff_t>(prefix.size()), f[0].end(),
+                        [](char c) { return c >= '0' && c <= '9'; }));
     TaskRow r;
+    r.device = f[0];
     r.resource = f[1];
     r.kind = f[2];
     r.layer = f[3];
@@ -477,6 +482,7 @@ TEST_CASE("cli: timeline.json is a Chrome trace with one event per non-empty tas
   REQUIRE(trace["traceEvents"].is_array());
 
   std::map<std::pair<int, int>, std::string> thread_names;
+  std::map<int, std::string> process_names; // pid -> device
   std::set<std::pair<int, int>> used_threads;
   std::vector<json> complete_events;
   double last_end_us = 0;
@@ -512,6 +518,8 @@ TEST_CASE("cli: timeline.json is a Chrome trace with one event per non-empty tas
       REQUIRE(e["args"]["name"].is_string());
       if (name == "thread_name")
         CHECK(thread_names.emplace(thread, e["args"]["name"].get<std::string>()).second); // named once
+      if (name == "process_name")
+        CHECK(process_names.emplace(thread.first, e["args"]["name"].get<std::string>()).second);
     } else {
       FAIL("unexpected event phase '" << ph << "'");
     }
@@ -533,6 +541,9 @@ TEST_CASE("cli: timeline.json is a Chrome trace with one event per non-empty tas
     const auto thread = thread_names.find({e["pid"].get<int>(), e["tid"].get<int>()});
     REQUIRE(thread != thread_names.end());
     CHECK(thread->second == (row.resource == "none" ? "waits" : row.resource));
+    const auto process = process_names.find(e["pid"].get<int>());
+    REQUIRE(process != process_names.end());
+    CHECK(process->second == row.device);
     CHECK_THAT(e["ts"].get<double>(), WithinRel(row.start_s * 1e6, 1e-12));
     CHECK_THAT(e["dur"].get<double>(), WithinRel((row.end_s - row.start_s) * 1e6, 1e-12));
     CHECK(e["dur"].get<double>() > 0);

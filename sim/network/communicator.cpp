@@ -1,0 +1,74 @@
+// Communicator layouts (sim/network/communicator.hpp).
+#include "sim/network/communicator.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <stdexcept>
+
+namespace ddlsim::sim {
+
+CommunicatorLayout layout_of(const std::vector<int>& ranks, const ClusterSpec& cluster) {
+  if (ranks.empty())
+    throw std::invalid_argument("a communicator needs at least one rank");
+  const int workers = cluster.workers(), g = cluster.gpus_per_node;
+  std::set<int> seen, nodes;
+  for (int r : ranks) {
+    if (r < 0 || r >= workers)
+      throw std::invalid_argument(
+          fmt::format("communicator rank {} is not a GPU of the cluster (0..{})", r, workers - 1));
+    if (!seen.insert(r).second)
+      throw std::invalid_argument(fmt::format("communicator rank {} appears twice", r));
+  }
+  // Blocks: consecutive ranks on the same node; every node once, all blocks of one size.
+  std::size_t block = 0;
+  while (block < ranks.size() && ranks[block] / g == ranks[0] / g)
+    ++block;
+  for (std::size_t start = 0; start < ranks.size(); start += block) {
+    const int node = ranks[start] / g;
+    if (!nodes.insert(node).second)
+      throw std::invalid_argument(fmt::format("communicator ranks on node {} are not consecutive", node));
+    for (std::size_t k = start; k < start + block; ++k)
+      if (k >= ranks.size() || ranks[k] / g != node)
+        throw std::invalid_argument(
+            fmt::format("communicator has {} GPU(s) on node {} but not on node {}: every node needs the same number",
+                        block, ranks[0] / g, node));
+    if (start + block < ranks.size() && ranks[start + block] / g == node)
+      throw std::invalid_argument(
+          fmt::format("communicator has more GPUs on node {} than on node {}: every node needs the same number", node,
+                      ranks[0] / g));
+  }
+  CommunicatorLayout layout;
+  layout.shape.nodes = static_cast<int>(nodes.size());
+  layout.shape.gpus_per_node = static_cast<int>(block);
+  layout.ranks = ranks;
+  layout.whole_cluster = static_cast<int>(ranks.size()) == workers;
+  for (std::size_t i = 0; layout.whole_cluster && i < ranks.size(); ++i)
+    layout.whole_cluster = ranks[i] == static_cast<int>(i);
+  return layout;
+}
+
+Network network_of(const CommunicatorLayout& layout, const ClusterSpec& cluster) {
+  Network net = cluster.network();
+  net.nodes = layout.shape.nodes;
+  net.gpus_per_node = layout.shape.gpus_per_node;
+  return net;
+}
+
+std::vector<Phase> to_global_ranks(std::vector<Phase> phases, const CommunicatorLayout& layout,
+                                   const ClusterSpec& cluster) {
+  if (layout.whole_cluster)
+    return phases;
+  const int workers = layout.shape.workers();
+  const auto global = [&](int r) {
+    return r < workers ? layout.ranks[static_cast<std::size_t>(r)] : cluster.workers() + (r - workers);
+  };
+  for (auto& phase : phases)
+    for (auto& f : phase.flows) {
+      f.src = global(f.src);
+      f.dst = global(f.dst);
+    }
+  return phases;
+}
+
+} // namespace ddlsim::sim
