@@ -55,7 +55,8 @@ void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
   }
   r.notes.push_back(fmt::format(
       "ps-async: {}; each of the {} workers loops compute, push of its whole gradient, pull, without a barrier "
-      "(compute {} x (1 + {} w/(p-1)) for worker w); every link direction is a FIFO queue (sim/ps_async.hpp); {} "
+      "(compute {} x (1 + {} w/(p-1)) for worker w); every link direction is a FIFO queue (sim/analytic/ps_async.hpp); "
+      "{} "
       "warm-up iterations per worker excluded, figures over the next {} of the slowest worker; iteration_time_s = "
       "workers x batch / aggregate throughput; the timeline is worker 0's mean iteration; a server applies a push to "
       "its shards at the worker's optimizer rate",
