@@ -4,6 +4,8 @@
 // Tasks carry the resource that executes them; a resource runs one task at a time, in order of readiness.
 #pragma once
 
+#include "core/collective.hpp"
+
 #include <boost/graph/adjacency_list.hpp>
 
 #include <cstdint>
@@ -26,13 +28,10 @@ enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compress
 [[nodiscard]] std::string_view resource_name(Resource r);
 [[nodiscard]] std::string_view task_kind_name(TaskKind k);
 
-/// A collective the engine costs (analytic) or lowers onto the platform (flow).
-/// `allgather`: every worker's message to every worker (Top-k's pairs, quantised buckets); `global_topk`: gTop-k's
-/// sparse allreduce; `ps_push` / `ps_pull`: every worker sends its shards of a key to the parameter servers owning
-/// them / receives the updated parameters back (dag/strategies/ps.cpp).
-enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk, ps_push, ps_pull };
-
-[[nodiscard]] std::string_view collective_name(Collective c);
+/// A collective the engine costs (analytic) or lowers onto the platform (flow): one enum with the network layer's
+/// (core/collective.hpp).
+using ddlsim::Collective;
+using ddlsim::collective_name;
 
 struct Task {
   TaskKind kind = TaskKind::delay;

@@ -107,8 +107,8 @@ Prepared prepare(const Scenario& s, std::string engine) {
   r.compute_source = p.costs.source;
   const Network net = s.cluster.network();
   p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
-                                     : find_allreduce_algorithm(s.allreduce.algorithm)->make(net);
-  const AllreduceModel& model = *p.allreduce;
+                                     : make_cost_model(*s.allreduce.algorithm, net);
+  const CollectiveModel& model = *p.allreduce;
   const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
   const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
   // The allgather's cost as a function of its payload, built on first use (only OMGS plans with it).
@@ -224,18 +224,10 @@ std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGro
 }
 
 const CollectiveLowering& sparse_lowering(dag::Collective c) {
-  switch (c) {
-  case dag::Collective::allgather:
-    return *find_lowering(CollectiveKind::allgather, "recursive-doubling");
-  case dag::Collective::global_topk:
-    return *find_lowering(CollectiveKind::global_topk, "tree");
-  case dag::Collective::ps_push:
-    return *find_lowering(CollectiveKind::ps_push, "sharded");
-  case dag::Collective::ps_pull:
-    return *find_lowering(CollectiveKind::ps_pull, "sharded");
-  default:
+  const auto* lowering = c == dag::Collective::allreduce ? nullptr : default_lowering(c);
+  if (lowering == nullptr)
     throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
-  }
+  return *lowering;
 }
 
 LoweringShape task_shape(const Scenario& s, const dag::Task& task) {

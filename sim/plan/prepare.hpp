@@ -6,7 +6,6 @@
 #include "dag/graph.hpp"
 #include "dag/strategy.hpp"
 #include "sim/network/collectives.hpp"
-#include "sim/network/lowering/lowering.hpp"
 #include "sim/plan/compute.hpp"
 #include "sim/plan/result.hpp"
 #include "sim/spec/scenario.hpp"
@@ -23,7 +22,7 @@ namespace detail {
 /// groups and the DAG, whose communication tasks carry their closed-form durations; timing is the engine's job.
 struct Prepared {
   ComputeCosts costs;
-  std::unique_ptr<AllreduceModel> allreduce;
+  std::unique_ptr<CollectiveModel> allreduce;
   RunResult result;
 };
 [[nodiscard]] Prepared prepare(const Scenario& s, std::string engine);
@@ -55,9 +54,9 @@ struct PowerSgdTotals {
 };
 [[nodiscard]] std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups);
 
-/// The lowering that carries a DAG collective other than the scenario's allreduce: Top-k's allgather by recursive
-/// doubling (log2 p rounds, as in the gTop-k paper's comparison), gTop-k's tree, the parameter server's sharded
-/// push and pull.
+/// The lowering that carries a DAG collective other than the scenario's allreduce: the registry's default for it
+/// (sim/network/lowering/registry.cpp: Top-k's allgather by recursive doubling, gTop-k's tree, the parameter
+/// server's sharded push and pull).
 [[nodiscard]] const CollectiveLowering& sparse_lowering(dag::Collective c);
 
 /// The ranks a task's collective runs over: the cluster's workers, and for ps_push / ps_pull the scenario's servers
