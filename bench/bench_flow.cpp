@@ -97,7 +97,7 @@ Point collective_in_child(double bytes, bool per_message, bool symmetry) {
     int code = 0;
     try {
       const auto r =
-          sim::run_collectives_flow(c, {{sim::CollectiveKind::allreduce, "ring", bytes, 0}}, per_message, symmetry);
+          sim::run_collectives_flow(c, {{sim::Collective::allreduce, "ring", bytes, 0}}, per_message, symmetry);
       out[0] = r.wall_s;
       out[1] = r.jobs[0].end_s;
       out[2] = static_cast<double>(r.flows);

@@ -3,6 +3,8 @@
 
 #include "core/io.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 

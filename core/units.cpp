@@ -2,6 +2,8 @@
 // megabits, "MB" megabytes, "MiB" mebibytes). Messages say how to fix the input, as SimGrid's do.
 #include "core/units.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <charconv>
 #include <cmath>

@@ -51,26 +51,6 @@ double GradientGroup::kernel_s() const {
   return sum;
 }
 
-std::string_view collective_name(Collective c) {
-  switch (c) {
-  case Collective::none:
-    return "none";
-  case Collective::allreduce:
-    return "allreduce";
-  case Collective::allgather:
-    return "allgather";
-  case Collective::global_topk:
-    return "global_topk";
-  case Collective::ps_push:
-    return "ps_push";
-  case Collective::ps_pull:
-    return "ps_pull";
-  case Collective::point_to_point:
-    return "point_to_point";
-  }
-  return "?";
-}
-
 std::string_view task_kind_name(TaskKind k) {
   switch (k) {
   case TaskKind::data_load:

@@ -6,6 +6,8 @@
 // communicator (ordered set of GPU ranks) they run over; point-to-point transfers their source and destination.
 #pragma once
 
+#include "core/collective.hpp"
+
 #include <boost/graph/adjacency_list.hpp>
 
 #include <cstdint>
@@ -28,14 +30,11 @@ enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compress
 [[nodiscard]] std::string_view resource_name(Resource r);
 [[nodiscard]] std::string_view task_kind_name(TaskKind k);
 
-/// A collective the engine costs (analytic) or lowers onto the platform (flow).
-/// `allgather`: every worker's message to every worker (Top-k's pairs, quantised buckets); `global_topk`: gTop-k's
-/// sparse allreduce; `ps_push` / `ps_pull`: every worker sends its shards of a key to the parameter servers owning
-/// them / receives the updated parameters back (dag/strategies/ps.cpp).
+/// A collective the engine costs (analytic) or lowers onto the platform (flow): one enum with the network layer's
+/// (core/collective.hpp).
+using ddlsim::Collective;
+using ddlsim::collective_name;
 /// `point_to_point`: one transfer of `bytes` from Task::src to Task::dst (pipeline activations and gradients).
-enum class Collective : std::uint8_t { none, allreduce, allgather, global_topk, ps_push, ps_pull, point_to_point };
-
-[[nodiscard]] std::string_view collective_name(Collective c);
 
 /// Where a task runs: a GPU by its global rank (node-major: rank r is GPU r % g of node r / g), or the host CPU of a
 /// node by the node's index.

@@ -122,8 +122,8 @@ int list_command(const std::string& what) {
     for (const auto& s : dag::strategies())
       fmt::print("{:<10} {}\n", s.name, s.description);
   } else if (what == "collectives") {
-    for (const auto& a : sim::allreduce_algorithms())
-      fmt::print("allreduce {:<17} {}\n", a.name, a.description);
+    for (const auto& a : sim::lowerings(Collective::allreduce))
+      fmt::print("{} {:<17} {}\n", collective_name(a.collective), a.algorithm, a.description);
   } else if (what == "gpus") {
     for (const auto& g : sim::gpu_presets())
       fmt::print("{:<16} fp32 {:>5.1f} TFLOPS  fp16 {:>6.1f} TFLOPS  memory {:>5.0f} GB/s {:>3.0f} GiB\n", g.name,

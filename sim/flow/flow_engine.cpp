@@ -10,8 +10,8 @@
 #include "core/error.hpp"
 #include "sim/flow/platform.hpp"
 #include "sim/flow/symmetry.hpp"
+#include "sim/network/collectives.hpp"
 #include "sim/network/communicator.hpp"
-#include "sim/network/lowering/lowering.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/plan/schedule.hpp"
 
@@ -321,11 +321,7 @@ const CollectiveLowering& lowering_for(const Scenario& s) {
     throw InputError(s.file, "/collectives/allreduce",
                      "a measured alpha-beta fit has no network lowering: the flow engine needs an algorithm "
                      "(ring, tree, halving-doubling, hierarchical); use the analytic engine to replay a fit");
-  const auto* l = find_lowering(CollectiveKind::allreduce, s.allreduce.algorithm);
-  if (l == nullptr)
-    throw InputError(s.file, "/collectives/allreduce",
-                     fmt::format("the flow engine has no lowering of allreduce '{}'", s.allreduce.algorithm));
-  return *l;
+  return *s.allreduce.algorithm;
 }
 
 } // namespace

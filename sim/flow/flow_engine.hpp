@@ -2,7 +2,7 @@
 #pragma once
 
 #include "sim/network/cluster.hpp"
-#include "sim/network/lowering/lowering.hpp"
+#include "sim/network/collectives.hpp"
 #include "sim/plan/result.hpp"
 #include "sim/spec/scenario.hpp"
 
@@ -18,7 +18,7 @@ namespace ddlsim::sim {
 /// Collectives run by themselves on the flow engine's platform (tests, benchmarks, calibration what-ifs): each
 /// job starts at `start_s` over all of the cluster's workers; they share the network.
 struct CollectiveJob {
-  CollectiveKind kind = CollectiveKind::allreduce;
+  Collective kind = Collective::allreduce;
   std::string algorithm = "ring";
   double bytes = 0;
   double start_s = 0;

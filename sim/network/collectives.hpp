@@ -1,43 +1,59 @@
-// Closed-form (alpha-beta) costs of allreduce algorithms on the scenario's two-level cluster, used by the
-// analytic engine. Link semantics as in DESIGN.md: a message inside a node crosses two GPU links (alpha =
-// 2 x intra latency, bandwidth = intra), a message between nodes crosses two NIC links (alpha = 2 x inter
-// latency, bandwidth = inter), and the NIC is shared by the node's GPUs that send off-node at the same time.
+// The collective algorithms: one registry (sim/network/lowering/registry.cpp) lists every (collective, algorithm)
+// with its lowering onto point-to-point flows (lowering/lowering.hpp) and, where one has been derived, its alpha-beta
+// closed form, which the analytic engine uses; both live in one file, lowering/<collective>_<algorithm>.cpp.
+// Closed-form link semantics as in DESIGN.md: a message inside a node crosses two GPU links (alpha = 2 x intra
+// latency, bandwidth = intra), a message between nodes crosses two NIC links (alpha = 2 x inter latency, bandwidth =
+// inter), and the NIC is shared by the node's GPUs that send off-node at the same time. Reduction arithmetic is not
+// costed (GPU reductions run at memory bandwidth, far above network bandwidth).
 #pragma once
 
+#include "core/collective.hpp"
 #include "sim/network/cluster.hpp"
+#include "sim/network/lowering/lowering.hpp"
 
 #include <memory>
 #include <span>
-#include <string>
 #include <string_view>
-#include <vector>
 
 namespace ddlsim::sim {
+
+using ddlsim::Collective;
+using ddlsim::collective_name;
 
 struct CollectiveCost {
   double time_s = 0;
   double bytes_sent = 0; ///< bytes one worker sends (its busiest worker for asymmetric algorithms)
 };
 
-/// One allreduce algorithm's cost model on a given network. Built once per scenario (precomputes the
-/// algorithm's step structure), then evaluated per message size.
-class AllreduceModel {
+/// One collective algorithm's cost model on a given network. Built once per scenario (precomputes the algorithm's
+/// step structure), then evaluated per message size.
+class CollectiveModel {
 public:
-  virtual ~AllreduceModel() = default;
+  virtual ~CollectiveModel() = default;
   [[nodiscard]] virtual CollectiveCost cost(double bytes) const = 0;
 };
 
-struct AllreduceAlgorithm {
-  std::string_view name;
-  std::string_view description;
-  std::unique_ptr<AllreduceModel> (*make)(const Network&);
+/// A closed form's factory: the model of the algorithm over all of `net`'s workers.
+using ClosedFormFn = std::unique_ptr<CollectiveModel> (*)(const Network& net);
+
+/// One registry entry: an algorithm of a collective. A pointer to an entry is the handle a parsed scenario keeps.
+struct CollectiveLowering {
+  Collective collective;
+  std::string_view algorithm;   ///< its name in scenarios ("ring", "halving-doubling", ...)
+  std::string_view description; ///< one line for `ddlsim list collectives`
+  LowerFn lower;
+  ClosedFormFn closed_form; ///< nullptr: costed by the phase-synchronous time of its lowering (lowering/evaluate.hpp)
+  /// The algorithm that carries the collective unless a scenario picks one (one per collective).
+  bool is_default;
 };
 
-/// Built-in algorithms, sorted by name: halving-doubling, hierarchical, ring, tree.
-[[nodiscard]] std::span<const AllreduceAlgorithm> allreduce_algorithms();
-[[nodiscard]] const AllreduceAlgorithm* find_allreduce_algorithm(std::string_view name);
-
-/// A model that replays a measured alpha-beta fit; bytes_sent follows the ring algorithm.
-[[nodiscard]] std::unique_ptr<AllreduceModel> make_measured_allreduce(const Network& net, const AlphaBeta& fit);
+/// Every entry, sorted by collective (in enum order), then by algorithm name.
+[[nodiscard]] std::span<const CollectiveLowering> lowerings();
+/// The algorithms of one collective, sorted by name (allreduce: halving-doubling, hierarchical, ring, tree).
+[[nodiscard]] std::span<const CollectiveLowering> lowerings(Collective collective);
+/// nullptr when `collective` has no algorithm of that name.
+[[nodiscard]] const CollectiveLowering* find_lowering(Collective collective, std::string_view algorithm);
+/// The collective's default algorithm; nullptr for a collective without any (none).
+[[nodiscard]] const CollectiveLowering* default_lowering(Collective collective);
 
 } // namespace ddlsim::sim

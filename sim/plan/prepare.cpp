@@ -111,8 +111,8 @@ Prepared prepare(const Scenario& s, std::string engine) {
   r.compute_source = p.costs.source;
   const Network net = s.cluster.network();
   p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
-                                     : find_allreduce_algorithm(s.allreduce.algorithm)->make(net);
-  const AllreduceModel& model = *p.allreduce;
+                                     : make_cost_model(*s.allreduce.algorithm, net);
+  const CollectiveModel& model = *p.allreduce;
   const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
   const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
   // The allgather's cost as a function of its payload, built on first use (only OMGS plans with it).
@@ -215,10 +215,10 @@ dag::Communicator data_parallel_group(const Scenario& s) {
   return all;
 }
 
-double cost_communication(const Scenario& s, const AllreduceModel& whole_cluster, dag::IterationGraph& graph) {
+double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph) {
   const bool ps = dag::is_parameter_server(s.strategy.kind);
   std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
-  std::map<std::pair<int, int>, std::unique_ptr<AllreduceModel>> other_groups; // by (nodes, GPUs per node)
+  std::map<std::pair<int, int>, std::unique_ptr<CollectiveModel>> other_groups; // by (nodes, GPUs per node)
   double bytes_sent = 0;
   for (std::size_t v = 0; v < graph.size(); ++v) {
     auto& task = graph.task(v);
@@ -235,7 +235,7 @@ double cost_communication(const Scenario& s, const AllreduceModel& whole_cluster
       } else {
         auto& model = other_groups[{layout.shape.nodes, layout.shape.gpus_per_node}];
         if (!model) // a measured fit describes the whole cluster; a smaller group takes the algorithm's closed form
-          model = find_allreduce_algorithm(s.allreduce.algorithm)->make(net);
+          model = make_cost_model(*s.allreduce.algorithm, net);
         cost = model->cost(task.bytes);
       }
     } else {
@@ -266,20 +266,10 @@ const CommunicatorLayout& task_layout(const Scenario& s, const dag::IterationGra
 }
 
 const CollectiveLowering& sparse_lowering(dag::Collective c) {
-  switch (c) {
-  case dag::Collective::allgather:
-    return *find_lowering(CollectiveKind::allgather, "recursive-doubling");
-  case dag::Collective::global_topk:
-    return *find_lowering(CollectiveKind::global_topk, "tree");
-  case dag::Collective::ps_push:
-    return *find_lowering(CollectiveKind::ps_push, "sharded");
-  case dag::Collective::ps_pull:
-    return *find_lowering(CollectiveKind::ps_pull, "sharded");
-  case dag::Collective::point_to_point:
-    return *find_lowering(CollectiveKind::point_to_point, "direct");
-  default:
+  const auto* lowering = c == dag::Collective::allreduce ? nullptr : default_lowering(c);
+  if (lowering == nullptr)
     throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
-  }
+  return *lowering;
 }
 
 LoweringShape task_shape(const Scenario& s, const dag::Task& task, const LoweringShape& communicator) {

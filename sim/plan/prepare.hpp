@@ -7,7 +7,6 @@
 #include "dag/strategy.hpp"
 #include "sim/network/collectives.hpp"
 #include "sim/network/communicator.hpp"
-#include "sim/network/lowering/lowering.hpp"
 #include "sim/plan/compute.hpp"
 #include "sim/plan/result.hpp"
 #include "sim/spec/scenario.hpp"
@@ -24,7 +23,7 @@ namespace detail {
 /// groups and the DAG, whose communication tasks carry their closed-form durations; timing is the engine's job.
 struct Prepared {
   ComputeCosts costs;
-  std::unique_ptr<AllreduceModel> allreduce;
+  std::unique_ptr<CollectiveModel> allreduce;
   RunResult result;
 };
 [[nodiscard]] Prepared prepare(const Scenario& s, std::string engine);
@@ -56,9 +55,9 @@ struct PowerSgdTotals {
 };
 [[nodiscard]] std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups);
 
-/// The lowering that carries a DAG collective other than the scenario's allreduce: Top-k's allgather by recursive
-/// doubling (log2 p rounds, as in the gTop-k paper's comparison), gTop-k's tree, the parameter server's sharded
-/// push and pull.
+/// The lowering that carries a DAG collective other than the scenario's allreduce: the registry's default for it
+/// (sim/network/lowering/registry.cpp: Top-k's allgather by recursive doubling, gTop-k's tree, the parameter
+/// server's sharded push and pull).
 [[nodiscard]] const CollectiveLowering& sparse_lowering(dag::Collective c);
 
 /// The shape a task's collective is lowered on: its communicator's (communicator.hpp), and for ps_push / ps_pull the
@@ -76,7 +75,7 @@ struct PowerSgdTotals {
 /// Sets the duration of every communication task of `graph` from its communicator's closed form (allreduce;
 /// `whole_cluster` when it spans the cluster) or its lowering's phase-synchronous time, and returns the bytes the
 /// busiest worker sends in iteration 0.
-double cost_communication(const Scenario& s, const AllreduceModel& whole_cluster, dag::IterationGraph& graph);
+double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph);
 
 /// Iterations ps-sync unrolls in its DAG; the iteration time is the period between the last two (steady state).
 inline constexpr int kPsSyncIterations = 3;

@@ -159,7 +159,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     }
     j["parameter_server"] = std::move(o);
   }
-  j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : s.allreduce.algorithm;
+  j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : std::string(s.allreduce.algorithm->algorithm);
   j["compute_source"] = r.compute_source;
   j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
   j["critical_path_s"] = r.critical_path_s;

@@ -42,8 +42,8 @@ std::vector<std::string> names_of_strategies() {
 
 std::vector<std::string> names_of_algorithms() {
   std::vector<std::string> out;
-  for (const auto& a : allreduce_algorithms())
-    out.emplace_back(a.name);
+  for (const auto& a : lowerings(Collective::allreduce))
+    out.emplace_back(a.algorithm);
   return out;
 }
 
@@ -248,22 +248,26 @@ void parse_cluster(ObjectReader r, Scenario& s) {
 void parse_collectives(ObjectReader r, Scenario& s) {
   if (const Json* a = r.optional("allreduce")) {
     const std::string path = r.path("allreduce");
+    std::string algorithm;
     if (a->is_string()) {
-      s.allreduce.algorithm = a->get<std::string>();
+      algorithm = a->get<std::string>();
     } else {
       ObjectReader ar(*a, r.file(), path);
       if (ar.has("alpha") || ar.has("beta")) {
         s.allreduce.measured =
             AlphaBeta{ar.quantity("alpha", Dimension::time), ar.quantity("beta", Dimension::inverse_bandwidth)};
       } else {
-        s.allreduce.algorithm = ar.string("algorithm");
+        algorithm = ar.string("algorithm");
       }
       ar.finish();
     }
-    if (!s.allreduce.measured && !find_allreduce_algorithm(s.allreduce.algorithm))
-      throw InputError(r.file(), path,
-                       fmt::format("unknown allreduce algorithm '{}' (expected one of: {})", s.allreduce.algorithm,
-                                   fmt::join(names_of_algorithms(), ", ")));
+    if (!s.allreduce.measured) {
+      s.allreduce.algorithm = find_lowering(Collective::allreduce, algorithm);
+      if (s.allreduce.algorithm == nullptr)
+        throw InputError(r.file(), path,
+                         fmt::format("unknown allreduce algorithm '{}' (expected one of: {})", algorithm,
+                                     fmt::join(names_of_algorithms(), ", ")));
+    }
   }
   r.finish();
 }

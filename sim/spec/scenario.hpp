@@ -7,6 +7,7 @@
 #include "dag/model.hpp"
 #include "dag/strategy.hpp"
 #include "sim/network/cluster.hpp"
+#include "sim/network/collectives.hpp"
 #include "sim/spec/gpus.hpp"
 
 #include <map>
@@ -31,7 +32,8 @@ struct GpuSpec {
 };
 
 struct AllreduceSpec {
-  std::string algorithm = "ring"; ///< used unless `measured` is set
+  /// The registry's entry (sim/network/collectives.hpp), used unless `measured` is set; never null.
+  const CollectiveLowering* algorithm = default_lowering(Collective::allreduce);
   std::optional<AlphaBeta> measured;
 };
 

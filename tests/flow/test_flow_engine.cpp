@@ -41,7 +41,7 @@ ClusterSpec cluster(int nodes, int gpus, double inter_bw, double inter_lat, doub
 
 double flow_time(const ClusterSpec& c, const std::string& algorithm, double bytes, bool per_message) {
   const auto out = in_child([&] {
-    const auto r = run_collectives_flow(c, {{CollectiveKind::allreduce, algorithm, bytes, 0.0}}, per_message);
+    const auto r = run_collectives_flow(c, {{Collective::allreduce, algorithm, bytes, 0.0}}, per_message);
     return std::vector<double>{r.jobs[0].end_s - r.jobs[0].start_s};
   });
   REQUIRE(out.size() == 1);
@@ -49,7 +49,7 @@ double flow_time(const ClusterSpec& c, const std::string& algorithm, double byte
 }
 
 double analytic_time(const ClusterSpec& c, const std::string& algorithm, double bytes) {
-  return find_allreduce_algorithm(algorithm)->make(c.network())->cost(bytes).time_s;
+  return find_lowering(Collective::allreduce, algorithm)->closed_form(c.network())->cost(bytes).time_s;
 }
 
 } // namespace
@@ -93,7 +93,7 @@ TEST_CASE("flow::two allreduces on one shared bottleneck each take the time of o
   const double n = 100e6, p = 8, a = 50e-6, B = 1.25e9;
   const auto out = in_child([&] {
     const auto r = run_collectives_flow(
-        c, {{CollectiveKind::allreduce, "ring", n, 0.0}, {CollectiveKind::allreduce, "ring", n, 0.0}}, false);
+        c, {{Collective::allreduce, "ring", n, 0.0}, {Collective::allreduce, "ring", n, 0.0}}, false);
     return std::vector<double>{r.jobs[0].end_s, r.jobs[1].end_s};
   });
   REQUIRE(out.size() == 2);
@@ -124,10 +124,10 @@ TEST_CASE("flow::aggregated lowering stays within 0.5 % of per-message simulatio
   const auto c = cluster(8, 8, 12.5e9, 5e-6, 100e9, 1e-6);
   auto run = [&](bool per_message) {
     return in_child([&] {
-      std::vector<CollectiveJob> jobs{{CollectiveKind::allreduce, algorithm, 256e6, 0.0}};
+      std::vector<CollectiveJob> jobs{{Collective::allreduce, algorithm, 256e6, 0.0}};
       // Background: a second, smaller allreduce that starts mid-way and shares every link.
       if (background)
-        jobs.push_back({CollectiveKind::allreduce, "ring", 64e6, 5e-3});
+        jobs.push_back({Collective::allreduce, "ring", 64e6, 5e-3});
       const auto r = run_collectives_flow(c, jobs, per_message);
       return std::vector<double>{r.jobs[0].end_s};
     })[0];
@@ -172,8 +172,8 @@ TEST_CASE("flow::sparse collectives (gTop-k, Top-k's allgather) agree with their
   const LoweringShape shape{nodes, gpus};
   const int p = nodes * gpus;
   for (const auto& [kind, algorithm, bytes] :
-       {std::tuple{CollectiveKind::global_topk, "tree", pairs_bytes},
-        std::tuple{CollectiveKind::allgather, "recursive-doubling", p * pairs_bytes}}) {
+       {std::tuple{Collective::global_topk, "tree", pairs_bytes},
+        std::tuple{Collective::allgather, "recursive-doubling", p * pairs_bytes}}) {
     CAPTURE(nodes, gpus, collective_name(kind), algorithm);
     const double expected = phase_synchronous_time(
         find_lowering(kind, algorithm)->lower(shape, bytes, Granularity::aggregated), c.network());

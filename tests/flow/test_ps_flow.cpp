@@ -51,7 +51,7 @@ TEST_CASE("flow::ps push and pull agree with their phase-synchronous closed form
       {4, 4, 4, false, 0, 0},
       {6, 2, 6, false, 3, 1},
   }));
-  const auto kind = GENERATE(CollectiveKind::ps_push, CollectiveKind::ps_pull);
+  const auto kind = GENERATE(Collective::ps_push, Collective::ps_pull);
   CAPTURE(nodes, gpus, servers, dedicated, first, count, collective_name(kind));
   const double m = 16e6;
   const auto c = star(nodes, gpus, dedicated ? servers : 0);
@@ -72,7 +72,7 @@ TEST_CASE("flow::ps push and pull agree with their phase-synchronous closed form
 
 TEST_CASE("flow::symmetry refuses lowerings that touch dedicated server ranks", "[flow][ps][symmetry]") {
   const LoweringShape colocated{4, 2, 4, false}, dedicated{4, 2, 4, true};
-  const auto* push = find_lowering(CollectiveKind::ps_push, "sharded");
+  const auto* push = find_lowering(Collective::ps_push, "sharded");
   CHECK(flow::invariant(push->lower(colocated, 1e6, Granularity::aggregated), colocated, flow::NodeSymmetry::cyclic));
   CHECK(
       flow::invariant(push->lower(colocated, 1e6, Granularity::aggregated), colocated, flow::NodeSymmetry::xor_nodes));

@@ -4,7 +4,7 @@
 #include "sim/cli/run.hpp"
 #include "sim/flow/flow_engine.hpp"
 #include "sim/flow/symmetry.hpp"
-#include "sim/network/lowering/lowering.hpp"
+#include "sim/network/collectives.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/spec/scenario.hpp"
 #include "support/run_in_child.hpp"
@@ -22,7 +22,7 @@ using Catch::Matchers::WithinRel;
 namespace {
 
 std::vector<Phase> lower(const std::string& algorithm, LoweringShape shape, Granularity g = Granularity::aggregated) {
-  const auto* l = find_lowering(CollectiveKind::allreduce, algorithm);
+  const auto* l = find_lowering(Collective::allreduce, algorithm);
   REQUIRE(l != nullptr);
   return l->lower(shape, 64e6, g);
 }
@@ -111,9 +111,9 @@ TEST_CASE("flow::symmetry: the 2-node quotient reproduces the full simulation, c
   const auto c = star(nodes, gpus, nic_per_gpu);
   // Three collectives of different sizes that overlap: the second starts while the first is sending, the third
   // during the second's latency-bound tail.
-  const std::vector<CollectiveJob> jobs{{CollectiveKind::allreduce, algorithm, 96e6, 0.0},
-                                        {CollectiveKind::allreduce, algorithm, 8e6, 1e-3},
-                                        {CollectiveKind::allreduce, algorithm, 1e5, 2.5e-3}};
+  const std::vector<CollectiveJob> jobs{{Collective::allreduce, algorithm, 96e6, 0.0},
+                                        {Collective::allreduce, algorithm, 8e6, 1e-3},
+                                        {Collective::allreduce, algorithm, 1e5, 2.5e-3}};
   const auto reduced = run(c, jobs, per_message, true);
   const auto full = run(c, jobs, per_message, false);
   CHECK(full.texts.back() == "none");

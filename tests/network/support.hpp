@@ -2,7 +2,7 @@
 // on, and per-rank / per-pair byte tallies of a lowered collective.
 #pragma once
 
-#include "sim/network/lowering/lowering.hpp"
+#include "sim/network/collectives.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -13,8 +13,8 @@
 
 namespace ddlsim::sim::test {
 
-inline std::vector<Phase> lower(CollectiveKind kind, std::string_view algorithm, const LoweringShape& shape,
-                                double bytes, Granularity granularity) {
+inline std::vector<Phase> lower(Collective kind, std::string_view algorithm, const LoweringShape& shape, double bytes,
+                                Granularity granularity) {
   const auto* l = find_lowering(kind, algorithm);
   REQUIRE(l != nullptr);
   return l->lower(shape, bytes, granularity);

@@ -22,11 +22,11 @@ double evaluate(const std::vector<Phase>& phases, const Network& net) {
 }
 
 double closed_form(std::string_view algorithm, const Network& net, double bytes) {
-  return find_allreduce_algorithm(algorithm)->make(net)->cost(bytes).time_s;
+  return find_lowering(Collective::allreduce, algorithm)->closed_form(net)->cost(bytes).time_s;
 }
 
 double lowered(std::string_view algorithm, const Network& net, double bytes, Granularity granularity) {
-  return evaluate(lower(CollectiveKind::allreduce, algorithm, {net.nodes, net.gpus_per_node}, bytes, granularity), net);
+  return evaluate(lower(Collective::allreduce, algorithm, {net.nodes, net.gpus_per_node}, bytes, granularity), net);
 }
 
 } // namespace
@@ -104,14 +104,14 @@ TEST_CASE("lowering::per-message tree and broadcast ring pay one latency per syn
   const double B = 12.5e9, l = 5e-6, a = 2 * l;
   SECTION("broadcast ring on 8 single-GPU nodes: k + p - 2 steps of one chunk per link") {
     const Network net{8, 1, {}, {B, l}};
-    const auto per_message = lower(CollectiveKind::broadcast, "ring", {8, 1}, n, Granularity::per_message);
+    const auto per_message = lower(Collective::broadcast, "ring", {8, 1}, n, Granularity::per_message);
     CHECK(per_message.size() == 16 + 6);
     CHECK_THAT(evaluate(per_message, net), WithinRel((16 + 6) * (a + n / 16 / B), 1e-9));
-    CHECK_THAT(evaluate(lower(CollectiveKind::broadcast, "ring", {8, 1}, n, Granularity::aggregated), net),
+    CHECK_THAT(evaluate(lower(Collective::broadcast, "ring", {8, 1}, n, Granularity::aggregated), net),
                WithinRel(7 * a + n / B, 1e-9));
   }
   SECTION("tree on 8 single-GPU nodes: k + 2H - 1 steps, H = 3") {
-    const auto per_message = lower(CollectiveKind::allreduce, "tree", {8, 1}, n, Granularity::per_message);
+    const auto per_message = lower(Collective::allreduce, "tree", {8, 1}, n, Granularity::per_message);
     CHECK(per_message.size() == 8 + 2 * 3 - 1);
   }
 }
@@ -133,10 +133,9 @@ TEST_CASE("lowering::the gTop-k paper's cost model: dense ring, Top-k by recursi
     const Network net{p, 1, {}, {bandwidth, latency}};
     const double lg = std::log2(p);
     CHECK_THAT(closed_form("ring", net, 4 * m), WithinRel(2 * (p - 1) * a + 2.0 * (p - 1) / p * m * b, 1e-12));
-    const auto topk =
-        lower(CollectiveKind::allgather, "recursive-doubling", {p, 1}, p * 8 * k, Granularity::aggregated);
+    const auto topk = lower(Collective::allgather, "recursive-doubling", {p, 1}, p * 8 * k, Granularity::aggregated);
     CHECK_THAT(evaluate(topk, net), WithinRel(lg * a + 2 * (p - 1) * rho * m * b, 1e-12));
-    const auto gtopk = lower(CollectiveKind::global_topk, "tree", {p, 1}, 8 * k, Granularity::aggregated);
+    const auto gtopk = lower(Collective::global_topk, "tree", {p, 1}, 8 * k, Granularity::aggregated);
     CHECK_THAT(evaluate(gtopk, net), WithinRel(2 * lg * a + 4 * lg * rho * m * b, 1e-12));
     // gTop-k's traffic grows with log2 p, Top-k's with p: from 4 workers on, gTop-k sends less per worker.
     if (p >= 4)
@@ -147,7 +146,7 @@ TEST_CASE("lowering::the gTop-k paper's cost model: dense ring, Top-k by recursi
     CAPTURE(p);
     const Network net{p, 1, {}, {bandwidth, latency}};
     const double core_rounds = std::floor(std::log2(p));
-    const auto gtopk = lower(CollectiveKind::global_topk, "tree", {p, 1}, 8 * k, Granularity::aggregated);
+    const auto gtopk = lower(Collective::global_topk, "tree", {p, 1}, 8 * k, Granularity::aggregated);
     CHECK_THAT(evaluate(gtopk, net), WithinRel((2 * core_rounds + 2) * (a + 2 * k * b), 1e-12));
   }
 }

@@ -1,5 +1,6 @@
 // sim collectives: closed forms of the allreduce algorithms (Thakur et al. 2005; Patarasuk & Yuan 2009).
 #include "sim/network/collectives.hpp"
+#include "sim/network/lowering/evaluate.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -14,7 +15,7 @@ Network star(int p, double bandwidth, double latency) {
   return {p, 1, {}, {bandwidth, latency}};
 }
 double run(std::string_view algorithm, const Network& n, double bytes) {
-  return find_allreduce_algorithm(algorithm)->make(n)->cost(bytes).time_s;
+  return find_lowering(Collective::allreduce, algorithm)->closed_form(n)->cost(bytes).time_s;
 }
 } // namespace
 
@@ -42,9 +43,9 @@ TEST_CASE("sim::allreduce closed forms on a star of single-GPU nodes", "[sim][co
 }
 
 TEST_CASE("sim::allreduce on one worker costs nothing", "[sim][collectives]") {
-  for (const auto& a : allreduce_algorithms()) {
-    CAPTURE(a.name);
-    CHECK(a.make(star(1, 1e9, 1e-6))->cost(1e6).time_s == 0);
+  for (const auto& a : lowerings(Collective::allreduce)) {
+    CAPTURE(a.algorithm);
+    CHECK(make_cost_model(a, star(1, 1e9, 1e-6))->cost(1e6).time_s == 0);
   }
 }
 

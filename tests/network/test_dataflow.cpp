@@ -104,7 +104,7 @@ std::vector<std::vector<Set>> ring_chunks(const std::vector<Phase>& phases, int 
 }
 
 struct Named {
-  CollectiveKind kind;
+  Collective kind;
   const char* algorithm;
 };
 
@@ -120,18 +120,18 @@ TEST_CASE("lowering::every rank sends and receives the algorithm's known byte co
         check(shape, granularity, shape.workers(), shape.gpus_per_node, shape.nodes);
       }
   };
-  const auto bytes = [n](CollectiveKind k, const char* a, const LoweringShape& shape, Granularity granularity) {
+  const auto bytes = [n](Collective k, const char* a, const LoweringShape& shape, Granularity granularity) {
     return rank_bytes(lower(k, a, shape, n, granularity), shape.workers());
   };
   SECTION("ring allreduce: 2(p-1)/p n per rank") {
     each([&](const LoweringShape& shape, Granularity gr, int p, int, int) {
-      for (double b : bytes(CollectiveKind::allreduce, "ring", shape, gr).sent)
+      for (double b : bytes(Collective::allreduce, "ring", shape, gr).sent)
         CHECK_THAT(b, WithinRel(2.0 * (p - 1) / p * n, 1e-12) || WithinAbs(0, 0));
     });
   }
   SECTION("halving-doubling: 2(p'-1)/p' n per core rank, n more for paired ones; n for ranks 2i, i < r") {
     each([&](const LoweringShape& shape, Granularity gr, int p, int, int) {
-      const auto sent = bytes(CollectiveKind::allreduce, "halving-doubling", shape, gr).sent;
+      const auto sent = bytes(Collective::allreduce, "halving-doubling", shape, gr).sent;
       const int core = static_cast<int>(std::bit_floor(static_cast<unsigned>(p))), extra = p - core;
       for (int r = 0; r < p && p > 1; ++r) {
         CAPTURE(r);
@@ -144,7 +144,7 @@ TEST_CASE("lowering::every rank sends and receives the algorithm's known byte co
   }
   SECTION("hierarchical: 2(g-1)/g n inside the node plus 2(N-1)/N n/g across nodes per rank") {
     each([&](const LoweringShape& shape, Granularity gr, int, int g, int nodes) {
-      for (double b : bytes(CollectiveKind::allreduce, "hierarchical", shape, gr).sent)
+      for (double b : bytes(Collective::allreduce, "hierarchical", shape, gr).sent)
         CHECK_THAT(b, WithinRel(2.0 * (g - 1) / g * n + 2.0 * (nodes - 1) / nodes * n / g, 1e-12) || WithinAbs(0, 0));
     });
   }
@@ -153,7 +153,7 @@ TEST_CASE("lowering::every rank sends and receives the algorithm's known byte co
       std::vector<double> gpu_out(static_cast<std::size_t>(p)), nic_out(static_cast<std::size_t>(nodes)),
           nic_in(static_cast<std::size_t>(nodes));
       double total = 0;
-      for (const auto& ph : lower(CollectiveKind::allreduce, "tree", shape, n, gr))
+      for (const auto& ph : lower(Collective::allreduce, "tree", shape, n, gr))
         for (const auto& f : ph.flows) {
           total += f.bytes;
           if (f.src / g == f.dst / g) {
@@ -170,7 +170,7 @@ TEST_CASE("lowering::every rank sends and receives the algorithm's known byte co
   }
   SECTION("ring allgather and reduce-scatter: (p-1)/p n sent and received per rank") {
     each([&](const LoweringShape& shape, Granularity gr, int p, int, int) {
-      for (auto kind : {CollectiveKind::allgather, CollectiveKind::reduce_scatter}) {
+      for (auto kind : {Collective::allgather, Collective::reduce_scatter}) {
         CAPTURE(collective_name(kind));
         const auto b = bytes(kind, "ring", shape, gr);
         for (int r = 0; r < p; ++r) {
@@ -183,7 +183,7 @@ TEST_CASE("lowering::every rank sends and receives the algorithm's known byte co
   }
   SECTION("recursive-doubling allgather: every rank receives the (p-1)/p n it lacks, nothing twice") {
     each([&](const LoweringShape& shape, Granularity gr, int p, int, int) {
-      for (double b : bytes(CollectiveKind::allgather, "recursive-doubling", shape, gr).received)
+      for (double b : bytes(Collective::allgather, "recursive-doubling", shape, gr).received)
         CHECK_THAT(b, WithinRel(1.0 * (p - 1) / p * n, 1e-12) || WithinAbs(0, 0));
     });
   }
@@ -191,7 +191,7 @@ TEST_CASE("lowering::every rank sends and receives the algorithm's known byte co
     each([&](const LoweringShape& shape, Granularity gr, int p, int, int) {
       for (const char* a : {"ring", "tree"}) {
         CAPTURE(a);
-        const auto received = bytes(CollectiveKind::broadcast, a, shape, gr).received;
+        const auto received = bytes(Collective::broadcast, a, shape, gr).received;
         CHECK(received[0] == 0);
         for (int r = 1; r < p; ++r)
           CHECK_THAT(received[static_cast<std::size_t>(r)], WithinRel(n, 1e-12));
@@ -200,7 +200,7 @@ TEST_CASE("lowering::every rank sends and receives the algorithm's known byte co
   }
   SECTION("point-to-point: n from rank 0 to rank p-1") {
     each([&](const LoweringShape& shape, Granularity gr, int p, int, int) {
-      const auto phases = lower(CollectiveKind::point_to_point, "direct", shape, n, gr);
+      const auto phases = lower(Collective::point_to_point, "direct", shape, n, gr);
       if (p > 1) {
         REQUIRE(phases.size() == 1);
         REQUIRE(phases[0].flows.size() == 1);
@@ -225,9 +225,8 @@ TEST_CASE("lowering::per-message step structure of rings, halving-doubling and t
   };
   SECTION("ring steps: every rank sends once to r+1 and receives once in every phase") {
     each([](const LoweringShape& shape, int p) {
-      for (auto [kind, steps] :
-           {std::pair{CollectiveKind::allreduce, 2 * (p - 1)}, std::pair{CollectiveKind::allgather, p - 1},
-            std::pair{CollectiveKind::reduce_scatter, p - 1}}) {
+      for (auto [kind, steps] : {std::pair{Collective::allreduce, 2 * (p - 1)}, std::pair{Collective::allgather, p - 1},
+                                 std::pair{Collective::reduce_scatter, p - 1}}) {
         CAPTURE(collective_name(kind));
         const auto phases = lower(kind, "ring", shape, 1e6, Granularity::per_message);
         CHECK(phases.size() == static_cast<std::size_t>(steps));
@@ -249,7 +248,7 @@ TEST_CASE("lowering::per-message step structure of rings, halving-doubling and t
       const int core = static_cast<int>(std::bit_floor(static_cast<unsigned>(p))), extra = p - core;
       for (auto granularity : {Granularity::per_message, Granularity::aggregated}) {
         CAPTURE(describe(granularity));
-        const auto phases = lower(CollectiveKind::allreduce, "halving-doubling", shape, 1e6, granularity);
+        const auto phases = lower(Collective::allreduce, "halving-doubling", shape, 1e6, granularity);
         int symmetric = 0, pairing = 0;
         for (const auto& ph : phases) {
           std::set<std::tuple<int, int, double>> flows;
@@ -280,7 +279,7 @@ TEST_CASE("lowering::per-message step structure of rings, halving-doubling and t
   SECTION("hierarchical: g-1 intra-node ring steps, 2(N-1) steps of the g rings across nodes, g-1 intra-node steps") {
     each([](const LoweringShape& shape, int p) {
       const int g = shape.gpus_per_node, nodes = shape.nodes;
-      const auto phases = lower(CollectiveKind::allreduce, "hierarchical", shape, 1e6, Granularity::per_message);
+      const auto phases = lower(Collective::allreduce, "hierarchical", shape, 1e6, Granularity::per_message);
       REQUIRE(phases.size() == static_cast<std::size_t>(2 * (g - 1) + 2 * (nodes - 1)));
       for (std::size_t s = 0; s < phases.size(); ++s) {
         CAPTURE(s);
@@ -298,7 +297,7 @@ TEST_CASE("lowering::per-message step structure of rings, halving-doubling and t
   }
   SECTION("binomial broadcast: ceil(log2 p) phases") {
     each([](const LoweringShape& shape, int p) {
-      const auto phases = lower(CollectiveKind::broadcast, "tree", shape, 1e6, Granularity::per_message);
+      const auto phases = lower(Collective::broadcast, "tree", shape, 1e6, Granularity::per_message);
       CHECK(phases.size() == static_cast<std::size_t>(std::ceil(std::log2(p))));
     });
   }
@@ -308,10 +307,10 @@ TEST_CASE("lowering::after a per-message collective every rank holds every contr
   // Whole-buffer propagation (see propagate): allreduce, allgather and gTop-k end with every rank holding all p
   // contributions, a broadcast with every rank holding rank 0's.
   const std::vector<Named> all_to_all{
-      {CollectiveKind::allreduce, "ring"},  {CollectiveKind::allreduce, "halving-doubling"},
-      {CollectiveKind::allreduce, "tree"},  {CollectiveKind::allreduce, "hierarchical"},
-      {CollectiveKind::allgather, "ring"},  {CollectiveKind::allgather, "recursive-doubling"},
-      {CollectiveKind::global_topk, "tree"}}; // the global top-k depends on every rank's pairs
+      {Collective::allreduce, "ring"},  {Collective::allreduce, "halving-doubling"},
+      {Collective::allreduce, "tree"},  {Collective::allreduce, "hierarchical"},
+      {Collective::allgather, "ring"},  {Collective::allgather, "recursive-doubling"},
+      {Collective::global_topk, "tree"}}; // the global top-k depends on every rank's pairs
   for (const auto& shape : shapes())
     for (double bytes : {0.0, 1e6, 64e6}) {
       const int p = shape.workers();
@@ -324,7 +323,7 @@ TEST_CASE("lowering::after a per-message collective every rank holds every contr
       for (const char* algorithm : {"ring", "tree"}) {
         CAPTURE(algorithm);
         const auto held =
-            propagate(lower(CollectiveKind::broadcast, algorithm, shape, bytes, Granularity::per_message), p, true);
+            propagate(lower(Collective::broadcast, algorithm, shape, bytes, Granularity::per_message), p, true);
         CHECK(std::all_of(held.begin(), held.end(), [](const Set& s) { return s.test(0); }));
       }
     }
@@ -336,7 +335,7 @@ TEST_CASE("lowering::ring collectives deliver every chunk under the ring's chunk
     for (const auto& shape : shapes()) {
       const int p = shape.workers();
       CAPTURE(describe(shape));
-      const auto phases = lower(CollectiveKind::allreduce, "ring", shape, n, Granularity::per_message);
+      const auto phases = lower(Collective::allreduce, "ring", shape, n, Granularity::per_message);
       const auto held = ring_chunks(phases, p, p - 1, 1, n / p);
       for (const auto& rank : held)
         CHECK(std::all_of(rank.begin(), rank.end(), full));
@@ -354,8 +353,8 @@ TEST_CASE("lowering::ring collectives deliver every chunk under the ring's chunk
     for (const auto& shape : shapes()) {
       const int p = shape.workers();
       CAPTURE(describe(shape));
-      const auto held = ring_chunks(lower(CollectiveKind::reduce_scatter, "ring", shape, n, Granularity::per_message),
-                                    p, p - 1, 1, n / p);
+      const auto held = ring_chunks(lower(Collective::reduce_scatter, "ring", shape, n, Granularity::per_message), p,
+                                    p - 1, 1, n / p);
       std::set<std::size_t> reduced;
       for (const auto& rank : held)
         for (std::size_t c = 0; c < rank.size(); ++c)
@@ -369,7 +368,7 @@ TEST_CASE("lowering::ring collectives deliver every chunk under the ring's chunk
       const int p = shape.workers();
       CAPTURE(describe(shape));
       const auto held =
-          ring_chunks(lower(CollectiveKind::allgather, "ring", shape, n, Granularity::per_message), p, 0, 0, n / p);
+          ring_chunks(lower(Collective::allgather, "ring", shape, n, Granularity::per_message), p, 0, 0, n / p);
       for (std::size_t r = 0; r < held.size(); ++r)
         for (std::size_t c = 0; c < held.size(); ++c)
           CHECK(held[r][c].test(c));

@@ -1,6 +1,7 @@
 // Collective lowerings (sim/network/lowering): the registry, well-formed phases for every algorithm and shape,
 // aggregated against per-message lowerings (same pairs, same bytes, folded steps counted in latency_repeats), and sizes
 // at 8192 ranks.
+#include "sim/network/lowering/evaluate.hpp"
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -38,8 +40,50 @@ TEST_CASE("lowering::registry lists each algorithm once and finds it by collecti
                                                               {"ps_pull", "sharded"},
                                                               {"broadcast", "tree"},
                                                               {"point_to_point", "direct"}});
-  CHECK(find_lowering(CollectiveKind::allreduce, "butterfly") == nullptr);
-  CHECK(find_lowering(CollectiveKind::reduce_scatter, "tree") == nullptr);
+  CHECK(find_lowering(Collective::allreduce, "butterfly") == nullptr);
+  CHECK(find_lowering(Collective::reduce_scatter, "tree") == nullptr);
+}
+
+TEST_CASE("lowering::registry groups each collective's algorithms by name, with one default", "[lowering]") {
+  const auto names = [](std::span<const CollectiveLowering> algorithms) {
+    std::vector<std::string> out;
+    for (const auto& a : algorithms)
+      out.emplace_back(a.algorithm);
+    return out;
+  };
+  CHECK(names(lowerings(Collective::allreduce)) ==
+        std::vector<std::string>{"halving-doubling", "hierarchical", "ring", "tree"});
+  CHECK(names(lowerings(Collective::allgather)) == std::vector<std::string>{"recursive-doubling", "ring"});
+  CHECK(lowerings(Collective::none).empty());
+  CHECK(default_lowering(Collective::none) == nullptr);
+  const auto default_of = [](Collective c) { return std::string(default_lowering(c)->algorithm); };
+  CHECK(default_of(Collective::allreduce) == "ring");
+  CHECK(default_of(Collective::allgather) == "recursive-doubling");
+  CHECK(default_of(Collective::global_topk) == "tree");
+  CHECK(default_of(Collective::ps_push) == "sharded");
+  CHECK(default_of(Collective::ps_pull) == "sharded");
+  for (const auto& l : lowerings()) {
+    CAPTURE(collective_name(l.collective), l.algorithm);
+    CHECK(std::ranges::count_if(lowerings(l.collective), [](const auto& a) { return a.is_default; }) == 1);
+  }
+}
+
+TEST_CASE("lowering::an algorithm's cost model is its closed form, or else its lowering's", "[lowering]") {
+  const Network net{4, 2, {100e9, 1e-6}, {12.5e9, 5e-6}};
+  const LoweringShape shape{net.nodes, net.gpus_per_node};
+  const double n = 64e6;
+  for (const char* algorithm : {"halving-doubling", "hierarchical", "ring", "tree"}) {
+    CAPTURE(algorithm);
+    const auto* allreduce = find_lowering(Collective::allreduce, algorithm);
+    REQUIRE(allreduce->closed_form != nullptr);
+    CHECK(make_cost_model(*allreduce, net)->cost(n).time_s == allreduce->closed_form(net)->cost(n).time_s);
+  }
+  REQUIRE(find_lowering(Collective::allgather, "ring")->closed_form == nullptr);
+  const auto* allgather = find_lowering(Collective::allgather, "ring");
+  const auto phases = allgather->lower(shape, n, Granularity::aggregated);
+  const auto cost = make_cost_model(*allgather, net)->cost(n);
+  CHECK(cost.time_s == phase_synchronous_time(phases, net));
+  CHECK(cost.bytes_sent == busiest_sender_bytes(phases, net.workers()));
 }
 
 namespace {
@@ -125,8 +169,8 @@ TEST_CASE("lowering::aggregated lowerings move the per-message bytes between the
         CAPTURE(collective_name(l.collective), l.algorithm, describe(shape), bytes);
         const auto agg = pair_tally(l.lower(shape, bytes, Granularity::aggregated));
         const auto msg = pair_tally(l.lower(shape, bytes, Granularity::per_message));
-        const bool pipelined = (l.collective == CollectiveKind::allreduce && l.algorithm == "tree") ||
-                               (l.collective == CollectiveKind::broadcast && l.algorithm == "ring");
+        const bool pipelined = (l.collective == Collective::allreduce && l.algorithm == "tree") ||
+                               (l.collective == Collective::broadcast && l.algorithm == "ring");
         REQUIRE(agg.size() == msg.size());
         for (const auto& [pair, a] : agg) {
           CAPTURE(pair.first, pair.second);
@@ -143,7 +187,7 @@ TEST_CASE("lowering::aggregated lowerings move the per-message bytes between the
 TEST_CASE("lowering::aggregated algorithms fold into few phases", "[lowering]") {
   const double n = 64e6;
   SECTION("ring allreduce: one phase of p flows of 2(p-1)/p n, latency_repeats 2(p-1)") {
-    const auto phases = lower(CollectiveKind::allreduce, "ring", {4, 4}, n, Granularity::aggregated);
+    const auto phases = lower(Collective::allreduce, "ring", {4, 4}, n, Granularity::aggregated);
     REQUIRE(phases.size() == 1);
     REQUIRE(phases[0].flows.size() == 16);
     for (const auto& f : phases[0].flows) {
@@ -153,7 +197,7 @@ TEST_CASE("lowering::aggregated algorithms fold into few phases", "[lowering]") 
     }
   }
   SECTION("halving-doubling on 12 ranks: pre, log2 8 = 3 folded core phases far to near, post") {
-    const auto phases = lower(CollectiveKind::allreduce, "halving-doubling", {12, 1}, n, Granularity::aggregated);
+    const auto phases = lower(Collective::allreduce, "halving-doubling", {12, 1}, n, Granularity::aggregated);
     REQUIRE(phases.size() == 5);
     CHECK(phases[0].flows.size() == 4);
     CHECK(phases[4].flows.size() == 4);
@@ -168,7 +212,7 @@ TEST_CASE("lowering::aggregated algorithms fold into few phases", "[lowering]") 
     }
   }
   SECTION("hierarchical on 4 x 8: one intra-node phase, one inter-node phase") {
-    const auto phases = lower(CollectiveKind::allreduce, "hierarchical", {4, 8}, n, Granularity::aggregated);
+    const auto phases = lower(Collective::allreduce, "hierarchical", {4, 8}, n, Granularity::aggregated);
     REQUIRE(phases.size() == 2);
     CHECK(phases[0].flows[0].latency_repeats == 14);
     CHECK_THAT(phases[0].flows[0].bytes, WithinRel(2.0 * 7 / 8 * n, 1e-12));
@@ -176,7 +220,7 @@ TEST_CASE("lowering::aggregated algorithms fold into few phases", "[lowering]") 
     CHECK_THAT(phases[1].flows[0].bytes, WithinRel(2.0 * 3 / 4 * n / 8, 1e-12));
   }
   SECTION("tree on 8 x 4: a zero-byte chain-latency phase, then every edge of both trees at once") {
-    const auto phases = lower(CollectiveKind::allreduce, "tree", {8, 4}, n, Granularity::aggregated);
+    const auto phases = lower(Collective::allreduce, "tree", {8, 4}, n, Granularity::aggregated);
     REQUIRE(phases.size() == 2);
     REQUIRE(phases[0].flows.size() == 8);
     for (const auto& f : phases[0].flows) {
@@ -191,7 +235,7 @@ TEST_CASE("lowering::aggregated algorithms fold into few phases", "[lowering]") 
     }
   }
   SECTION("broadcast ring: one phase, edge i -> i+1 carries n and repeats the i+1 hops of the pipeline") {
-    const auto phases = lower(CollectiveKind::broadcast, "ring", {3, 2}, n, Granularity::aggregated);
+    const auto phases = lower(Collective::broadcast, "ring", {3, 2}, n, Granularity::aggregated);
     REQUIRE(phases.size() == 1);
     REQUIRE(phases[0].flows.size() == 5);
     for (int i = 0; i < 5; ++i) {
@@ -209,14 +253,14 @@ TEST_CASE("lowering::8192 ranks lower into phase-level flows", "[lowering][scale
   SECTION("aggregated ring allreduce: 1 phase of 8192 flows") {
     for (const LoweringShape shape : {LoweringShape{8192, 1}, LoweringShape{1024, 8}}) {
       CAPTURE(describe(shape));
-      const auto phases = lower(CollectiveKind::allreduce, "ring", shape, 1e9, Granularity::aggregated);
+      const auto phases = lower(Collective::allreduce, "ring", shape, 1e9, Granularity::aggregated);
       REQUIRE(phases.size() == 1);
       CHECK(phases[0].flows.size() == 8192);
     }
   }
   SECTION("per-message ring allreduce: 2(p-1) phases of p flows") {
     // 8192 ranks would hold 2 x 8191 x 8192 = 134 M flows (3 GiB); the count is checked at 1024 ranks.
-    const auto phases = lower(CollectiveKind::allreduce, "ring", {1024, 1}, 1e9, Granularity::per_message);
+    const auto phases = lower(Collective::allreduce, "ring", {1024, 1}, 1e9, Granularity::per_message);
     CHECK(phases.size() == 2 * 1023);
     CHECK(phases.back().flows.size() == 1024);
   }
@@ -224,7 +268,7 @@ TEST_CASE("lowering::8192 ranks lower into phase-level flows", "[lowering][scale
     for (const auto& l : lowerings()) {
       CAPTURE(collective_name(l.collective), l.algorithm);
       // A parameter server's push and pull are all-to-servers: p x S flows (here 16 dedicated servers).
-      const bool ps = l.collective == CollectiveKind::ps_push || l.collective == CollectiveKind::ps_pull;
+      const bool ps = l.collective == Collective::ps_push || l.collective == Collective::ps_pull;
       const auto phases = l.lower({1024, 8, ps ? 16 : 0, ps}, 1e9, Granularity::aggregated);
       CHECK(phases.size() <= 2 * 13 + 2); // gTop-k: log2 p rounds up the tree and log2 p down
       for (const auto& ph : phases)

@@ -23,7 +23,7 @@ TEST_CASE("lowering::ps push sends every worker's shard to each server, pull sen
   SECTION("dedicated servers are the ranks after the workers; every worker sends n / S to each") {
     const auto shape = ps_shape(4, 2, 3, true);
     CHECK(shape.ranks() == 11);
-    const auto push = lower(CollectiveKind::ps_push, "sharded", shape, n, Granularity::aggregated);
+    const auto push = lower(Collective::ps_push, "sharded", shape, n, Granularity::aggregated);
     REQUIRE(push.size() == 1);
     CHECK(push[0].flows.size() == 8 * 3);
     const auto b = rank_bytes(push, shape.ranks());
@@ -31,7 +31,7 @@ TEST_CASE("lowering::ps push sends every worker's shard to each server, pull sen
       CHECK_THAT(b.sent[static_cast<std::size_t>(w)], WithinRel(n, 1e-12));
     for (int s = 8; s < 11; ++s)
       CHECK_THAT(b.received[static_cast<std::size_t>(s)], WithinRel(8 * n / 3, 1e-12));
-    const auto pull = lower(CollectiveKind::ps_pull, "sharded", shape, n, Granularity::per_message);
+    const auto pull = lower(Collective::ps_pull, "sharded", shape, n, Granularity::per_message);
     const auto c = rank_bytes(pull, shape.ranks());
     CHECK(c.sent == b.received);
     CHECK(c.received == b.sent);
@@ -41,7 +41,7 @@ TEST_CASE("lowering::ps push sends every worker's shard to each server, pull sen
     CHECK(shape.ranks() == 8);
     CHECK(shape.server_rank(1) == 2);
     CHECK(shape.server_rank(5) == 2); // servers 1 and 5 share node 1
-    const auto push = lower(CollectiveKind::ps_push, "sharded", shape, n, Granularity::aggregated);
+    const auto push = lower(Collective::ps_push, "sharded", shape, n, Granularity::aggregated);
     REQUIRE(push.size() == 1);
     for (const auto& f : push[0].flows) {
       CHECK(f.dst % 2 == 0);
@@ -56,7 +56,7 @@ TEST_CASE("lowering::ps push sends every worker's shard to each server, pull sen
   }
   SECTION("a small key lives on one server: every other worker sends it whole") {
     const auto shape = ps_shape(4, 1, 4, false, 2, 1);
-    const auto push = lower(CollectiveKind::ps_push, "sharded", shape, n, Granularity::aggregated);
+    const auto push = lower(Collective::ps_push, "sharded", shape, n, Granularity::aggregated);
     REQUIRE(push.size() == 1);
     REQUIRE(push[0].flows.size() == 3);
     for (const auto& f : push[0].flows) {
@@ -66,8 +66,8 @@ TEST_CASE("lowering::ps push sends every worker's shard to each server, pull sen
     }
   }
   SECTION("one worker with its co-located server sends nothing: no phase") {
-    CHECK(lower(CollectiveKind::ps_push, "sharded", ps_shape(1, 1, 1, false), n, Granularity::aggregated).empty());
-    CHECK(lower(CollectiveKind::ps_push, "sharded", ps_shape(1, 1, 1, true), n, Granularity::aggregated).size() == 1);
+    CHECK(lower(Collective::ps_push, "sharded", ps_shape(1, 1, 1, false), n, Granularity::aggregated).empty());
+    CHECK(lower(Collective::ps_push, "sharded", ps_shape(1, 1, 1, true), n, Granularity::aggregated).size() == 1);
   }
 }
 
@@ -77,10 +77,10 @@ TEST_CASE("lowering::ps push costs max(m, p m / c) / B plus two latencies on a s
   const double m = 8e6, B = 1.25e9, l = 25e-6;
   Network net{nodes, 1, {12e9, 5e-6}, {B, l}, false, servers};
   const auto push =
-      lower(CollectiveKind::ps_push, "sharded", ps_shape(nodes, 1, servers, true), m, Granularity::aggregated);
+      lower(Collective::ps_push, "sharded", ps_shape(nodes, 1, servers, true), m, Granularity::aggregated);
   CHECK_THAT(phase_synchronous_time(push, net), WithinRel(2 * l + std::max(m, nodes * m / servers) / B, 1e-12));
   const auto pull =
-      lower(CollectiveKind::ps_pull, "sharded", ps_shape(nodes, 1, servers, true), m, Granularity::aggregated);
+      lower(Collective::ps_pull, "sharded", ps_shape(nodes, 1, servers, true), m, Granularity::aggregated);
   CHECK_THAT(phase_synchronous_time(pull, net), WithinRel(2 * l + std::max(m, nodes * m / servers) / B, 1e-12));
   CHECK_THAT(busiest_sender_bytes(push, nodes), WithinRel(m, 1e-12)); // server ranks are not workers
 }

@@ -334,7 +334,7 @@ TEST_CASE("sim::LinearLoweringCost equals the phase-synchronous cost of the lowe
   net.inter = {1.25e9, 25e-6};
   const LoweringShape shape{nodes, gpus};
   for (const auto& lowering : lowerings()) {
-    if (lowering.collective == CollectiveKind::point_to_point && shape.workers() < 2)
+    if (lowering.collective == Collective::point_to_point && shape.workers() < 2)
       continue;
     CAPTURE(nodes, gpus, nic_per_gpu, collective_name(lowering.collective), lowering.algorithm);
     const LinearLoweringCost linear(lowering, shape, net);

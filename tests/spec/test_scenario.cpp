@@ -36,6 +36,31 @@ TEST_CASE("sim::load_scenario reads the shipped quickstart", "[sim][scenario]") 
   CHECK(s.engine == "analytic");
 }
 
+TEST_CASE("sim::parse_scenario resolves the allreduce algorithm to its registry entry", "[sim][scenario]") {
+  Json doc = minimal();
+  SECTION("ring by default") {
+    CHECK(parse_scenario(doc, "t.json").allreduce.algorithm == find_lowering(Collective::allreduce, "ring"));
+  }
+  SECTION("by name, or as an object") {
+    doc["collectives"] = Json::parse(R"({"allreduce": "tree"})");
+    CHECK(parse_scenario(doc, "t.json").allreduce.algorithm == find_lowering(Collective::allreduce, "tree"));
+    doc["collectives"] = Json::parse(R"({"allreduce": {"algorithm": "hierarchical"}})");
+    CHECK(parse_scenario(doc, "t.json").allreduce.algorithm == find_lowering(Collective::allreduce, "hierarchical"));
+  }
+  SECTION("a measured fit") {
+    doc["collectives"] = Json::parse(R"({"allreduce": {"alpha": "523 us", "beta": "0.857 ns/B"}})");
+    const auto s = parse_scenario(doc, "t.json");
+    REQUIRE(s.allreduce.measured);
+    CHECK_THAT(s.allreduce.measured->alpha_s, WithinRel(523e-6, 1e-12));
+  }
+  SECTION("an unknown name lists the registry's") {
+    doc["collectives"] = Json::parse(R"({"allreduce": "butterfly"})");
+    REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"),
+                        "t.json: /collectives/allreduce: unknown allreduce algorithm 'butterfly' (expected one of: "
+                        "halving-doubling, hierarchical, ring, tree)");
+  }
+}
+
 TEST_CASE("sim::apply_override sets dotted keys with JSON or string values", "[sim][scenario]") {
   Json doc = minimal();
   apply_override(doc, "cluster.nodes=16", "t.json");

@@ -21,6 +21,33 @@ Phase step(const LoweringShape& shape, bool inter, double bytes, int latency_rep
   return phase;
 }
 
+// Closed form: 2(g-1)(a_i + n/(g B_i)) + 2(N-1) a_e + 2(N-1)/N n/B_e, the g inter-node rings sharing the NIC.
+class Hierarchical final : public CollectiveModel {
+public:
+  explicit Hierarchical(const Network& n) : net_(n) {}
+  CollectiveCost cost(double bytes) const override {
+    const int g = net_.gpus_per_node, nodes = net_.nodes;
+    if (g * nodes <= 1)
+      return {};
+    CollectiveCost c;
+    if (g > 1) {
+      const Hop h = intra_hop(net_);
+      c.time_s += 2.0 * (g - 1) * (h.alpha_s + bytes / g / h.bandwidth);
+      c.bytes_sent += 2.0 * (g - 1) * bytes / g;
+    }
+    if (nodes > 1) {
+      const Hop h = inter_hop(net_);
+      const double slice = bytes / g;
+      c.time_s += 2.0 * (nodes - 1) * (h.alpha_s + slice / nodes / (h.bandwidth / net_.nic_sharers(g)));
+      c.bytes_sent += 2.0 * (nodes - 1) * slice / nodes;
+    }
+    return c;
+  }
+
+private:
+  Network net_;
+};
+
 } // namespace
 
 // per_message: g-1 intra phases of n/g, 2(N-1) inter phases of n/(gN), g-1 intra phases of n/g (p flows each;
@@ -49,6 +76,10 @@ std::vector<Phase> lower_allreduce_hierarchical(const LoweringShape& shape, doub
   for (int s = 0; s < g - 1; ++s)
     phases.push_back(step(shape, false, slice, 1));
   return phases;
+}
+
+std::unique_ptr<CollectiveModel> closed_form_allreduce_hierarchical(const Network& net) {
+  return std::make_unique<Hierarchical>(net);
 }
 
 } // namespace ddlsim::sim::detail

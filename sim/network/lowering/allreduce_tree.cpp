@@ -7,7 +7,7 @@
 // and the chain runs g-1 -> ... -> 1 -> 0 upward; tree 1 enters at GPU g-1 and the chain runs 0 -> 1 -> ... -> g-1,
 // so the two trees use each intra-node link in opposite directions. Each tree carries n/2: every GPU edge carries
 // n/2 up (reduce) and n/2 down (broadcast). A GPU inside a chain, and a node that is inner in one tree and not the
-// root of the other, send and receive 2n: the 2n/B of the closed form (sim/network/collectives.cpp, DoubleBinaryTree).
+// root of the other, send and receive 2n: the 2n/B of the closed form (DoubleBinaryTree below).
 //
 // per_message: each tree's n/2 moves in k = pipeline_chunks(n/2) chunks (detail.hpp). With H the tree's height in
 // GPU hops (ceil(log2 N) + g - 1), a GPU at depth d sends chunk c up in step c + H - d (as late as its parent needs
@@ -32,6 +32,7 @@
 #include "sim/network/lowering/detail.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ddlsim::sim::detail {
 namespace {
@@ -151,6 +152,28 @@ std::vector<Phase> aggregated(const LoweringShape& shape, const GpuTree (&trees)
   return phases;
 }
 
+// Closed form: latency up and down the tree, 2(ceil(log2 N) a_inter + (g-1) a_intra); bandwidth: every node sends
+// and receives n per direction in the reduce and again in the broadcast, so 2n/B on the bottleneck link.
+class DoubleBinaryTree final : public CollectiveModel {
+public:
+  explicit DoubleBinaryTree(const Network& n) : net_(n) {}
+  CollectiveCost cost(double bytes) const override {
+    if (net_.workers() <= 1)
+      return {};
+    const double depth = net_.nodes > 1 ? std::ceil(std::log2(static_cast<double>(net_.nodes))) : 0;
+    double latency = 2 * (net_.gpus_per_node - 1) * intra_hop(net_).alpha_s;
+    double bandwidth = net_.gpus_per_node > 1 ? intra_hop(net_).bandwidth : inter_hop(net_).bandwidth;
+    if (net_.nodes > 1) {
+      latency += 2 * depth * inter_hop(net_).alpha_s;
+      bandwidth = std::min(bandwidth, inter_hop(net_).bandwidth);
+    }
+    return {latency + 2 * bytes / bandwidth, 2 * bytes};
+  }
+
+private:
+  Network net_;
+};
+
 } // namespace
 
 std::vector<Phase> lower_allreduce_tree(const LoweringShape& shape, double bytes, Granularity granularity) {
@@ -159,6 +182,10 @@ std::vector<Phase> lower_allreduce_tree(const LoweringShape& shape, double bytes
     return {};
   const GpuTree trees[2] = {gpu_tree(shape, 0), gpu_tree(shape, 1)};
   return granularity == Granularity::per_message ? per_message(shape, trees, bytes) : aggregated(shape, trees, bytes);
+}
+
+std::unique_ptr<CollectiveModel> closed_form_allreduce_tree(const Network& net) {
+  return std::make_unique<DoubleBinaryTree>(net);
 }
 
 } // namespace ddlsim::sim::detail

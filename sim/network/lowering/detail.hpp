@@ -1,11 +1,13 @@
-// Shared pieces of the collective lowerings (sim/network/lowering/*.cpp): argument checks, the ring step, the chunking
-// of pipelined per-message lowerings, and the one lowering function per algorithm that registry.cpp lists.
+// Shared pieces of the collective algorithms (sim/network/lowering/*.cpp): argument checks, the ring step, the chunking
+// of pipelined per-message lowerings, the closed forms' hops, and the lowering function and closed-form factory per
+// algorithm that registry.cpp lists.
 // Ranks are node-major (lowering.hpp): rank r is GPU r % g of node r / g.
 #pragma once
 
-#include "sim/network/lowering/lowering.hpp"
+#include "sim/network/collectives.hpp"
 
 #include <cassert>
+#include <memory>
 #include <vector>
 
 namespace ddlsim::sim::detail {
@@ -24,6 +26,19 @@ inline void check_arguments(const LoweringShape& shape, double bytes) {
   (void)bytes;
 }
 
+/// A hop of the closed forms: a message between GPUs of one node crosses two GPU links, one between nodes two NIC
+/// links (collectives.hpp).
+struct Hop {
+  double alpha_s;
+  double bandwidth;
+};
+[[nodiscard]] inline Hop intra_hop(const Network& n) {
+  return {2 * n.intra.latency_s, n.intra.bandwidth};
+}
+[[nodiscard]] inline Hop inter_hop(const Network& n) {
+  return {2 * n.inter.latency_s, n.inter.bandwidth};
+}
+
 /// One ring step: every rank r of p sends `bytes` to r + 1 mod p (p flows in rank order).
 [[nodiscard]] Phase ring_phase(int p, double bytes, int latency_repeats);
 
@@ -36,11 +51,15 @@ inline void check_arguments(const LoweringShape& shape, double bytes) {
 /// worker to server for a push; none where the worker is the server's own rank. No phase when there is no flow.
 [[nodiscard]] std::vector<Phase> ps_shard_phases(const LoweringShape& shape, double bytes, bool push);
 
-// One function per (collective, algorithm); each lives in its own file named after it.
+// Per (collective, algorithm), in its own file named after it: the lowering, and the closed form where there is one.
 std::vector<Phase> lower_allreduce_ring(const LoweringShape& shape, double bytes, Granularity granularity);
+std::unique_ptr<CollectiveModel> closed_form_allreduce_ring(const Network& net);
 std::vector<Phase> lower_allreduce_halving_doubling(const LoweringShape& shape, double bytes, Granularity granularity);
+std::unique_ptr<CollectiveModel> closed_form_allreduce_halving_doubling(const Network& net);
 std::vector<Phase> lower_allreduce_tree(const LoweringShape& shape, double bytes, Granularity granularity);
+std::unique_ptr<CollectiveModel> closed_form_allreduce_tree(const Network& net);
 std::vector<Phase> lower_allreduce_hierarchical(const LoweringShape& shape, double bytes, Granularity granularity);
+std::unique_ptr<CollectiveModel> closed_form_allreduce_hierarchical(const Network& net);
 std::vector<Phase> lower_allgather_ring(const LoweringShape& shape, double bytes, Granularity granularity);
 std::vector<Phase> lower_allgather_recursive_doubling(const LoweringShape& shape, double bytes,
                                                       Granularity granularity);

@@ -1,5 +1,7 @@
-// Phase-synchronous evaluation of a lowering (evaluate.hpp).
+// Phase-synchronous evaluation of a lowering, and the cost models built on it or on a measured fit (evaluate.hpp).
 #include "sim/network/lowering/evaluate.hpp"
+
+#include "sim/network/lowering/detail.hpp"
 
 #include <algorithm>
 
@@ -44,7 +46,46 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
   }
 }
 
+class Lowered final : public CollectiveModel {
+public:
+  Lowered(const CollectiveLowering& algorithm, const Network& net) : algorithm_(algorithm), net_(net) {}
+  CollectiveCost cost(double bytes) const override {
+    const auto phases = algorithm_.lower({net_.nodes, net_.gpus_per_node}, bytes, Granularity::aggregated);
+    return {phase_synchronous_time(phases, net_), busiest_sender_bytes(phases, net_.workers())};
+  }
+
+private:
+  CollectiveLowering algorithm_;
+  Network net_;
+};
+
+class Measured final : public CollectiveModel {
+public:
+  Measured(const Network& n, AlphaBeta fit)
+      : ring_(detail::closed_form_allreduce_ring(n)), fit_(fit), workers_(n.workers()) {}
+  CollectiveCost cost(double bytes) const override {
+    if (workers_ <= 1)
+      return {};
+    return {fit_.alpha_s + fit_.beta_s_per_byte * bytes, ring_->cost(bytes).bytes_sent};
+  }
+
+private:
+  std::unique_ptr<CollectiveModel> ring_;
+  AlphaBeta fit_;
+  int workers_;
+};
+
 } // namespace
+
+std::unique_ptr<CollectiveModel> make_cost_model(const CollectiveLowering& algorithm, const Network& net) {
+  if (algorithm.closed_form != nullptr)
+    return algorithm.closed_form(net);
+  return std::make_unique<Lowered>(algorithm, net);
+}
+
+std::unique_ptr<CollectiveModel> make_measured_allreduce(const Network& net, const AlphaBeta& fit) {
+  return std::make_unique<Measured>(net, fit);
+}
 
 double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net) {
   std::vector<double> slowest(phases.size(), 0.0);

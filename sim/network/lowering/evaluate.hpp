@@ -1,12 +1,14 @@
 // The analytic cost of a lowered collective: its phases run one after another, each as long as its slowest flow,
 // with the links shared as in the analytic engine's closed forms (sim/network/collectives.hpp). Collectives without a
 // hand-derived closed form (e.g. gTop-k) are costed this way, so that the analytic engine and the flow engine
-// run the same lowering; the lowering tests check it against every closed form that exists.
+// run the same lowering; the lowering tests check it against every closed form that exists. Also the cost models the
+// analytic engine takes for a scenario's allreduce: an algorithm's (closed form or lowering) or a measured fit.
 #pragma once
 
 #include "sim/network/collectives.hpp"
 #include "sim/network/lowering/lowering.hpp"
 
+#include <memory>
 #include <vector>
 
 namespace ddlsim::sim {
@@ -37,6 +39,13 @@ private:
   };
   std::vector<std::vector<Term>> phases_;
 };
+
+/// The cost of `algorithm` over all of `net`'s workers: its closed form, or else the phase-synchronous time of its
+/// aggregated lowering with the busiest worker's bytes.
+[[nodiscard]] std::unique_ptr<CollectiveModel> make_cost_model(const CollectiveLowering& algorithm, const Network& net);
+
+/// A model that replays a measured alpha-beta fit; bytes_sent follows the ring algorithm.
+[[nodiscard]] std::unique_ptr<CollectiveModel> make_measured_allreduce(const Network& net, const AlphaBeta& fit);
 
 /// Bytes the busiest of ranks 0 .. workers-1 sends over all phases (ranks beyond, dedicated servers, not counted).
 [[nodiscard]] double busiest_sender_bytes(const std::vector<Phase>& phases, int workers);

@@ -1,7 +1,7 @@
-// Collective lowering: one implementation per (collective, algorithm) behind one interface, turning a collective
-// over the cluster's workers into phases of point-to-point flows between ranks (ranks are node-major: rank r is
-// GPU r % g of node r / g). The flow engine runs the phases on the simulated network; a phase starts when the
-// previous one has finished everywhere.
+// Collective lowering: one implementation per (collective, algorithm) behind one interface (LowerFn, registered in
+// sim/network/collectives.hpp), turning a collective over the cluster's workers into phases of point-to-point flows
+// between ranks (ranks are node-major: rank r is GPU r % g of node r / g). The flow engine runs the phases on the
+// simulated network; a phase starts when the previous one has finished everywhere.
 //
 // Granularity: `per_message` emits every message of the algorithm (the reference, e.g. 2(p-1) phases of p
 // messages for a ring); `aggregated` folds steps that reuse the same links into one flow per link pair carrying
@@ -10,8 +10,6 @@
 #pragma once
 
 #include <bit>
-#include <span>
-#include <string_view>
 #include <vector>
 
 namespace ddlsim::sim {
@@ -71,33 +69,9 @@ private:
   }
 };
 
-/// `global_topk`: gTop-k's sparse allreduce of k (value, index) pairs per rank into the global top-k (Shi et al.,
-/// ICDCS 2019). `ps_push` / `ps_pull`: every worker sends its shards of one key to the parameter servers that own
-/// it / the servers send the updated shards back to every worker.
-enum class CollectiveKind {
-  allreduce,
-  allgather,
-  reduce_scatter,
-  broadcast,
-  point_to_point,
-  global_topk,
-  ps_push,
-  ps_pull
-};
-
 /// `bytes`: the collective's payload per rank (allreduce: the buffer; allgather: the gathered result;
 /// reduce-scatter: the input buffer; broadcast: the buffer, root rank 0; point-to-point: rank 0 -> rank p-1;
 /// global top-k: one rank's k pairs, the size of every message; ps push / pull: the key's bytes per worker).
 using LowerFn = std::vector<Phase> (*)(const LoweringShape& shape, double bytes, Granularity granularity);
-
-struct CollectiveLowering {
-  CollectiveKind collective;
-  std::string_view algorithm;
-  LowerFn lower;
-};
-
-[[nodiscard]] std::span<const CollectiveLowering> lowerings();
-[[nodiscard]] const CollectiveLowering* find_lowering(CollectiveKind collective, std::string_view algorithm);
-[[nodiscard]] std::string_view collective_name(CollectiveKind c);
 
 } // namespace ddlsim::sim
