@@ -31,6 +31,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -153,34 +154,61 @@ public:
   /// Starts a collective lowered into `phases` (ranks of this platform); `done` is started when its last phase has
   /// finished.
   void start_collective(std::vector<Phase> phases, sg4::ExecPtr done) {
-    auto run = std::make_shared<Collective>();
+    auto& run = collectives_.emplace_back(std::make_unique<Collective>());
     run->phases = std::move(phases);
     run->done = std::move(done);
     ++active_;
-    next_phase(run);
+    next_phase(*run);
   }
 
-  /// Calls `fn` when `activity` completes (once).
+  /// Calls `fn` when the timed activity `activity` completes (once).
   void on_done(const sg4::Activity* activity, std::function<void()> fn) { handlers_.emplace(activity, std::move(fn)); }
 
   [[nodiscard]] std::size_t flows() const { return flows_; }
   [[nodiscard]] std::size_t events() const { return events_; }
 
 private:
+  struct Collective;
+
+  // One flow of a phase. An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments)
+  // consecutive segments, each carrying 1/S of the bytes and paying its share of the r path latencies after its
+  // transfer: the latencies stay interleaved with the transfer as in per-message simulation, so under contention
+  // other traffic uses the link during them (tests/flow_engine: within 0.5 % of per-message). The comm of the
+  // segment in flight carries a pointer to its Flow as its data.
+  struct Flow {
+    Collective* run;
+    int src, dst;
+    double bytes_per_segment;
+    int repeats, segments, sent;
+    double extra_s = 0; ///< latency paid after the segment in flight
+    sg4::CommPtr comm;  ///< the segment in flight
+  };
+
   struct Collective {
     std::vector<Phase> phases;
     std::size_t next = 0;
     std::size_t outstanding = 0;
+    std::vector<Flow> flows; ///< the current phase's (never resized while it runs: Flow addresses are stable)
     sg4::ExecPtr done;
   };
 
   void completed(const sg4::Activity& a) {
     ++events_;
-    // SimGrid still uses an activity after its completion callbacks: the handlers (which hold the last
-    // references) are released one time step later.
+    // SimGrid still uses an activity after its completion callbacks: the last references (and what they point to)
+    // are released one time step later.
     if (sg4::Engine::get_clock() > graveyard_time_) {
       graveyard_.clear();
+      handler_graveyard_.clear();
+      retired_flows_.clear();
       graveyard_time_ = sg4::Engine::get_clock();
+    }
+    if (auto* flow = a.get_data<Flow>(); flow != nullptr) {
+      graveyard_.push_back(std::move(flow->comm));
+      if (flow->extra_s > 0)
+        after(flow->extra_s, flow);
+      else
+        segment_done(*flow);
+      return;
     }
     const auto it = handlers_.find(&a);
     if (it == handlers_.end())
@@ -188,7 +216,7 @@ private:
     auto fn = std::move(it->second);
     handlers_.erase(it);
     fn();
-    graveyard_.push_back(std::move(fn));
+    handler_graveyard_.push_back(std::move(fn));
   }
 
   double path_latency(int src, int dst) {
@@ -204,102 +232,94 @@ private:
     return latency;
   }
 
-  void next_phase(const std::shared_ptr<Collective>& run) {
+  void next_phase(Collective& run) {
     // Skip empty phases; when none is left the collective is done.
-    while (run->next < run->phases.size() && run->phases[run->next].flows.empty())
-      ++run->next;
-    if (run->next == run->phases.size()) {
+    while (run.next < run.phases.size() && run.phases[run.next].flows.empty())
+      ++run.next;
+    if (!run.flows.empty()) // the previous phase's flows: one may be the caller's
+      retired_flows_.push_back(std::move(run.flows));
+    if (run.next == run.phases.size()) {
       --active_;
-      run->done->start();
+      run.done->start();
+      run.done = nullptr;
+      std::vector<Phase>().swap(run.phases);
       return;
     }
-    const auto& phase = run->phases[run->next++];
-    run->outstanding = phase.flows.size();
+    const auto& phase = run.phases[run.next++];
+    run.outstanding = phase.flows.size();
+    run.flows.clear();
+    run.flows.reserve(phase.flows.size());
     for (const auto& f : phase.flows) {
-      // An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments) consecutive segments,
-      // each carrying 1/S of the bytes and paying its share of the r path latencies after its transfer: the
-      // latencies stay interleaved with the transfer as in per-message simulation, so under contention other
-      // traffic uses the link during them (tests/flow_engine: within 0.5 % of per-message).
       const int repeats = std::max(1, f.latency_repeats);
       const int segments = std::min(repeats, segments_);
-      auto seg = std::make_shared<Segmented>(Segmented{f.src, f.dst, f.bytes / segments, repeats, segments, 0});
-      send_segment(run, seg);
+      run.flows.push_back(Flow{&run, f.src, f.dst, f.bytes / segments, repeats, segments, 0, 0, nullptr});
     }
+    for (auto& flow : run.flows)
+      send_segment(flow);
   }
 
-  struct Segmented {
-    int src, dst;
-    double bytes_per_segment;
-    int repeats, segments, sent;
-  };
-
-  void send_segment(const std::shared_ptr<Collective>& run, const std::shared_ptr<Segmented>& seg) {
+  void send_segment(Flow& flow) {
     // A collective alone on the network has nothing to share its latencies with: after the first segment, it
     // sends the rest as one flow (the segmentation only matters when other traffic is in flight).
     int count = 1;
-    if (seg->sent > 0 && active_ == 1)
-      count = seg->segments - seg->sent;
-    const int i = seg->sent;
-    seg->sent += count;
+    if (flow.sent > 0 && active_ == 1)
+      count = flow.segments - flow.sent;
+    const int i = flow.sent;
+    flow.sent += count;
     // Segment i pays repeats / segments latencies (the first repeats % segments pay one more): one in its flow,
     // the others after it.
     int share = 0;
     for (int k = i; k < i + count; ++k)
-      share += seg->repeats / seg->segments + (k < seg->repeats % seg->segments ? 1 : 0);
-    const double extra = share > 1 ? (share - 1) * path_latency(seg->src, seg->dst) : 0.0;
-    auto comm = maestro_.adopt([&] {
-      return sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(seg->src)],
-                                    platform_.gpus[static_cast<std::size_t>(seg->dst)]);
+      share += flow.repeats / flow.segments + (k < flow.repeats % flow.segments ? 1 : 0);
+    flow.extra_s = share > 1 ? (share - 1) * path_latency(flow.src, flow.dst) : 0.0;
+    flow.comm = maestro_.adopt([&] {
+      return sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(flow.src)],
+                                    platform_.gpus[static_cast<std::size_t>(flow.dst)]);
     });
-    comm->set_payload_size(static_cast<std::uint64_t>(seg->bytes_per_segment * count + 0.5));
+    flow.comm->set_payload_size(static_cast<std::uint64_t>(flow.bytes_per_segment * count + 0.5));
+    flow.comm->set_data(&flow);
     ++flows_;
-    auto next = [this, run, seg] {
-      if (seg->sent < seg->segments)
-        send_segment(run, seg);
-      else
-        piece_done(run);
-    };
-    on_done(comm.get(), [this, comm, extra, next] {
-      if (extra > 0)
-        after(extra, next);
-      else
-        next();
-    });
-    comm->start();
+    flow.comm->start();
   }
 
-  /// Runs `fn` `delay` seconds from now. Waits that end at the same instant share one timed activity: the
-  /// flows of a phase end together, and SimGrid 3.32 keeps activities started outside actors in one list whose
-  /// removal is linear, so fewer activities in flight is faster.
-  void after(double delay, std::function<void()> fn) {
+  // The segment in flight and the latencies after it are over.
+  void segment_done(Flow& flow) {
+    if (flow.sent < flow.segments)
+      send_segment(flow);
+    else if (--flow.run->outstanding == 0)
+      next_phase(*flow.run);
+  }
+
+  /// Calls segment_done(flow) `delay` seconds from now. Waits that end at the same instant share one timed
+  /// activity: the flows of a phase end together, so fewer activities are in flight.
+  void after(double delay, Flow* flow) {
     const double at = sg4::Engine::get_clock() + delay;
     auto [it, fresh] = timers_.try_emplace(at);
-    it->second.push_back(std::move(fn));
+    it->second.push_back(flow);
     if (!fresh)
       return;
     auto wait = timed(delay);
     on_done(wait.get(), [this, at, wait] {
       auto node = timers_.extract(at);
-      for (auto& f : node.mapped())
-        f();
+      for (Flow* f : node.mapped())
+        segment_done(*f);
     });
     wait->start();
-  }
-
-  void piece_done(const std::shared_ptr<Collective>& run) {
-    if (--run->outstanding == 0)
-      next_phase(run);
   }
 
   const flow::Platform& platform_;
   sg4::Host* clock_;
   MaestroActivities maestro_;
   int segments_ = 4;
-  int active_ = 0;                                              ///< collectives in flight
-  std::map<double, std::vector<std::function<void()>>> timers_; ///< pending waits by the instant they end
-  std::unordered_map<const sg4::Activity*, std::function<void()>> handlers_;
+  int active_ = 0;                              ///< collectives in flight
+  std::map<double, std::vector<Flow*>> timers_; ///< flows waiting for latencies, by the instant the wait ends
+  std::unordered_map<const sg4::Activity*, std::function<void()>> handlers_; ///< of timed activities
   std::unordered_map<std::uint64_t, double> latency_;
-  std::vector<std::function<void()>> graveyard_;
+  std::vector<std::unique_ptr<Collective>> collectives_;
+  // Released at the next time step (see completed).
+  std::vector<sg4::CommPtr> graveyard_;
+  std::vector<std::function<void()>> handler_graveyard_;
+  std::vector<std::vector<Flow>> retired_flows_;
   double graveyard_time_ = -1;
   std::size_t flows_ = 0;
   std::size_t events_ = 0;
