@@ -219,17 +219,18 @@ private:
     handler_graveyard_.push_back(std::move(fn));
   }
 
-  double path_latency(int src, int dst) {
-    const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
-    const auto it = latency_.find(key);
-    if (it != latency_.end())
-      return it->second;
+  struct Route {
     std::vector<sg4::Link*> links;
-    double latency = 0;
-    platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)], links,
-                                                            &latency);
-    latency_.emplace(key, latency);
-    return latency;
+    double latency_s = 0;
+  };
+
+  const Route& route(int src, int dst) {
+    const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+    auto [it, fresh] = routes_.try_emplace(key);
+    if (fresh)
+      platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)],
+                                                              it->second.links, &it->second.latency_s);
+    return it->second;
   }
 
   void next_phase(Collective& run) {
@@ -271,13 +272,15 @@ private:
     int share = 0;
     for (int k = i; k < i + count; ++k)
       share += flow.repeats / flow.segments + (k < flow.repeats % flow.segments ? 1 : 0);
-    flow.extra_s = share > 1 ? (share - 1) * path_latency(flow.src, flow.dst) : 0.0;
+    const Route& path = route(flow.src, flow.dst);
+    flow.extra_s = share > 1 ? (share - 1) * path.latency_s : 0.0;
     flow.comm = maestro_.adopt([&] {
       return sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(flow.src)],
                                     platform_.gpus[static_cast<std::size_t>(flow.dst)]);
     });
     flow.comm->set_payload_size(static_cast<std::uint64_t>(flow.bytes_per_segment * count + 0.5));
     flow.comm->set_data(&flow);
+    flow::note_links_in_use(path.links);
     ++flows_;
     flow.comm->start();
   }
@@ -314,7 +317,7 @@ private:
   int active_ = 0;                              ///< collectives in flight
   std::map<double, std::vector<Flow*>> timers_; ///< flows waiting for latencies, by the instant the wait ends
   std::unordered_map<const sg4::Activity*, std::function<void()>> handlers_; ///< of timed activities
-  std::unordered_map<std::uint64_t, double> latency_;
+  std::unordered_map<std::uint64_t, Route> routes_;                          ///< by (source, destination) rank
   std::vector<std::unique_ptr<Collective>> collectives_;
   // Released at the next time step (see completed).
   std::vector<sg4::CommPtr> graveyard_;
@@ -409,7 +412,7 @@ struct Simulation {
 
   explicit Simulation(const ClusterSpec& cluster) {
     flow::configure_closed_form(engine);
-    flow::enable_link_stats();
+    flow::enable_link_stats(flow::LinkVisits::noted_links); // FlowRun notes every flow's links
     platform = flow::build_platform(cluster);
     auto* zone = sg4::create_star_zone("ddlsim-clock");
     zone->set_parent(engine.get_netzone_root());

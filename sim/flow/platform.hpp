@@ -52,10 +52,19 @@ void configure_closed_form(simgrid::s4u::Engine& engine);
 /// validated shapes and values).
 [[nodiscard]] Platform build_platform(const ClusterSpec& cluster);
 
+/// Which links the statistics visit at each simulated time step: every link, or only the links reported in use with
+/// note_links_in_use (for a caller that reports the links of every flow it starts). The figures are the same, since a
+/// link that carries no flow has no usage; the second costs O(links in use) per time step instead of O(links).
+enum class LinkVisits { every_link, noted_links };
+
 /// Starts recording per-link statistics. Call after the engine is created and before build_platform(); at most once
 /// per process. Bytes and busy time are integrated exactly from the link's usage over every simulated time step
 /// (see link_stats.cpp for why not SimGrid's sg_link_load plugin alone).
-void enable_link_stats();
+void enable_link_stats(LinkVisits visits = LinkVisits::every_link);
+
+/// With LinkVisits::noted_links: a flow over `links` (a route, Host::route_to) is about to start. Every flow's links
+/// must be noted before it starts, or its links' figures are missed. Untracked links are ignored.
+void note_links_in_use(const std::vector<simgrid::s4u::Link*>& links);
 
 struct LinkStats {
   std::string name;
