@@ -1,7 +1,7 @@
 // The flow engine's SimGrid platform, built from a ClusterSpec: one host per GPU, a split-duplex link per GPU into
 // its node's fabric, NIC links into the network (per node or per GPU), and the network (star, fat-tree, ring, torus).
-// Link semantics match the analytic engine (sim/network/collectives.hpp, DESIGN.md "Scenario JSON"); routes per topology are
-// described in platform.cpp. Built with SimGrid 3.32's S4U platform API (NetZone.hpp: create_star_zone,
+// Link semantics match the analytic engine (sim/network/collectives.hpp, DESIGN.md "Scenario JSON"); routes per
+// topology are described in platform.cpp. Built with SimGrid 3.32's S4U platform API (NetZone.hpp: create_star_zone,
 // create_fatTree_zone, create_torus_zone with ClusterCallbacks; examples/cpp/clusters-multicpu).
 #pragma once
 
