@@ -16,16 +16,23 @@
 #include "sim/plan/schedule.hpp"
 
 #include <simgrid/s4u/Activity.hpp>
+#include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/NetZone.hpp>
+#include <simgrid/version.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -41,6 +48,97 @@ namespace {
 constexpr double kClockSpeed = 1e9;
 constexpr int kClockCores = 1 << 24;
 
+// SimGrid 3.32 keeps every activity created outside an actor in one std::list of the maestro actor
+// (kernel::actor::ActorImpl::activities_): Comm::sendto_init detaches its comm there (CommImpl::detach), and an Exec
+// created by maestro registers there (ExecImpl::ExecImpl). Each one is removed when it finishes with std::list::remove,
+// which scans the whole list: with every pending task and every flow in flight in it, that scan was 60 % of a
+// 1,024-GPU run with symmetry off and made wall time quadratic in the GPU count (issue #10). Actors would not help:
+// sendto comms always go to maestro's list. The list serves only to cancel those activities when the maestro exits;
+// our activities are kept alive by FlowRun and all finish before Engine::run returns (checked by the callers). So
+// each activity is unlinked from the list as soon as it is created, and every later removal scans an empty list.
+// ActorImpl is not in SimGrid's installed headers, but its list's type is (forward.h): the list is located once, as
+// the only std::list<ActivityImplPtr> inside the maestro's ActorImpl that grows by one element, the new activity,
+// when one is created; every later unlink checks that the list's last element is the activity just created. When
+// the list is not found (another SimGrid release, another layout) nothing is unlinked: correct, only slower.
+class MaestroActivities {
+public:
+  /// Calls `create` (which must create exactly one activity in maestro's context and return it) and unlinks that
+  /// activity from the maestro's list.
+  template <class Create> auto adopt(Create&& create) {
+#if SIMGRID_VERSION_MAJOR == 3 && SIMGRID_VERSION_MINOR == 32
+    if (state_ == State::unknown) {
+      const auto* maestro = maestro_bytes();
+      if (maestro == nullptr) {
+        state_ = State::unusable;
+        return create();
+      }
+      std::array<Word, kWindow> before;
+      std::memcpy(before.data(), maestro, sizeof before);
+      auto activity = create();
+      locate(maestro, before, activity->get_impl());
+      unlink(activity->get_impl());
+      return activity;
+    }
+    auto activity = create();
+    unlink(activity->get_impl());
+    return activity;
+#else
+    return create();
+#endif
+  }
+
+private:
+  using Word = std::uintptr_t;
+  using ActivityList = std::list<simgrid::kernel::activity::ActivityImplPtr>;
+  // Words of the maestro ActorImpl searched: activities_ is at byte 192 in 3.32 and the object is larger than 256 bytes
+  // (its simcall, timers and s4u::Actor interface follow the list), so the search stays inside it.
+  static constexpr std::size_t kWindow = 32;
+  enum class State { unknown, found, unusable };
+
+  static const unsigned char* maestro_bytes() {
+    const auto* self = sg4::Actor::self();
+    return self == nullptr ? nullptr : reinterpret_cast<const unsigned char*>(self->get_impl());
+  }
+
+  // A std::list header is {next, prev, size} (libstdc++): the list that received `impl` has a size one larger and
+  // a new last node, whose element (after the node's two links) is `impl`.
+  void locate(const unsigned char* maestro, const std::array<Word, kWindow>& before,
+              const simgrid::kernel::activity::ActivityImpl* impl) {
+    state_ = State::unusable;
+    std::array<Word, kWindow> after;
+    std::memcpy(after.data(), maestro, sizeof after);
+    for (std::size_t w = 0; w + 2 < kWindow; ++w) {
+      if (after[w + 2] != before[w + 2] + 1 || after[w + 1] == before[w + 1] || after[w + 1] % alignof(Word) != 0 ||
+          after[w + 1] == 0)
+        continue;
+      Word element = 0;
+      std::memcpy(&element, reinterpret_cast<const unsigned char*>(after[w + 1]) + 2 * sizeof(Word), sizeof element);
+      if (element != reinterpret_cast<Word>(impl))
+        continue;
+      if (list_ != nullptr) { // two candidates: ambiguous, leave the list alone
+        list_ = nullptr;
+        return;
+      }
+      list_ = reinterpret_cast<ActivityList*>(const_cast<unsigned char*>(maestro) + w * sizeof(Word));
+    }
+    if (list_ != nullptr)
+      state_ = State::found;
+  }
+
+  void unlink(const simgrid::kernel::activity::ActivityImpl* impl) {
+    if (state_ != State::found)
+      return;
+    if (list_->empty() || list_->back().get() != impl) {
+      state_ = State::unusable; // not the list we took it for: stop touching it
+      return;
+    }
+    list_->pop_back();
+  }
+
+  State state_ = State::unknown;
+  ActivityList* list_ = nullptr;
+};
+
 class FlowRun {
 public:
   FlowRun(const flow::Platform& platform, sg4::Host* clock) : platform_(platform), clock_(clock) {
@@ -50,7 +148,7 @@ public:
   /// A timed activity, not started. Exec::init + set_host (not Host::exec_init, which needs an issuing actor),
   /// as in examples/cpp/dag-tuto: activities are started from main or from completion callbacks, no actor runs.
   sg4::ExecPtr timed(double seconds) {
-    auto exec = sg4::Exec::init();
+    auto exec = maestro_.adopt([] { return sg4::Exec::init(); });
     exec->set_flops_amount(seconds * kClockSpeed);
     exec->set_host(clock_);
     return exec;
@@ -59,34 +157,61 @@ public:
   /// Starts a collective lowered into `phases` (ranks of this platform); `done` is started when its last phase has
   /// finished.
   void start_collective(std::vector<Phase> phases, sg4::ExecPtr done) {
-    auto run = std::make_shared<Collective>();
+    auto& run = collectives_.emplace_back(std::make_unique<Collective>());
     run->phases = std::move(phases);
     run->done = std::move(done);
     ++active_;
-    next_phase(run);
+    next_phase(*run);
   }
 
-  /// Calls `fn` when `activity` completes (once).
+  /// Calls `fn` when the timed activity `activity` completes (once).
   void on_done(const sg4::Activity* activity, std::function<void()> fn) { handlers_.emplace(activity, std::move(fn)); }
 
   [[nodiscard]] std::size_t flows() const { return flows_; }
   [[nodiscard]] std::size_t events() const { return events_; }
 
 private:
+  struct Collective;
+
+  // One flow of a phase. An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments)
+  // consecutive segments, each carrying 1/S of the bytes and paying its share of the r path latencies after its
+  // transfer: the latencies stay interleaved with the transfer as in per-message simulation, so under contention
+  // other traffic uses the link during them (tests/flow_engine: within 0.5 % of per-message). The comm of the
+  // segment in flight carries a pointer to its Flow as its data.
+  struct Flow {
+    Collective* run;
+    int src, dst;
+    double bytes_per_segment;
+    int repeats, segments, sent;
+    double extra_s = 0; ///< latency paid after the segment in flight
+    sg4::CommPtr comm;  ///< the segment in flight
+  };
+
   struct Collective {
     std::vector<Phase> phases;
     std::size_t next = 0;
     std::size_t outstanding = 0;
+    std::vector<Flow> flows; ///< the current phase's (never resized while it runs: Flow addresses are stable)
     sg4::ExecPtr done;
   };
 
   void completed(const sg4::Activity& a) {
     ++events_;
-    // SimGrid still uses an activity after its completion callbacks: the handlers (which hold the last
-    // references) are released one time step later.
+    // SimGrid still uses an activity after its completion callbacks: the last references (and what they point to)
+    // are released one time step later.
     if (sg4::Engine::get_clock() > graveyard_time_) {
       graveyard_.clear();
+      handler_graveyard_.clear();
+      retired_flows_.clear();
       graveyard_time_ = sg4::Engine::get_clock();
+    }
+    if (auto* flow = a.get_data<Flow>(); flow != nullptr) {
+      graveyard_.push_back(std::move(flow->comm));
+      if (flow->extra_s > 0)
+        after(flow->extra_s, flow);
+      else
+        segment_done(*flow);
+      return;
     }
     const auto it = handlers_.find(&a);
     if (it == handlers_.end())
@@ -94,115 +219,113 @@ private:
     auto fn = std::move(it->second);
     handlers_.erase(it);
     fn();
-    graveyard_.push_back(std::move(fn));
+    handler_graveyard_.push_back(std::move(fn));
   }
 
-  double path_latency(int src, int dst) {
-    const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
-    const auto it = latency_.find(key);
-    if (it != latency_.end())
-      return it->second;
+  struct Route {
     std::vector<sg4::Link*> links;
-    double latency = 0;
-    platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)], links,
-                                                            &latency);
-    latency_.emplace(key, latency);
-    return latency;
-  }
-
-  void next_phase(const std::shared_ptr<Collective>& run) {
-    // Skip empty phases; when none is left the collective is done.
-    while (run->next < run->phases.size() && run->phases[run->next].flows.empty())
-      ++run->next;
-    if (run->next == run->phases.size()) {
-      --active_;
-      run->done->start();
-      return;
-    }
-    const auto& phase = run->phases[run->next++];
-    run->outstanding = phase.flows.size();
-    for (const auto& f : phase.flows) {
-      // An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments) consecutive segments,
-      // each carrying 1/S of the bytes and paying its share of the r path latencies after its transfer: the
-      // latencies stay interleaved with the transfer as in per-message simulation, so under contention other
-      // traffic uses the link during them (tests/flow_engine: within 0.5 % of per-message).
-      const int repeats = std::max(1, f.latency_repeats);
-      const int segments = std::min(repeats, segments_);
-      auto seg = std::make_shared<Segmented>(Segmented{f.src, f.dst, f.bytes / segments, repeats, segments, 0});
-      send_segment(run, seg);
-    }
-  }
-
-  struct Segmented {
-    int src, dst;
-    double bytes_per_segment;
-    int repeats, segments, sent;
+    double latency_s = 0;
   };
 
-  void send_segment(const std::shared_ptr<Collective>& run, const std::shared_ptr<Segmented>& seg) {
+  const Route& route(int src, int dst) {
+    const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
+    auto [it, fresh] = routes_.try_emplace(key);
+    if (fresh)
+      platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)],
+                                                              it->second.links, &it->second.latency_s);
+    return it->second;
+  }
+
+  void next_phase(Collective& run) {
+    // Skip empty phases; when none is left the collective is done.
+    while (run.next < run.phases.size() && run.phases[run.next].flows.empty())
+      ++run.next;
+    if (!run.flows.empty()) // the previous phase's flows: one may be the caller's
+      retired_flows_.push_back(std::move(run.flows));
+    if (run.next == run.phases.size()) {
+      --active_;
+      run.done->start();
+      run.done = nullptr;
+      std::vector<Phase>().swap(run.phases);
+      return;
+    }
+    const auto& phase = run.phases[run.next++];
+    run.outstanding = phase.flows.size();
+    run.flows.clear();
+    run.flows.reserve(phase.flows.size());
+    for (const auto& f : phase.flows) {
+      const int repeats = std::max(1, f.latency_repeats);
+      const int segments = std::min(repeats, segments_);
+      run.flows.push_back(Flow{&run, f.src, f.dst, f.bytes / segments, repeats, segments, 0, 0, nullptr});
+    }
+    for (auto& flow : run.flows)
+      send_segment(flow);
+  }
+
+  void send_segment(Flow& flow) {
     // A collective alone on the network has nothing to share its latencies with: after the first segment, it
     // sends the rest as one flow (the segmentation only matters when other traffic is in flight).
     int count = 1;
-    if (seg->sent > 0 && active_ == 1)
-      count = seg->segments - seg->sent;
-    const int i = seg->sent;
-    seg->sent += count;
+    if (flow.sent > 0 && active_ == 1)
+      count = flow.segments - flow.sent;
+    const int i = flow.sent;
+    flow.sent += count;
     // Segment i pays repeats / segments latencies (the first repeats % segments pay one more): one in its flow,
     // the others after it.
     int share = 0;
     for (int k = i; k < i + count; ++k)
-      share += seg->repeats / seg->segments + (k < seg->repeats % seg->segments ? 1 : 0);
-    const double extra = share > 1 ? (share - 1) * path_latency(seg->src, seg->dst) : 0.0;
-    auto comm = sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(seg->src)],
-                                       platform_.gpus[static_cast<std::size_t>(seg->dst)]);
-    comm->set_payload_size(static_cast<std::uint64_t>(seg->bytes_per_segment * count + 0.5));
-    ++flows_;
-    auto next = [this, run, seg] {
-      if (seg->sent < seg->segments)
-        send_segment(run, seg);
-      else
-        piece_done(run);
-    };
-    on_done(comm.get(), [this, comm, extra, next] {
-      if (extra > 0)
-        after(extra, next);
-      else
-        next();
+      share += flow.repeats / flow.segments + (k < flow.repeats % flow.segments ? 1 : 0);
+    const Route& path = route(flow.src, flow.dst);
+    flow.extra_s = share > 1 ? (share - 1) * path.latency_s : 0.0;
+    flow.comm = maestro_.adopt([&] {
+      return sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(flow.src)],
+                                    platform_.gpus[static_cast<std::size_t>(flow.dst)]);
     });
-    comm->start();
+    flow.comm->set_payload_size(static_cast<std::uint64_t>(flow.bytes_per_segment * count + 0.5));
+    flow.comm->set_data(&flow);
+    flow::note_links_in_use(path.links);
+    ++flows_;
+    flow.comm->start();
   }
 
-  /// Runs `fn` `delay` seconds from now. Waits that end at the same instant share one timed activity: the
-  /// flows of a phase end together, and SimGrid 3.32 keeps activities started outside actors in one list whose
-  /// removal is linear, so fewer activities in flight is faster.
-  void after(double delay, std::function<void()> fn) {
+  // The segment in flight and the latencies after it are over.
+  void segment_done(Flow& flow) {
+    if (flow.sent < flow.segments)
+      send_segment(flow);
+    else if (--flow.run->outstanding == 0)
+      next_phase(*flow.run);
+  }
+
+  /// Calls segment_done(flow) `delay` seconds from now. Waits that end at the same instant share one timed
+  /// activity: the flows of a phase end together, so fewer activities are in flight.
+  void after(double delay, Flow* flow) {
     const double at = sg4::Engine::get_clock() + delay;
     auto [it, fresh] = timers_.try_emplace(at);
-    it->second.push_back(std::move(fn));
+    it->second.push_back(flow);
     if (!fresh)
       return;
     auto wait = timed(delay);
     on_done(wait.get(), [this, at, wait] {
       auto node = timers_.extract(at);
-      for (auto& f : node.mapped())
-        f();
+      for (Flow* f : node.mapped())
+        segment_done(*f);
     });
     wait->start();
   }
 
-  void piece_done(const std::shared_ptr<Collective>& run) {
-    if (--run->outstanding == 0)
-      next_phase(run);
-  }
-
   const flow::Platform& platform_;
   sg4::Host* clock_;
+  MaestroActivities maestro_;
   int segments_ = 4;
-  int active_ = 0;                                              ///< collectives in flight
-  std::map<double, std::vector<std::function<void()>>> timers_; ///< pending waits by the instant they end
-  std::unordered_map<const sg4::Activity*, std::function<void()>> handlers_;
-  std::unordered_map<std::uint64_t, double> latency_;
-  std::vector<std::function<void()>> graveyard_;
+  int active_ = 0;                              ///< collectives in flight
+  std::map<double, std::vector<Flow*>> timers_; ///< flows waiting for latencies, by the instant the wait ends
+  std::unordered_map<const sg4::Activity*, std::function<void()>> handlers_; ///< of timed activities
+  std::unordered_map<std::uint64_t, Route> routes_;                          ///< by (source, destination) rank
+  std::vector<std::unique_ptr<Collective>> collectives_;
+  // Released at the next time step (see completed).
+  std::vector<sg4::CommPtr> graveyard_;
+  std::vector<std::function<void()>> handler_graveyard_;
+  std::vector<std::vector<Flow>> retired_flows_;
   double graveyard_time_ = -1;
   std::size_t flows_ = 0;
   std::size_t events_ = 0;
@@ -300,7 +423,7 @@ struct Simulation {
 
   explicit Simulation(const ClusterSpec& cluster) {
     flow::configure_closed_form(engine);
-    flow::enable_link_stats();
+    flow::enable_link_stats(flow::LinkVisits::noted_links); // FlowRun notes every flow's links
     platform = flow::build_platform(cluster);
     auto* zone = sg4::create_star_zone("ddlsim-clock");
     zone->set_parent(engine.get_netzone_root());

@@ -27,11 +27,15 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
+struct Tracker;
+
 struct Accumulator {
   double bytes = 0;
   double busy_s = 0;
   double peak = 0;     ///< B/s
   double snapshot = 0; ///< usage (B/s) during the current step, taken before completing flows detach
+  Tracker* tracker = nullptr;
+  bool visited = false; ///< LinkVisits::noted_links: in Tracker::visited
 };
 
 using Entry = std::pair<sg4::Link*, Accumulator*>;
@@ -45,17 +49,33 @@ simgrid::xbt::Extension<sg4::Link, Accumulator>& accumulator_slot() {
 
 // Integrates, at every time step, the links that carry flows. SimGrid 3.32 offers no exported signal when a
 // communication starts (s4u::Comm::on_start is declared but not exported by libsimgrid, and Comm::on_send does not
-// fire for Comm::sendto), so each step visits every tracked link and skips the unused ones (Link::is_used).
+// fire for Comm::sendto), so each step visits every tracked link and skips the unused ones (Link::is_used), or, with
+// LinkVisits::noted_links, only the links noted in use since they were last found unused: a link is used exactly
+// while a flow's max-min variable crosses it (lmm: its constraint is active), and every flow's links are noted before
+// it starts, so the links left out carry nothing. Each link's figures are integrated alone: the visiting order does
+// not matter.
 struct Tracker {
   std::vector<Entry> links; ///< every tracked link
+  bool noted_only = false;  ///< LinkVisits::noted_links
+  std::vector<Entry> noted; ///< noted_only: the links that may carry flows
   bool snapshot_valid = false;
   double snapshot_clock = -1;
+
+  std::vector<Entry>& visited() { return noted_only ? noted : links; }
+
+  void note(sg4::Link* link, Accumulator* acc) {
+    if (acc->visited)
+      return;
+    acc->visited = true;
+    acc->snapshot = 0; // unused until now: no usage at the last snapshot
+    noted.emplace_back(link, acc);
+  }
 
   void snapshot() {
     const double now = sg4::Engine::get_clock();
     if (snapshot_valid && snapshot_clock == now)
       return;
-    for (auto& [link, acc] : links)
+    for (auto& [link, acc] : visited())
       acc->snapshot = link->is_used() ? link->get_usage() : 0.0;
     snapshot_valid = true;
     snapshot_clock = now;
@@ -64,7 +84,7 @@ struct Tracker {
   void advance(double delta) {
     const bool use_snapshot = snapshot_valid && snapshot_clock == sg4::Engine::get_clock();
     snapshot_valid = false;
-    for (auto& [link, acc] : links) {
+    for (auto& [link, acc] : visited()) {
       const double usage = use_snapshot ? acc->snapshot : link->is_used() ? link->get_usage() : 0.0;
       if (usage <= 0)
         continue;
@@ -73,12 +93,19 @@ struct Tracker {
         acc->busy_s += delta;
       acc->peak = std::max(acc->peak, usage);
     }
+    if (noted_only) // forget the links no flow crosses any more (noted again when one starts)
+      std::erase_if(noted, [](const Entry& e) {
+        if (e.first->is_used())
+          return false;
+        e.second->visited = false;
+        return true;
+      });
   }
 };
 
 } // namespace
 
-void enable_link_stats() {
+void enable_link_stats(LinkVisits visits) {
   auto& slot = accumulator_slot();
   if (slot.valid())
     throw std::logic_error("flow link stats: enable_link_stats() called twice in this process");
@@ -86,6 +113,7 @@ void enable_link_stats() {
     throw std::logic_error("flow link stats: enable_link_stats() must be called before build_platform()");
   slot = sg4::Link::extension_create<Accumulator>();
   auto tracker = std::make_shared<Tracker>();
+  tracker->noted_only = visits == LinkVisits::noted_links;
   sg4::Link::on_creation_cb([tracker](sg4::Link& link) {
     auto id = accumulator_slot();
     // A split-duplex link is a pair of links with no constraint of its own; its two halves are created too.
@@ -93,6 +121,7 @@ void enable_link_stats() {
         link.extension(id) != nullptr)
       return;
     auto* acc = new Accumulator; // owned by the link (extension deleter)
+    acc->tracker = tracker.get();
     link.extension_set(id, acc);
     tracker->links.emplace_back(&link, acc);
   });
@@ -102,6 +131,15 @@ void enable_link_stats() {
       tracker->snapshot();
   });
   sg4::Engine::on_time_advance_cb([tracker](double delta) { tracker->advance(delta); });
+}
+
+void note_links_in_use(const std::vector<sg4::Link*>& links) {
+  const auto& slot = accumulator_slot();
+  if (!slot.valid())
+    return;
+  for (sg4::Link* link : links)
+    if (auto* acc = link->extension(slot); acc != nullptr && acc->tracker->noted_only)
+      acc->tracker->note(link, acc);
 }
 
 std::vector<LinkStats> collect_link_stats(const Platform& p, double makespan_s) {

@@ -1,7 +1,7 @@
 // The flow engine's SimGrid platform, built from a ClusterSpec: one host per GPU, a split-duplex link per GPU into
 // its node's fabric, NIC links into the network (per node or per GPU), and the network (star, fat-tree, ring, torus).
-// Link semantics match the analytic engine (sim/network/collectives.hpp, DESIGN.md "Scenario JSON"); routes per topology are
-// described in platform.cpp. Built with SimGrid 3.32's S4U platform API (NetZone.hpp: create_star_zone,
+// Link semantics match the analytic engine (sim/network/collectives.hpp, DESIGN.md "Scenario JSON"); routes per
+// topology are described in platform.cpp. Built with SimGrid 3.32's S4U platform API (NetZone.hpp: create_star_zone,
 // create_fatTree_zone, create_torus_zone with ClusterCallbacks; examples/cpp/clusters-multicpu).
 #pragma once
 
@@ -52,10 +52,19 @@ void configure_closed_form(simgrid::s4u::Engine& engine);
 /// validated shapes and values).
 [[nodiscard]] Platform build_platform(const ClusterSpec& cluster);
 
+/// Which links the statistics visit at each simulated time step: every link, or only the links reported in use with
+/// note_links_in_use (for a caller that reports the links of every flow it starts). The figures are the same, since a
+/// link that carries no flow has no usage; the second costs O(links in use) per time step instead of O(links).
+enum class LinkVisits { every_link, noted_links };
+
 /// Starts recording per-link statistics. Call after the engine is created and before build_platform(); at most once
 /// per process. Bytes and busy time are integrated exactly from the link's usage over every simulated time step
 /// (see link_stats.cpp for why not SimGrid's sg_link_load plugin alone).
-void enable_link_stats();
+void enable_link_stats(LinkVisits visits = LinkVisits::every_link);
+
+/// With LinkVisits::noted_links: a flow over `links` (a route, Host::route_to) is about to start. Every flow's links
+/// must be noted before it starts, or its links' figures are missed. Untracked links are ignored.
+void note_links_in_use(const std::vector<simgrid::s4u::Link*>& links);
 
 struct LinkStats {
   std::string name;
