@@ -43,10 +43,10 @@ namespace sg4 = simgrid::s4u;
 namespace ddlsim::sim {
 namespace {
 
-// Timed activities run on one "clock" host with a core per concurrent activity, so that they never share a
-// CPU; its speed turns seconds into FLOPs well above SimGrid's work-amount precision (1e-5).
-constexpr double kClockSpeed = 1e9;
-constexpr int kClockCores = 1 << 24;
+// Control activities (a collective's start and end, latency waits) run on one "clock" host; tasks run on their
+// device's host. Both compute at flow::kHostSpeedFlops with a core per concurrent activity (platform.hpp).
+constexpr double kClockSpeed = flow::kHostSpeedFlops;
+constexpr int kClockCores = flow::kHostCores;
 
 // SimGrid 3.32 keeps every activity created outside an actor in one std::list of the maestro actor
 // (kernel::actor::ActorImpl::activities_): Comm::sendto_init detaches its comm there (CommImpl::detach), and an Exec
@@ -147,10 +147,10 @@ public:
 
   /// A timed activity, not started. Exec::init + set_host (not Host::exec_init, which needs an issuing actor),
   /// as in examples/cpp/dag-tuto: activities are started from main or from completion callbacks, no actor runs.
-  sg4::ExecPtr timed(double seconds) {
+  sg4::ExecPtr timed(double seconds, sg4::Host* host = nullptr) {
     auto exec = maestro_.adopt([] { return sg4::Exec::init(); });
     exec->set_flops_amount(seconds * kClockSpeed);
-    exec->set_host(clock_);
+    exec->set_host(host != nullptr ? host : clock_);
     return exec;
   }
 
@@ -420,14 +420,18 @@ struct Simulation {
   sg4::Engine engine{&argc, argv};
   flow::Platform platform;
   sg4::Host* clock = nullptr;
+  std::map<int, sg4::Host*> node_hosts; ///< the host CPU of each node that runs a task (data loading), by node
 
-  explicit Simulation(const ClusterSpec& cluster) {
+  /// `host_nodes`: the nodes whose host CPU runs tasks; each gets a host of its own beside the clock.
+  explicit Simulation(const ClusterSpec& cluster, const std::vector<int>& host_nodes = {}) {
     flow::configure_closed_form(engine);
     flow::enable_link_stats(flow::LinkVisits::noted_links); // FlowRun notes every flow's links
     platform = flow::build_platform(cluster);
     auto* zone = sg4::create_star_zone("ddlsim-clock");
     zone->set_parent(engine.get_netzone_root());
     clock = zone->create_host("ddlsim-clock", kClockSpeed)->set_core_count(kClockCores);
+    for (int node : host_nodes)
+      node_hosts[node] = zone->create_host(fmt::format("node{}-host", node), kClockSpeed)->set_core_count(kClockCores);
     zone->seal();
   }
 };
@@ -449,16 +453,10 @@ const CollectiveLowering& lowering_for(const Scenario& s) {
 
 } // namespace
 
-RunResult run_flow(const Scenario& s) {
-  if (s.strategy.kind == "ps-async")
-    throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
-  const auto wall_start = std::chrono::steady_clock::now();
-  auto prepared = detail::prepare(s, "flow");
-  RunResult& r = prepared.result;
-  auto& graph = r.graph;
-
+FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
+                                 const std::function<double(const std::vector<TaskTiming>&)>& window) {
   // Per-resource order: the analytic schedule's order (readiness order), enforced with dependencies, since
-  // SimGrid activities on the clock host do not queue.
+  // SimGrid activities on a host do not queue.
   const auto analytic_timing = schedule(graph);
 
   const std::size_t n = graph.size();
@@ -476,10 +474,25 @@ RunResult run_flow(const Scenario& s) {
                     layout.whole_cluster ? std::vector<int>{} : layout.ranks});
   }
   CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);
-  r.notes.push_back(plan.note());
+  FlowGraphRun result;
+  result.note = plan.note();
 
-  Simulation sim(plan.platform_cluster());
+  // Each task runs on its device's host: a GPU's platform host (under node symmetry, a rank of another node than 0
+  // is simulated by the same GPU of node 1), or its node's host CPU.
+  const auto devices = graph.devices();
+  std::vector<int> host_nodes;
+  for (const auto& d : devices)
+    if (d.kind == dag::Device::Kind::host)
+      host_nodes.push_back(d.index);
+  Simulation sim(plan.platform_cluster(), host_nodes);
   FlowRun run(sim.platform, sim.clock);
+  const int g = s.cluster.gpus_per_node;
+  const auto host_of = [&](dag::Device d) -> sg4::Host* {
+    if (d.kind == dag::Device::Kind::host)
+      return sim.node_hosts.at(d.index);
+    const int rank = plan.symmetric() && d.index >= g ? g + d.index % g : d.index;
+    return sim.platform.gpus.at(static_cast<std::size_t>(rank));
+  };
 
   // Two activities per task: `in` waits for the predecessors, `out` releases the successors. For a compute task
   // they are one timed activity; for a collective, `in` starts the lowering and `out` is started by it.
@@ -492,11 +505,10 @@ RunResult run_flow(const Scenario& s) {
       run.on_done(in[v].get(),
                   [&run, &plan, job = job_of[v], done = out[v]] { run.start_collective(plan.phases(job), done); });
     } else {
-      in[v] = out[v] = run.timed(task.duration_s);
+      in[v] = out[v] = run.timed(task.duration_s, host_of(task.device));
     }
   }
   // Tasks per (device, resource), each in the analytic schedule's order.
-  const auto devices = graph.devices();
   std::vector<std::vector<std::size_t>> by_resource(devices.size() * dag::kResourceCount);
   for (std::size_t v = 0; v < n; ++v) {
     const auto& t = graph.task(v);
@@ -550,21 +562,39 @@ RunResult run_flow(const Scenario& s) {
 
   sim.engine.run();
 
-  r.timing.assign(n, {});
+  result.timing.assign(n, {});
   for (std::size_t v = 0; v < n; ++v) {
     if (out[v]->get_state() != sg4::Activity::State::FINISHED)
       throw std::logic_error(
           fmt::format("flow engine: task {} ({}) never finished", v, dag::task_kind_name(graph.task(v).kind)));
     const bool collective = graph.task(v).collective != dag::Collective::none;
-    r.timing[v].start_s = collective ? in[v]->get_finish_time() : in[v]->get_start_time();
-    r.timing[v].end_s = out[v]->get_finish_time();
+    result.timing[v].start_s = collective ? in[v]->get_finish_time() : in[v]->get_start_time();
+    result.timing[v].end_s = out[v]->get_finish_time();
     if (collective)
-      graph.task(v).duration_s = r.timing[v].end_s - r.timing[v].start_s;
+      graph.task(v).duration_s = result.timing[v].end_s - result.timing[v].start_s;
   }
-  detail::finalize(s, prepared);
-  r.links = link_usage(plan, sim.platform, r.iteration_time_s);
-  r.sim.flows = run.flows();
-  r.sim.events = run.events();
+  result.links = link_usage(plan, sim.platform, window ? window(result.timing) : makespan_of(result.timing));
+  result.flows = run.flows();
+  result.events = run.events();
+  return result;
+}
+
+RunResult run_flow(const Scenario& s) {
+  if (s.strategy.kind == "ps-async")
+    throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
+  const auto wall_start = std::chrono::steady_clock::now();
+  auto prepared = detail::prepare(s, "flow");
+  RunResult& r = prepared.result;
+  // The links' mean utilisation is taken over the iteration time, which finalize derives from the timing.
+  auto run = simulate_graph_flow(s, r.graph, [&](const std::vector<TaskTiming>& timing) {
+    r.timing = timing;
+    detail::finalize(s, prepared);
+    return r.iteration_time_s;
+  });
+  r.notes.push_back(std::move(run.note));
+  r.links = std::move(run.links);
+  r.sim.flows = run.flows;
+  r.sim.events = run.events;
   r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return std::move(r);
 }

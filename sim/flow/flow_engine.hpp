@@ -1,11 +1,13 @@
 // The flow-level engine on SimGrid (sim/flow/flow_engine.cpp): the only code that includes SimGrid's headers.
 #pragma once
 
+#include "dag/graph.hpp"
 #include "sim/network/cluster.hpp"
 #include "sim/network/collectives.hpp"
 #include "sim/plan/result.hpp"
 #include "sim/spec/scenario.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +16,22 @@ namespace ddlsim::sim {
 
 /// The flow-level engine on SimGrid (sim/flow/flow_engine.cpp). One per process: SimGrid's engine is a singleton.
 [[nodiscard]] RunResult run_flow(const Scenario& s);
+
+/// What the flow engine measured of one DAG.
+struct FlowGraphRun {
+  std::vector<TaskTiming> timing; ///< by task id
+  std::vector<LinkUsage> links;   ///< every link of the cluster
+  std::string note;               ///< how the flows were simulated (node symmetry or not)
+  std::size_t flows = 0;
+  std::size_t events = 0;
+};
+/// Simulates `graph` on the scenario's cluster: each task on its device's host (a GPU's, or its node's host CPU),
+/// each collective lowered on its communicator, each device's streams in the analytic schedule's order; the
+/// collectives' durations in `graph` become the simulated ones. `window(timing)` is the time the links' mean
+/// utilisation is taken over (default: the makespan). One simulation per process.
+[[nodiscard]] FlowGraphRun
+simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
+                    const std::function<double(const std::vector<TaskTiming>&)>& window = {});
 
 /// Collectives run by themselves on the flow engine's platform (tests, benchmarks, calibration what-ifs): each
 /// job starts at `start_s` over all of the cluster's workers; they share the network.

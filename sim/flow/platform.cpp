@@ -57,8 +57,6 @@ namespace sg4 = simgrid::s4u;
 using simgrid::kernel::routing::NetPoint;
 using Direction = sg4::LinkInRoute::Direction;
 
-constexpr double gpu_speed_flops = 1.0; // an Exec of t flops lasts t seconds
-
 void require(bool ok, const std::string& what) {
   if (!ok)
     throw std::logic_error("flow platform: " + what);
@@ -163,7 +161,7 @@ private:
   }
 
   sg4::Host* make_gpu(sg4::NetZone* zone, int node, int k) {
-    auto* host = zone->create_host(fmt::format("node{}-gpu{}", node, k), gpu_speed_flops);
+    auto* host = zone->create_host(fmt::format("node{}-gpu{}", node, k), kHostSpeedFlops)->set_core_count(kHostCores);
     p_.gpus[rank(node, k)] = host;
     return host;
   }
@@ -217,7 +215,7 @@ private:
     }
     // Dedicated parameter servers: one host each, behind its own NIC, ranks after the workers.
     for (int sv = 0; sv < c_.server_hosts; ++sv) {
-      auto* host = net->create_host(fmt::format("server{}", sv), gpu_speed_flops);
+      auto* host = net->create_host(fmt::format("server{}", sv), kHostSpeedFlops)->set_core_count(kHostCores);
       p_.gpus[static_cast<size_t>(c_.workers() + sv)] = host;
       net->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                      {sg4::LinkInRoute(server_nics_[static_cast<size_t>(sv)], Direction::UP)}, true);

@@ -28,6 +28,11 @@ struct LinkInfo {
   double latency_s;
 };
 
+/// Hosts run a task of t seconds as an Exec of t x kHostSpeedFlops flops (well above SimGrid's work-amount precision,
+/// 1e-5), each on a core of its own: a device's streams and delays never share a CPU (the DAG orders each stream).
+inline constexpr double kHostSpeedFlops = 1e9;
+inline constexpr int kHostCores = 1 << 24;
+
 struct Platform {
   std::vector<simgrid::s4u::Host*> gpus; ///< by rank: workers node-major (rank r = GPU r % g of node r / g), then
                                          ///< the dedicated parameter-server hosts
@@ -44,7 +49,7 @@ void configure_closed_form(simgrid::s4u::Engine& engine);
 /// Builds the platform. There must be no zone yet (one platform per engine; SimGrid's Engine is one per process).
 /// The root zone "platform" holds ddlsim's links and the sealed network zone "network" with every GPU; the root
 /// routes nothing and is left unsealed, so the caller may add zones beside the network (e.g. a host for control
-/// actors); Engine::run seals it. GPU hosts compute at 1 flop/s: an Exec of t flops lasts t seconds.
+/// actors); Engine::run seals it. GPU hosts compute at kHostSpeedFlops with kHostCores cores (below).
 /// Links are listed in creation order: per node its NIC (NIC per node), then per GPU its NIC (NIC per GPU) and its
 /// intra link; then the links SimGrid's fat-tree or torus builder created (fat-tree leaf links, which are the NICs,
 /// in endpoint order, then the switch links; torus neighbour links per position and dimension). Routes per topology
