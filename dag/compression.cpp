@@ -1,12 +1,15 @@
-// Compression costs (compression.hpp).
+// Compression costs (compression.hpp), and the sparsifying and quantising strategies' shared group builders and
+// option parser (strategy.hpp).
 #include "dag/compression.hpp"
 
+#include "core/json.hpp"
 #include "dag/strategy.hpp"
 
-#include <stdexcept>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace ddlsim::dag {
 
@@ -135,14 +138,15 @@ void sparsify_group(GradientGroup& g, const StrategyInput& in, Collective collec
   const double bw = memory_bandwidth(in);
   const double e = in.bytes_per_element;
   const double m = static_cast<double>(g.elements);
-  g.selected = selected_elements(g.elements, in.options.density);
+  const auto& options = options_as<SparsificationOptions>(in.options);
+  g.selected = selected_elements(g.elements, options.density);
   const double k = static_cast<double>(g.selected);
   const double p = in.workers;
   // Payloads in the lowerings' convention: allgather the gathered result (p x k pairs), gTop-k one rank's pairs.
   const double wire_bytes = (collective == Collective::allgather ? p : 1.0) * k * pair_bytes(e);
   const double received = collective == Collective::allgather ? p * k : k;
-  const SelectionCurve* curve = in.options.selection_curve ? &*in.options.selection_curve : nullptr;
-  g.stages = {{.kernel_s = compression_seconds(in.options.selection, curve, m, k, e, bw),
+  const SelectionCurve* curve = options.selection_curve ? &*options.selection_curve : nullptr;
+  g.stages = {{.kernel_s = compression_seconds(options.selection, curve, m, k, e, bw),
                .collective = collective,
                .bytes = wire_bytes},
               {.kernel_s = sparse_decompression_cost(m, received, e).seconds(bw)}};
@@ -152,7 +156,8 @@ void quantise_group(GradientGroup& g, const StrategyInput& in, Quantiser q) {
   const double bw = memory_bandwidth(in);
   const double e = in.bytes_per_element;
   const double m = static_cast<double>(g.elements);
-  const auto wire = quantised_wire(q, in.options.levels, m, static_cast<int>(g.tensors.size()));
+  const int levels = options_as<QuantisationOptions>(in.options).levels.value_or(0); // qsgd's only
+  const auto wire = quantised_wire(q, levels, m, static_cast<int>(g.tensors.size()));
   const double per_worker = wire.bytes(m);
   g.wire_bits = wire.bits;
   g.stages = {{.kernel_s = quantisation_cost(q, m, per_worker, e).seconds(bw),
@@ -162,10 +167,39 @@ void quantise_group(GradientGroup& g, const StrategyInput& in, Quantiser q) {
 }
 
 std::vector<GradientGroup> plan_sparse_whole_model(const StrategyInput& in, Collective collective) {
-  auto groups = plan_bsp(in);
+  auto groups = one_group_after_backward(in);
   for (auto& g : groups)
     sparsify_group(g, in, collective);
   return groups;
+}
+
+StrategyOptions parse_sparsification_options(ObjectReader& r, const StrategyContext& ctx) {
+  SparsificationOptions o;
+  if (const Json* d = r.optional("density")) {
+    if (!d->is_number())
+      r.fail("density", fmt::format("expected a number in (0, 1], got {}", d->dump()));
+    const double density = d->get<double>();
+    if (!(density > 0 && density <= 1))
+      r.fail("density", fmt::format("{} is outside (0, 1]: the fraction of gradient elements sent", d->dump()));
+    o.density = density;
+  }
+  const auto selection = r.optional_choice("selection", {"sort", "sampling", "threshold"}).value_or("sort");
+  o.selection = selection == "sampling"    ? Selection::sampling
+                : selection == "threshold" ? Selection::threshold
+                                           : Selection::sort;
+  if (ctx.selection_curves != nullptr)
+    if (const auto it = ctx.selection_curves->find(std::string(selection_name(o.selection)));
+        it != ctx.selection_curves->end())
+      o.selection_curve = it->second;
+  require_memory_bandwidth(r, ctx);
+  return o;
+}
+
+void require_memory_bandwidth(ObjectReader& r, const StrategyContext& ctx) {
+  if (!(ctx.memory_bandwidth > 0))
+    r.fail("kind", fmt::format("'{}' costs its compression kernels from the GPU's memory bandwidth: give "
+                               "gpu.preset or gpu.memory_bandwidth",
+                               ctx.kind));
 }
 
 } // namespace ddlsim::dag

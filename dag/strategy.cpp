@@ -1,9 +1,14 @@
-// Shared machinery of the data-parallel strategies: tensor order, backward timing, the strategy registry and
-// the builder that turns a gradient-group plan into the iteration DAG (see strategy.hpp).
+// Shared machinery of the data-parallel strategies: tensor order, backward timing, the registry's lookups and the
+// `strategy` object's parser (the registry itself is generated: dag/strategy_registry.cpp.in), and the builder
+// that turns a gradient-group plan into the iteration DAG (see strategy.hpp).
 #include "dag/strategy.hpp"
 
+#include "core/json.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
-#include <array>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -77,38 +82,62 @@ optimal_consecutive_groups(const Model& model, const std::vector<TensorRef>& ten
   return groups;
 }
 
-std::span<const StrategyInfo> strategies() {
-  static constexpr std::array<StrategyInfo, 15> kStrategies{{
-      {"bsp", "one allreduce of all gradients after the backward pass", &plan_bsp},
-      {"ddp", "PyTorch DDP buckets: reverse order, first_bucket then bucket_cap", &plan_ddp},
-      {"fusion", "Horovod tensor fusion: ready tensors packed up to threshold every cycle_time", &plan_fusion},
-      {"gtopk", "global top-k sparsification: log2 p rounds of tree merging, then a broadcast (Shi et al., ICDCS 2019)",
-       &plan_gtopk},
-      {"lags", "layer-wise top-k sparsification pipelined with backward (Shi et al., ECAI 2020)", &plan_lags},
-      {"mg-wfbp", "MG-WFBP optimal merging of consecutive gradients (Shi et al., INFOCOM 2019)", &plan_mgwfbp},
-      {"omgs", "optimal merging of layers for top-k sparsification (Shi et al., INFOCOM 2020)", &plan_omgs},
-      {"powersgd",
-       "PowerSGD low-rank compression per DDP bucket, PyTorch's powerSGD_hook (Vogels et al., NeurIPS 2019)",
-       &plan_powersgd},
-      {"ps-async", "parameter server, asynchronous: each worker pushes and pulls on its own (Li et al., OSDI 2014)",
-       &plan_ps},
-      {"ps-sync", "parameter server, synchronous: per-tensor push and pull overlapped with backward and forward",
-       &plan_ps},
-      {"qsgd", "QSGD stochastic quantisation to strategy.levels levels per DDP bucket, allgathered", &plan_qsgd},
-      {"signsgd", "signSGD: 1-bit signs per DDP bucket, allgathered, majority vote (Bernstein et al., ICLR 2019)",
-       &plan_signsgd},
-      {"terngrad", "TernGrad: ternary gradients with a per-tensor scaler per DDP bucket, allgathered", &plan_terngrad},
-      {"topk", "local top-k sparsification of the whole gradient, allgather of (value, index) pairs", &plan_topk},
-      {"wfbp", "wait-free backpropagation: one allreduce per tensor as soon as it is ready", &plan_wfbp},
-  }};
-  return kStrategies;
+std::string_view family_name(StrategyFamily f) {
+  switch (f) {
+  case StrategyFamily::dense:
+    return "dense";
+  case StrategyFamily::buckets:
+    return "buckets";
+  case StrategyFamily::fusion:
+    return "fusion";
+  case StrategyFamily::sparsification:
+    return "sparsification";
+  case StrategyFamily::quantisation:
+    return "quantisation";
+  case StrategyFamily::low_rank:
+    return "low-rank";
+  case StrategyFamily::parameter_server:
+    return "parameter-server";
+  }
+  throw std::logic_error("family_name: unknown strategy family");
+}
+
+std::vector<const StrategyInfo*> strategies() {
+  const auto registered = registered_strategies();
+  std::vector<const StrategyInfo*> out(registered.begin(), registered.end());
+  std::sort(out.begin(), out.end(), [](const StrategyInfo* a, const StrategyInfo* b) { return a->name < b->name; });
+  return out;
 }
 
 const StrategyInfo* find_strategy(std::string_view name) {
-  for (const auto& s : strategies())
-    if (s.name == name)
-      return &s;
+  for (const auto* s : registered_strategies())
+    if (s->name == name)
+      return s;
   return nullptr;
+}
+
+Strategy parse_strategy(ObjectReader& r, StrategyContext ctx) {
+  std::vector<std::string> names;
+  for (const auto* s : strategies())
+    names.emplace_back(s->name);
+  const StrategyInfo& info = *find_strategy(r.choice("kind", names));
+  // Keys that belong to another kind get a message that says which (registration order).
+  const auto registered = registered_strategies();
+  for (const auto* owner : registered)
+    for (const auto key : owner->keys) {
+      if (!r.has(key) || info.owns(key))
+        continue;
+      std::vector<std::string_view> kinds;
+      for (const auto* s : registered)
+        if (s->owns(key))
+          kinds.push_back(s->name);
+      r.fail(key, fmt::format("applies to strategy kind{} '{}', not '{}'", kinds.size() > 1 ? "s" : "",
+                              fmt::join(kinds, "', '"), info.name));
+    }
+  ctx.kind = info.name;
+  Strategy out{&info, info.parse != nullptr ? info.parse(r, ctx) : StrategyOptions{}};
+  r.finish();
+  return out;
 }
 
 double communication_finish_time(const std::vector<GradientGroup>& groups, const std::vector<double>& backward_finish,

@@ -1,6 +1,8 @@
 // Data-parallel strategies: each decides how gradient tensors are grouped into collectives and when each group
-// is launched; the common builder turns that plan into the iteration DAG. Adding a strategy is one file in
-// dag/strategies/ plus one line in the registry (strategy.cpp).
+// is launched; the common builder turns that plan into the iteration DAG. A strategy is one file in dag/strategies/
+// that defines its registry entry (StrategyInfo: name, family, the option keys it owns, their parser, its planner)
+// plus one `ddlsim_strategy(...)` line in dag/CMakeLists.txt, from which CMake generates the registry
+// (dag/strategy_registry.cpp.in); docs/architecture.md, "Adding a strategy".
 #pragma once
 
 #include "dag/compression.hpp"
@@ -9,11 +11,18 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
+
+namespace ddlsim {
+class ObjectReader;
+}
 
 namespace ddlsim::dag {
 
@@ -39,25 +48,59 @@ struct TensorRef {
 /// Time of one collective over the gradient group's bytes on this worker's cluster (the engine's own model).
 using CommCost = std::function<double(double bytes)>;
 
-struct StrategyOptions {
-  std::string kind = "wfbp";
-  double first_bucket_bytes = 1048576.0;         ///< PyTorch dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
-  double bucket_cap_bytes = 26214400.0;          ///< PyTorch DDP bucket_cap_mb = 25 (MiB)
-  double fusion_threshold_bytes = 134217728.0;   ///< Horovod >= 0.21 HOROVOD_FUSION_THRESHOLD = 128 MiB
-  double cycle_time_s = 1e-3;                    ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
-  double density = 0.001;                        ///< sparsification: fraction of gradient elements sent
-  Selection selection = Selection::sort;         ///< sparsification: how the top-k is selected
-  int levels = 127;                              ///< qsgd: quantisation levels s (8 bits per element)
-  std::optional<SelectionCurve> selection_curve; ///< sparsification: measured cost of `selection` (calibration)
-  int rank = 4;                                  ///< PowerSGD: matrix approximation rank (strategy.rank)
-  /// PowerSGD: compression kernels on a second GPU stream ("separate") instead of the compute stream ("inline").
+// ---- Options: one struct per family, filled by the strategy's parser (StrategyInfo::parse) ----------------------
+
+/// PyTorch DDP's gradient buckets (ddp, and the comm hooks that run per bucket: qsgd, terngrad, signsgd, powersgd).
+struct BucketOptions {
+  double first_bucket_bytes = 1048576.0; ///< PyTorch dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB
+  double bucket_cap_bytes = 26214400.0;  ///< PyTorch DDP bucket_cap_mb = 25 (MiB)
+};
+
+/// Horovod tensor fusion (fusion).
+struct FusionOptions {
+  double threshold_bytes = 134217728.0; ///< Horovod >= 0.21 HOROVOD_FUSION_THRESHOLD = 128 MiB
+  double cycle_time_s = 1e-3;           ///< Horovod >= 0.21 HOROVOD_CYCLE_TIME = 1 ms
+};
+
+/// Top-k sparsification (topk, gtopk, lags, omgs).
+struct SparsificationOptions {
+  double density = 0.001;                        ///< fraction of gradient elements sent
+  Selection selection = Selection::sort;         ///< how the top-k is selected
+  std::optional<SelectionCurve> selection_curve; ///< measured cost of `selection` (calibration)
+};
+
+/// Quantisation per DDP bucket (qsgd, terngrad, signsgd).
+struct QuantisationOptions {
+  BucketOptions buckets;
+  std::optional<int> levels; ///< qsgd: quantisation levels s (default 127, 8 bits per element); unset for the others
+};
+
+/// PowerSGD per DDP bucket (powersgd).
+struct PowerSgdOptions {
+  BucketOptions buckets;
+  int rank = 4; ///< matrix approximation rank (strategy.rank)
+  /// Compression kernels on a second GPU stream ("separate") instead of the compute stream ("inline").
   bool separate_compression_stream = false;
-  // Parameter server (ps-sync, ps-async; dag/strategies/ps.cpp).
-  int servers = 0;                       ///< server shards; 0 = one per node (set by the scenario parser)
+};
+
+/// Parameter server (ps-sync, ps-async; dag/strategies/ps.cpp).
+struct ParameterServerOptions {
+  int servers = 0;                       ///< server shards; 0 = one (the parser's default is one per node)
   bool dedicated_servers = false;        ///< `placement`: "dedicated" hosts, or "colocated" on the workers' nodes
   std::int64_t bigarray_bound = 1000000; ///< MXNet MXNET_KVSTORE_BIGARRAY_BOUND: larger keys are split over all servers
   double worker_speed_spread = 0;        ///< ps-async: worker w computes (1 + spread x w / (p-1)) times slower
 };
+
+/// A strategy's options: the alternative of its family (std::monostate for strategies without options).
+using StrategyOptions = std::variant<std::monostate, BucketOptions, FusionOptions, SparsificationOptions,
+                                     QuantisationOptions, PowerSgdOptions, ParameterServerOptions>;
+
+/// The options of `o` as family struct T; a logic error if the strategy has other options.
+template <class T> [[nodiscard]] const T& options_as(const StrategyOptions& o) {
+  if (const T* t = std::get_if<T>(&o))
+    return *t;
+  throw std::logic_error("strategy options: the strategy's options are of another family");
+}
 
 struct StrategyInput {
   const Model& model;
@@ -94,34 +137,105 @@ optimal_consecutive_groups(const Model& model, const std::vector<TensorRef>& ten
 
 using GroupPlanner = std::vector<GradientGroup> (*)(const StrategyInput&);
 
-struct StrategyInfo {
-  std::string_view name;
-  std::string_view description;
-  GroupPlanner plan;
+/// What a strategy is, for the code that is not the strategy: engines, reports and the parser ask the family and
+/// the traits, never the name.
+enum class StrategyFamily {
+  dense,            ///< one allreduce per group of raw gradients (bsp, wfbp, mg-wfbp)
+  buckets,          ///< PyTorch DDP buckets (ddp)
+  fusion,           ///< Horovod tensor fusion (fusion)
+  sparsification,   ///< top-k pairs, allgathered or merged by a tree (topk, gtopk, lags, omgs)
+  quantisation,     ///< quantised DDP buckets, allgathered (qsgd, terngrad, signsgd)
+  low_rank,         ///< low-rank factors per DDP bucket (powersgd)
+  parameter_server, ///< push to and pull from server shards (ps-sync, ps-async)
+};
+[[nodiscard]] std::string_view family_name(StrategyFamily f);
+
+struct StrategyTraits {
+  bool asynchronous = false; ///< workers proceed without a barrier (ps-async: the analytic queue model times it)
 };
 
-/// Every built-in strategy, sorted by name.
-[[nodiscard]] std::span<const StrategyInfo> strategies();
+/// What a strategy's option parser may consult besides its own keys, passed explicitly by the scenario parser.
+struct StrategyContext {
+  std::string_view kind = {};   ///< the strategy's name (set by parse_strategy), for messages
+  const Model* model = nullptr; ///< the scenario's model (PowerSGD checks its rank against it)
+  int nodes = 1;                ///< cluster nodes (parameter servers: one per node by default)
+  double memory_bandwidth = 0;  ///< GPU memory bandwidth, B/s; 0 = unknown (compression kernels need it)
+  double peak_flops = 0;        ///< GPU peak, FLOP/s; 0 = unknown
+  const std::map<std::string, SelectionCurve>* selection_curves = nullptr; ///< calibrated, by selection name
+  std::string_view topology = "star"; ///< the network topology's name, for messages
+  bool star_network = true;           ///< dedicated parameter-server hosts need a star
+};
+
+/// Reads the keys a strategy owns from the `strategy` object (ObjectReader, core/json.hpp) into its options;
+/// errors are InputErrors naming the key's JSON path.
+using OptionParser = StrategyOptions (*)(ObjectReader& r, const StrategyContext& ctx);
+
+/// A strategy's registry entry: one constant-initialised `extern const StrategyInfo` per strategy, defined in its
+/// file in dag/strategies/ (namespace ddlsim::dag::builtin) and registered by its `ddlsim_strategy` line in
+/// dag/CMakeLists.txt.
+struct StrategyInfo {
+  std::string_view name;        ///< strategy.kind
+  std::string_view description; ///< one line for `ddlsim list strategies`
+  StrategyFamily family = StrategyFamily::dense;
+  StrategyTraits traits = {};
+  std::span<const std::string_view> keys = {}; ///< the keys of `strategy` it owns besides "kind"
+  OptionParser parse = nullptr;                ///< reads `keys`; nullptr: no options (std::monostate)
+  GroupPlanner plan = nullptr;
+
+  [[nodiscard]] constexpr bool owns(std::string_view key) const {
+    for (const auto k : keys)
+      if (k == key)
+        return true;
+    return false;
+  }
+};
+
+/// Every registered strategy in registration order (the `ddlsim_strategy` lines of dag/CMakeLists.txt; generated).
+[[nodiscard]] std::span<const StrategyInfo* const> registered_strategies();
+/// Every registered strategy, sorted by name (listings and messages).
+[[nodiscard]] std::vector<const StrategyInfo*> strategies();
 [[nodiscard]] const StrategyInfo* find_strategy(std::string_view name);
 
-// The planners, one per file in dag/strategies/.
-std::vector<GradientGroup> plan_bsp(const StrategyInput& in);
-std::vector<GradientGroup> plan_wfbp(const StrategyInput& in);
-std::vector<GradientGroup> plan_ddp(const StrategyInput& in);
-std::vector<GradientGroup> plan_fusion(const StrategyInput& in);
-std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in);
-std::vector<GradientGroup> plan_topk(const StrategyInput& in);
-std::vector<GradientGroup> plan_gtopk(const StrategyInput& in);
-std::vector<GradientGroup> plan_lags(const StrategyInput& in);
-std::vector<GradientGroup> plan_omgs(const StrategyInput& in);
-std::vector<GradientGroup> plan_qsgd(const StrategyInput& in);
-std::vector<GradientGroup> plan_terngrad(const StrategyInput& in);
-std::vector<GradientGroup> plan_signsgd(const StrategyInput& in);
-std::vector<GradientGroup> plan_powersgd(const StrategyInput& in);
-std::vector<GradientGroup> plan_ps(const StrategyInput& in);
+/// A parsed strategy: its registry entry and its options.
+struct Strategy {
+  const StrategyInfo* info = nullptr;
+  StrategyOptions options;
 
-/// Whether `kind` is a parameter-server strategy (ps-sync, ps-async).
-[[nodiscard]] bool is_parameter_server(std::string_view kind);
+  [[nodiscard]] const StrategyInfo& entry() const {
+    if (info == nullptr)
+      throw std::logic_error("dag::Strategy: no strategy chosen (parse_strategy sets it)");
+    return *info;
+  }
+  [[nodiscard]] std::string_view kind() const { return entry().name; }
+  [[nodiscard]] StrategyFamily family() const { return entry().family; }
+  [[nodiscard]] bool is(StrategyFamily f) const { return family() == f; }
+  [[nodiscard]] bool asynchronous() const { return entry().traits.asynchronous; }
+  template <class T> [[nodiscard]] const T& get() const { return options_as<T>(options); }
+  template <class T> [[nodiscard]] const T* get_if() const { return std::get_if<T>(&options); }
+};
+
+/// Parses the `strategy` object: "kind" from the registry, then the keys: one that the chosen kind does not own but
+/// another does is an error naming the kinds that own it ("applies to strategy kinds 'a', 'b', not 'c'", in
+/// registration order), the chosen kind's parser reads its own, and any other key is unknown.
+[[nodiscard]] Strategy parse_strategy(ObjectReader& r, StrategyContext ctx);
+
+// ---- Building blocks shared by several strategies ----------------------------------------------------------------
+
+/// The whole gradient as one group after backward (BSP's plan).
+[[nodiscard]] std::vector<GradientGroup> one_group_after_backward(const StrategyInput& in);
+/// One group per tensor, in gradient-ready order (WFBP's plan).
+[[nodiscard]] std::vector<GradientGroup> one_group_per_tensor(const StrategyInput& in);
+/// PyTorch DDP's buckets (dag/strategies/ddp.cpp).
+[[nodiscard]] std::vector<GradientGroup> ddp_buckets(const StrategyInput& in, const BucketOptions& buckets);
+
+/// The option keys of a family, and their parsers (the keys' defaults and messages, in one place).
+inline constexpr std::string_view kBucketKeys[] = {"first_bucket", "bucket_cap"};
+inline constexpr std::string_view kSparsificationKeys[] = {"density", "selection"};
+[[nodiscard]] BucketOptions parse_bucket_options(ObjectReader& r);
+/// density, selection and the calibrated selection curve; fails unless the GPU's memory bandwidth is known.
+[[nodiscard]] StrategyOptions parse_sparsification_options(ObjectReader& r, const StrategyContext& ctx);
+/// Compression kernels are costed from the GPU's memory bandwidth: fails at "kind" without it.
+void require_memory_bandwidth(ObjectReader& r, const StrategyContext& ctx);
 
 /// MXNet KVStore's placement of key `key` (the tensor's index) of `numel` elements on `servers` servers
 /// (dag/strategies/ps.cpp): {first server, number of servers it is split over}.
@@ -140,13 +254,13 @@ struct KeyShard {
 [[nodiscard]] IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs,
                                            const std::vector<GradientGroup>& groups, int iterations);
 
-/// Sparsifies `group` at in.options.density for `collective` (allgather: Top-k, LAGS, OMGS; global_topk: gTop-k):
-/// k pairs per worker, the collective's payload in the lowering's convention (allgather: the gathered p x k pairs;
-/// gTop-k: one rank's k pairs) and its compression and decompression kernels (compression.hpp).
+/// Sparsifies `group` at the SparsificationOptions' density for `collective` (allgather: Top-k, LAGS, OMGS;
+/// global_topk: gTop-k): k pairs per worker, the collective's payload in the lowering's convention (allgather: the
+/// gathered p x k pairs; gTop-k: one rank's k pairs) and its compression and decompression kernels (compression.hpp).
 void sparsify_group(GradientGroup& group, const StrategyInput& in, Collective collective);
 
-/// Quantises `group` with `q` (levels: in.options.levels) for an allgather of every worker's message, as PyTorch's
-/// quantisation comm hooks do per DDP bucket; quantised values do not add, so they are gathered and decoded.
+/// Quantises `group` with `q` (levels: the QuantisationOptions' levels) for an allgather of every worker's message, as
+/// PyTorch's quantisation comm hooks do per DDP bucket; quantised values do not add, so they are gathered and decoded.
 void quantise_group(GradientGroup& group, const StrategyInput& in, Quantiser q);
 
 /// The whole gradient as one group after backward (BSP's group), sparsified for `collective`.

@@ -3,7 +3,7 @@
 
 namespace ddlsim::dag {
 
-std::vector<GradientGroup> plan_bsp(const StrategyInput& in) {
+std::vector<GradientGroup> one_group_after_backward(const StrategyInput& in) {
   const auto tensors = flatten_tensors(in.model);
   if (tensors.empty())
     return {};
@@ -12,5 +12,14 @@ std::vector<GradientGroup> plan_bsp(const StrategyInput& in) {
   group.ready_layer = 0; // after the last backward, even if the first layer has no parameters
   return {group};
 }
+
+namespace builtin {
+extern constinit const StrategyInfo bsp{
+    .name = "bsp",
+    .description = "one allreduce of all gradients after the backward pass",
+    .family = StrategyFamily::dense,
+    .plan = &one_group_after_backward,
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

@@ -4,13 +4,15 @@
 // Source: torch/csrc/distributed/c10d/reducer.cpp, compute_bucket_assignment_by_size and rebuild_buckets.
 #include "dag/strategy.hpp"
 
+#include "core/json.hpp"
+
 namespace ddlsim::dag {
 
-std::vector<GradientGroup> plan_ddp(const StrategyInput& in) {
+std::vector<GradientGroup> ddp_buckets(const StrategyInput& in, const BucketOptions& buckets) {
   const auto tensors = flatten_tensors(in.model);
   const auto order = gradient_ready_order(in.model);
   std::vector<GradientGroup> groups;
-  double limit = in.options.first_bucket_bytes;
+  double limit = buckets.first_bucket_bytes;
   std::size_t first = 0;
   double bytes = 0;
   for (std::size_t k = 0; k < order.size(); ++k) {
@@ -19,12 +21,30 @@ std::vector<GradientGroup> plan_ddp(const StrategyInput& in) {
       groups.push_back(make_group(in.model, tensors, order, first, k + 1, in.bytes_per_element));
       first = k + 1;
       bytes = 0;
-      limit = in.options.bucket_cap_bytes;
+      limit = buckets.bucket_cap_bytes;
     }
   }
   if (first < order.size())
     groups.push_back(make_group(in.model, tensors, order, first, order.size(), in.bytes_per_element));
   return groups;
 }
+
+BucketOptions parse_bucket_options(ObjectReader& r) {
+  BucketOptions o;
+  o.first_bucket_bytes = r.optional_quantity("first_bucket", Dimension::bytes, 0, true).value_or(o.first_bucket_bytes);
+  o.bucket_cap_bytes = r.optional_quantity("bucket_cap", Dimension::bytes, 0, true).value_or(o.bucket_cap_bytes);
+  return o;
+}
+
+namespace builtin {
+extern constinit const StrategyInfo ddp{
+    .name = "ddp",
+    .description = "PyTorch DDP buckets: reverse order, first_bucket then bucket_cap",
+    .family = StrategyFamily::buckets,
+    .keys = kBucketKeys,
+    .parse = [](ObjectReader& r, const StrategyContext&) -> StrategyOptions { return parse_bucket_options(r); },
+    .plan = [](const StrategyInput& in) { return ddp_buckets(in, options_as<BucketOptions>(in.options)); },
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

@@ -4,16 +4,29 @@
 // cycle 1 ms, threshold 128 MiB. Source: horovod docs/tensor-fusion.rst. Cycles are aligned with backward start.
 #include "dag/strategy.hpp"
 
+#include "core/json.hpp"
+
 #include <cmath>
 
 namespace ddlsim::dag {
+namespace {
 
-std::vector<GradientGroup> plan_fusion(const StrategyInput& in) {
+constexpr std::string_view kKeys[] = {"threshold", "cycle_time"};
+
+StrategyOptions parse(ObjectReader& r, const StrategyContext&) {
+  FusionOptions o;
+  o.threshold_bytes = r.optional_quantity("threshold", Dimension::bytes).value_or(o.threshold_bytes);
+  o.cycle_time_s = r.optional_quantity("cycle_time", Dimension::time).value_or(o.cycle_time_s);
+  return o;
+}
+
+std::vector<GradientGroup> plan(const StrategyInput& in) {
   const auto tensors = flatten_tensors(in.model);
   const auto order = gradient_ready_order(in.model);
   const auto finish = backward_finish_times(in.costs);
-  const double cycle = in.options.cycle_time_s;
-  const double threshold = in.options.fusion_threshold_bytes;
+  const auto& options = options_as<FusionOptions>(in.options);
+  const double cycle = options.cycle_time_s;
+  const double threshold = options.threshold_bytes;
   auto tick_of = [&](std::size_t k) {
     const double ready = finish[static_cast<std::size_t>(tensors[static_cast<std::size_t>(order[k])].layer)];
     return cycle > 0 ? std::ceil(ready / cycle) * cycle : ready;
@@ -39,5 +52,18 @@ std::vector<GradientGroup> plan_fusion(const StrategyInput& in) {
     close(order.size());
   return groups;
 }
+
+} // namespace
+
+namespace builtin {
+extern constinit const StrategyInfo fusion{
+    .name = "fusion",
+    .description = "Horovod tensor fusion: ready tensors packed up to threshold every cycle_time",
+    .family = StrategyFamily::fusion,
+    .keys = kKeys,
+    .parse = &parse,
+    .plan = &plan,
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

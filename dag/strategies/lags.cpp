@@ -5,12 +5,26 @@
 #include "dag/strategy.hpp"
 
 namespace ddlsim::dag {
+namespace {
 
-std::vector<GradientGroup> plan_lags(const StrategyInput& in) {
-  auto groups = plan_wfbp(in);
+std::vector<GradientGroup> plan(const StrategyInput& in) {
+  auto groups = one_group_per_tensor(in);
   for (auto& g : groups)
     sparsify_group(g, in, Collective::allgather);
   return groups;
 }
+
+} // namespace
+
+namespace builtin {
+extern constinit const StrategyInfo lags{
+    .name = "lags",
+    .description = "layer-wise top-k sparsification pipelined with backward (Shi et al., ECAI 2020)",
+    .family = StrategyFamily::sparsification,
+    .keys = kSparsificationKeys,
+    .parse = &parse_sparsification_options,
+    .plan = &plan,
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

@@ -7,8 +7,9 @@
 #include "dag/strategy.hpp"
 
 namespace ddlsim::dag {
+namespace {
 
-std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in) {
+std::vector<GradientGroup> plan(const StrategyInput& in) {
   const auto tensors = flatten_tensors(in.model);
   const auto order = gradient_ready_order(in.model);
   const auto finish = backward_finish_times(in.costs);
@@ -27,5 +28,16 @@ std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in) {
         return std::max(ready[j - 1], after) + in.allreduce_time(prefix_bytes[j] - prefix_bytes[i]);
       });
 }
+
+} // namespace
+
+namespace builtin {
+extern constinit const StrategyInfo mgwfbp{
+    .name = "mg-wfbp",
+    .description = "MG-WFBP optimal merging of consecutive gradients (Shi et al., INFOCOM 2019)",
+    .family = StrategyFamily::dense,
+    .plan = &plan,
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

@@ -15,8 +15,9 @@
 #include <stdexcept>
 
 namespace ddlsim::dag {
+namespace {
 
-std::vector<GradientGroup> plan_omgs(const StrategyInput& in) {
+std::vector<GradientGroup> plan(const StrategyInput& in) {
   if (!in.allgather_time)
     throw std::logic_error("omgs plans with the allgather's cost: StrategyInput::allgather_time is unset");
   const auto tensors = flatten_tensors(in.model);
@@ -33,17 +34,18 @@ std::vector<GradientGroup> plan_omgs(const StrategyInput& in) {
     prefix[t + 1] = prefix[t] + ref.numel;
   }
   const double e = in.bytes_per_element;
-  const SelectionCurve* curve = in.options.selection_curve ? &*in.options.selection_curve : nullptr;
+  const auto& options = options_as<SparsificationOptions>(in.options);
+  const SelectionCurve* curve = options.selection_curve ? &*options.selection_curve : nullptr;
   const double bw = in.costs.memory_bandwidth;
   const auto selection_delay = [&](std::size_t i) {
     const double m = static_cast<double>(prefix[i]);
-    return compression_seconds(in.options.selection, curve, m, in.options.density * m, e, bw, true);
+    return compression_seconds(options.selection, curve, m, options.density * m, e, bw, true);
   };
   const auto group_time = [&](std::size_t i, std::size_t j, double after) {
     const std::int64_t m = prefix[j] - prefix[i];
-    const std::int64_t k = selected_elements(m, in.options.density);
+    const std::int64_t k = selected_elements(m, options.density);
     const double select =
-        compression_seconds(in.options.selection, curve, static_cast<double>(m), static_cast<double>(k), e, bw);
+        compression_seconds(options.selection, curve, static_cast<double>(m), static_cast<double>(k), e, bw);
     const double comm = in.allgather_time(in.workers * static_cast<double>(k) * pair_bytes(e));
     return std::max(after, ready[j - 1] + selection_delay(i) + select) + comm;
   };
@@ -52,5 +54,18 @@ std::vector<GradientGroup> plan_omgs(const StrategyInput& in) {
     sparsify_group(g, in, Collective::allgather);
   return groups;
 }
+
+} // namespace
+
+namespace builtin {
+extern constinit const StrategyInfo omgs{
+    .name = "omgs",
+    .description = "optimal merging of layers for top-k sparsification (Shi et al., INFOCOM 2020)",
+    .family = StrategyFamily::sparsification,
+    .keys = kSparsificationKeys,
+    .parse = &parse_sparsification_options,
+    .plan = &plan,
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

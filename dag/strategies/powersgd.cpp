@@ -2,6 +2,10 @@
 // turned into the hook's chain of kernels and allreduces (dag/powersgd.hpp has the sources and the formulas).
 #include "dag/powersgd.hpp"
 
+#include "core/json.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -35,7 +39,62 @@ double roofline_s(KernelWork w, const WorkerCosts& costs) {
   return std::max(w.flops / costs.peak_flops, w.bytes / costs.memory_bandwidth);
 }
 
-std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
+namespace {
+
+constexpr std::string_view kKeys[] = {"first_bucket", "bucket_cap", "rank", "compression_stream"};
+
+// The rank must let at least one weight matrix of the model be compressed, and the kernels need the GPU's roofline.
+StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
+  PowerSgdOptions o;
+  o.buckets = parse_bucket_options(r);
+  if (const Json* rank = r.optional("rank")) {
+    if (!rank->is_number_integer())
+      r.fail("rank",
+             fmt::format("expected a positive integer (the rank of the low-rank approximation), got {}", rank->dump()));
+    // Parsed JSON holds non-negative integers as unsigned, values set from C++ as signed.
+    if (rank->is_number_unsigned() ? rank->get<std::uint64_t>() < 1 : rank->get<std::int64_t>() < 1)
+      r.fail("rank", fmt::format("{} is below 1: the rank of the low-rank approximation", rank->dump()));
+    o.rank = static_cast<int>(std::min<std::uint64_t>(rank->get<std::uint64_t>(), 1U << 30));
+  }
+  o.separate_compression_stream =
+      r.optional_choice("compression_stream", {"inline", "separate"}).value_or("inline") == "separate";
+  const std::string key = r.has("rank") ? "rank" : "kind";
+  const Model& model = *ctx.model;
+  const ParamTensor* widest = nullptr; // the weight matrix with the largest min(n, m)
+  std::int64_t widest_min = 0;
+  bool any_compressed = false;
+  for (const auto& layer : model.layers)
+    for (const auto& p : layer.params) {
+      const auto v = powersgd_view(p, o.rank);
+      if (!v.matrix)
+        continue;
+      any_compressed = any_compressed || v.compress;
+      if (std::min(v.rows, v.cols) > widest_min) {
+        widest_min = std::min(v.rows, v.cols);
+        widest = &p;
+      }
+    }
+  if (widest == nullptr)
+    r.fail(key,
+           fmt::format("model '{}' has no weight matrix (a tensor of 2 or more dimensions) to compress", model.name));
+  const auto describe = [&] {
+    return fmt::format("{} ({} x {})", widest->name, widest->shape.front(), widest->numel / widest->shape.front());
+  };
+  if (o.rank > widest_min)
+    r.fail(key, fmt::format("{} is above min(n, m) of every weight matrix of '{}', so no matrix can be compressed: "
+                            "the largest min(n, m) is {}, of {}",
+                            o.rank, model.name, widest_min, describe()));
+  if (!any_compressed)
+    r.fail(key, fmt::format("at rank {} no weight matrix of '{}' is worth compressing (PyTorch's rule: "
+                            "(n + m) x rank x {} < n x m); the largest min(n, m) is {}, of {}",
+                            o.rank, model.name, kMinCompressionRate, widest_min, describe()));
+  if (!(ctx.memory_bandwidth > 0) || !(ctx.peak_flops > 0))
+    r.fail("kind", "'powersgd' costs its matmuls and orthogonalisation on the GPU's roofline: give gpu.preset, or "
+                   "gpu.peak_flops and gpu.memory_bandwidth");
+  return o;
+}
+
+std::vector<GradientGroup> plan(const StrategyInput& in) {
   if (!(in.costs.memory_bandwidth > 0) || !(in.costs.peak_flops > 0))
     throw std::logic_error("powersgd needs the GPU's peak FLOPS and memory bandwidth to cost its kernels");
   std::vector<const ParamTensor*> params;
@@ -51,7 +110,8 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
     return roofline_s(gram_schmidt_work(a, r, e), in.costs) + (6 * r - 4) * kKernelLaunchS;
   };
 
-  auto groups = plan_ddp(in); // the hook runs once per DDP bucket
+  const auto& options = options_as<PowerSgdOptions>(in.options);
+  auto groups = ddp_buckets(in, options.buckets); // the hook runs once per DDP bucket
   for (auto& g : groups) {
     const double bucket = static_cast<double>(g.elements);
     double dense = 0, p_elements = 0, q_elements = 0;
@@ -60,7 +120,7 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
     double orthogonalise_s = 0, decompress_s = 0;
     for (const int t : g.tensors) {
       const auto& tensor = *params[static_cast<std::size_t>(t)];
-      const auto v = powersgd_view(tensor, in.options.rank);
+      const auto v = powersgd_view(tensor, options.rank);
       if (!v.compress) {
         dense += static_cast<double>(tensor.numel);
         continue;
@@ -85,9 +145,23 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
                  .bytes = q_elements * e},
                 {.kernel_s = decompress_s}};
     g.wire_elements = static_cast<std::int64_t>(dense + p_elements + q_elements);
-    g.kernel_resource = in.options.separate_compression_stream ? Resource::gpu_compression : Resource::gpu_compute;
+    g.kernel_resource = options.separate_compression_stream ? Resource::gpu_compression : Resource::gpu_compute;
   }
   return groups;
 }
+
+} // namespace
+
+namespace builtin {
+extern constinit const StrategyInfo powersgd{
+    .name = "powersgd",
+    .description =
+        "PowerSGD low-rank compression per DDP bucket, PyTorch's powerSGD_hook (Vogels et al., NeurIPS 2019)",
+    .family = StrategyFamily::low_rank,
+    .keys = kKeys,
+    .parse = &parse,
+    .plan = &plan,
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

@@ -8,14 +8,14 @@
 // forward of the next iteration start once layer l's parameters were pulled).
 #include "dag/strategy.hpp"
 
+#include "core/json.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
 
 namespace ddlsim::dag {
-
-bool is_parameter_server(std::string_view kind) {
-  return kind == "ps-sync" || kind == "ps-async";
-}
 
 KeyShard shard_key(int key, std::int64_t numel, int servers, std::int64_t bigarray_bound) {
   if (servers < 1)
@@ -25,16 +25,36 @@ KeyShard shard_key(int key, std::int64_t numel, int servers, std::int64_t bigarr
   return {0, servers};
 }
 
-std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
+namespace {
+
+constexpr std::string_view kSyncKeys[] = {"servers", "placement", "bigarray_bound"};
+constexpr std::string_view kAsyncKeys[] = {"servers", "placement", "bigarray_bound", "worker_speed_spread"};
+
+StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
+  ParameterServerOptions o;
+  // Servers: one per node by default (MXNet's launcher and BytePS's co-located mode); dedicated hosts hang off the
+  // star with the workers' NIC.
+  o.servers = static_cast<int>(r.optional_integer("servers", 1, 1 << 16).value_or(ctx.nodes));
+  o.dedicated_servers = r.optional_choice("placement", {"colocated", "dedicated"}).value_or("colocated") == "dedicated";
+  o.bigarray_bound = r.optional_integer("bigarray_bound", 1, std::int64_t{1} << 40).value_or(o.bigarray_bound);
+  o.worker_speed_spread = r.optional_number("worker_speed_spread", 0.0, 10.0).value_or(0.0);
+  if (o.dedicated_servers && !ctx.star_network)
+    r.fail("placement",
+           fmt::format("dedicated server hosts are attached to a star network only, not a {}", ctx.topology));
+  return o;
+}
+
+std::vector<GradientGroup> plan(const StrategyInput& in) {
   const auto tensors = flatten_tensors(in.model);
   const auto order = gradient_ready_order(in.model);
-  const int servers = in.options.servers > 0 ? in.options.servers : 1;
+  const auto& options = options_as<ParameterServerOptions>(in.options);
+  const int servers = options.servers > 0 ? options.servers : 1;
   std::vector<GradientGroup> groups;
   groups.reserve(order.size());
   for (std::size_t k = 0; k < order.size(); ++k) {
     auto g = make_group(in.model, tensors, order, k, k + 1, in.bytes_per_element);
     const auto shard =
-        shard_key(order[k], tensors[static_cast<std::size_t>(order[k])].numel, servers, in.options.bigarray_bound);
+        shard_key(order[k], tensors[static_cast<std::size_t>(order[k])].numel, servers, options.bigarray_bound);
     // A push of the key, then (built by build_ps_sync) its pull.
     g.stages = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
     g.shard_first = shard.first;
@@ -43,6 +63,28 @@ std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
   }
   return groups;
 }
+
+} // namespace
+
+namespace builtin {
+extern constinit const StrategyInfo ps_sync{
+    .name = "ps-sync",
+    .description = "parameter server, synchronous: per-tensor push and pull overlapped with backward and forward",
+    .family = StrategyFamily::parameter_server,
+    .keys = kSyncKeys,
+    .parse = &parse,
+    .plan = &plan,
+};
+extern constinit const StrategyInfo ps_async{
+    .name = "ps-async",
+    .description = "parameter server, asynchronous: each worker pushes and pulls on its own (Li et al., OSDI 2014)",
+    .family = StrategyFamily::parameter_server,
+    .traits = {.asynchronous = true},
+    .keys = kAsyncKeys,
+    .parse = &parse,
+    .plan = &plan,
+};
+} // namespace builtin
 
 IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const std::vector<GradientGroup>& groups,
                              int iterations) {

@@ -4,13 +4,39 @@
 // (compression.hpp gives the wire format and the kernels).
 #include "dag/strategy.hpp"
 
-namespace ddlsim::dag {
+#include "core/json.hpp"
 
-std::vector<GradientGroup> plan_qsgd(const StrategyInput& in) {
-  auto groups = plan_ddp(in);
+namespace ddlsim::dag {
+namespace {
+
+constexpr std::string_view kKeys[] = {"first_bucket", "bucket_cap", "levels"};
+
+StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
+  QuantisationOptions o;
+  o.buckets = parse_bucket_options(r);
+  o.levels = static_cast<int>(r.optional_integer("levels", 1, 1 << 30).value_or(127)); // 8 bits per element
+  require_memory_bandwidth(r, ctx);
+  return o;
+}
+
+std::vector<GradientGroup> plan(const StrategyInput& in) {
+  auto groups = ddp_buckets(in, options_as<QuantisationOptions>(in.options).buckets);
   for (auto& g : groups)
     quantise_group(g, in, Quantiser::qsgd);
   return groups;
 }
+
+} // namespace
+
+namespace builtin {
+extern constinit const StrategyInfo qsgd{
+    .name = "qsgd",
+    .description = "QSGD stochastic quantisation to strategy.levels levels per DDP bucket, allgathered",
+    .family = StrategyFamily::quantisation,
+    .keys = kKeys,
+    .parse = &parse,
+    .plan = &plan,
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

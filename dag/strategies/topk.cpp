@@ -6,8 +6,15 @@
 
 namespace ddlsim::dag {
 
-std::vector<GradientGroup> plan_topk(const StrategyInput& in) {
-  return plan_sparse_whole_model(in, Collective::allgather);
-}
+namespace builtin {
+extern constinit const StrategyInfo topk{
+    .name = "topk",
+    .description = "local top-k sparsification of the whole gradient, allgather of (value, index) pairs",
+    .family = StrategyFamily::sparsification,
+    .keys = kSparsificationKeys,
+    .parse = &parse_sparsification_options,
+    .plan = [](const StrategyInput& in) { return plan_sparse_whole_model(in, Collective::allgather); },
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

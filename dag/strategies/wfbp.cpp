@@ -4,7 +4,7 @@
 
 namespace ddlsim::dag {
 
-std::vector<GradientGroup> plan_wfbp(const StrategyInput& in) {
+std::vector<GradientGroup> one_group_per_tensor(const StrategyInput& in) {
   const auto tensors = flatten_tensors(in.model);
   const auto order = gradient_ready_order(in.model);
   std::vector<GradientGroup> groups;
@@ -13,5 +13,14 @@ std::vector<GradientGroup> plan_wfbp(const StrategyInput& in) {
     groups.push_back(make_group(in.model, tensors, order, k, k + 1, in.bytes_per_element));
   return groups;
 }
+
+namespace builtin {
+extern constinit const StrategyInfo wfbp{
+    .name = "wfbp",
+    .description = "wait-free backpropagation: one allreduce per tensor as soon as it is ready",
+    .family = StrategyFamily::dense,
+    .plan = &one_group_per_tensor,
+};
+} // namespace builtin
 
 } // namespace ddlsim::dag

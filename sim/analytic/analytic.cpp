@@ -18,7 +18,7 @@ namespace {
 // FIFO link queues; worker 0's timeline takes the mean push and pull durations.
 void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
   RunResult& r = p.result;
-  const auto& o = s.strategy;
+  const auto& o = s.strategy.get<dag::ParameterServerOptions>();
   auto& ps = *r.parameter_server;
   const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node, o.servers, o.dedicated_servers};
   const auto shard = server_shard_bytes(r.groups, o.servers);
@@ -69,12 +69,12 @@ RunResult run_analytic(const Scenario& s) {
   const auto wall_start = std::chrono::steady_clock::now();
   auto prepared = detail::prepare(s, "analytic");
   RunResult& r = prepared.result;
-  if (s.strategy.kind == "ps-async" && r.parameter_server)
+  if (s.strategy.asynchronous() && r.parameter_server)
     simulate_async_parameter_server(s, prepared);
-  if (s.cluster.topology.kind != "star")
+  if (s.cluster.topology.kind != TopologyKind::star)
     r.notes.push_back(fmt::format("the analytic engine treats the {} topology as a non-blocking star (only the NIC "
                                   "links are modelled); use the flow engine for its links and contention",
-                                  s.cluster.topology.kind));
+                                  topology_name(s.cluster.topology.kind)));
   r.timing = schedule(r.graph);
   r.sim.events = r.graph.size();
   detail::finalize(s, prepared);

@@ -53,7 +53,7 @@ int check_command(const std::string& scenario_path, const std::vector<std::strin
     }
   }
   fmt::print("{}: valid ({} on {} GPUs, strategy {}, {} sweep point{})\n", scenario_path, s.model.name,
-             s.cluster.workers(), s.strategy.kind, points, points == 1 ? "" : "s");
+             s.cluster.workers(), s.strategy.kind(), points, points == 1 ? "" : "s");
   return 0;
 }
 
@@ -119,8 +119,8 @@ int list_command(const std::string& what) {
       fmt::print("{}\n", name);
     fmt::print("transformer\n");
   } else if (what == "strategies") {
-    for (const auto& s : dag::strategies())
-      fmt::print("{:<10} {}\n", s.name, s.description);
+    for (const auto* s : dag::strategies())
+      fmt::print("{:<10} {}\n", s->name, s->description);
   } else if (what == "collectives") {
     for (const auto& a : sim::lowerings(Collective::allreduce))
       fmt::print("{} {:<17} {}\n", collective_name(a.collective), a.algorithm, a.description);

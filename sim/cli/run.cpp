@@ -9,7 +9,7 @@ namespace ddlsim::sim {
 RunResult run_scenario(const Scenario& s) {
   if (s.engine != "flow")
     return run_analytic(s);
-  if (s.strategy.kind == "ps-async") {
+  if (s.strategy.asynchronous()) {
     // The asynchronous workers' loops are simulated by the analytic engine's queue model (sim/analytic/ps_async.hpp).
     Scenario analytic = s;
     analytic.engine = "analytic";

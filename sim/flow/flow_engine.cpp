@@ -580,7 +580,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
 }
 
 RunResult run_flow(const Scenario& s) {
-  if (s.strategy.kind == "ps-async")
+  if (s.strategy.asynchronous())
     throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
   const auto wall_start = std::chrono::steady_clock::now();
   auto prepared = detail::prepare(s, "flow");

@@ -109,17 +109,16 @@ public:
   Platform build() {
     require(sg4::Engine::get_instance()->get_netzone_root() == nullptr,
             "the engine already has a platform (one platform per engine, one engine per process)");
-    const std::string& kind = c_.topology.kind;
-    const bool star = !network_ || kind == "star";
-    require(star || kind == "fat-tree" || kind == "ring" || kind == "torus", "unknown topology '" + kind + "'");
+    const TopologyKind kind = c_.topology.kind;
+    const bool star = !network_ || kind == TopologyKind::star;
     require(star || c_.server_hosts == 0, "dedicated server hosts need a star topology");
     // The root zone routes nothing: it holds ddlsim's links and the network zone, and stays unsealed so that the
     // caller may add zones beside the network (Engine::run seals the platform).
     root_ = sg4::create_star_zone("platform");
-    make_links(root_, star || kind != "fat-tree"); // a fat-tree's NICs are its leaf links
+    make_links(root_, star || kind != TopologyKind::fat_tree); // a fat-tree's NICs are its leaf links
     if (star)
       build_star();
-    else if (kind == "fat-tree")
+    else if (kind == TopologyKind::fat_tree)
       build_fat_tree();
     else
       build_torus();

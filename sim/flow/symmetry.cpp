@@ -84,7 +84,7 @@ bool invariant(std::span<const Phase> phases, const LoweringShape& shape, NodeSy
 std::string_view quotient_obstacle(const ClusterSpec& cluster) {
   if (cluster.nodes < 2)
     return "a single node";
-  if (cluster.topology.kind != "star")
+  if (cluster.topology.kind != TopologyKind::star)
     return "the topology is not a star";
   if (cluster.server_hosts > 0)
     return "dedicated parameter-server hosts";

@@ -3,7 +3,11 @@
 // JSON"). Closed forms, lowerings, the flow engine's platform and the scenario parser all take it from here.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ddlsim::sim {
@@ -31,10 +35,23 @@ struct AlphaBeta {
   double beta_s_per_byte = 0;
 };
 
+/// The kinds of `cluster.topology`, named as in the scenario by kTopologyNames.
+enum class TopologyKind { star, fat_tree, ring, torus };
+inline constexpr std::array<std::string_view, 4> kTopologyNames{"star", "fat-tree", "ring", "torus"}; ///< by kind
+[[nodiscard]] constexpr std::string_view topology_name(TopologyKind k) {
+  return kTopologyNames[static_cast<std::size_t>(k)];
+}
+[[nodiscard]] constexpr std::optional<TopologyKind> find_topology(std::string_view name) {
+  for (std::size_t k = 0; k < kTopologyNames.size(); ++k)
+    if (kTopologyNames[k] == name)
+      return static_cast<TopologyKind>(k);
+  return std::nullopt;
+}
+
 /// How the NIC links connect. The endpoints of the network are the nodes (one NIC per node) or the GPUs (a NIC
 /// per GPU); every endpoint has its `inter_node` link into the network.
 struct TopologySpec {
-  std::string kind = "star";                ///< star | fat-tree | ring | torus
+  TopologyKind kind = TopologyKind::star;
   std::vector<unsigned> down, up, parallel; ///< fat-tree, per level from the leaves (SimGrid's FatTreeParams)
   std::vector<unsigned> dimensions;         ///< torus; a ring is the torus {endpoints}
   LinkSpec link;                            ///< switch-to-switch (fat-tree) or neighbour (ring, torus) links

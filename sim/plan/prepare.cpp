@@ -16,7 +16,7 @@
 namespace ddlsim::sim {
 
 std::string parameter_server_placement(const Scenario& s) {
-  const auto& o = s.strategy;
+  const auto& o = s.strategy.get<dag::ParameterServerOptions>();
   const std::string placement =
       o.dedicated_servers
           ? fmt::format("on {} dedicated host{} with the workers' NIC", o.servers, o.servers == 1 ? "" : "s")
@@ -49,7 +49,7 @@ dag::IterationGraph ps_async_graph(const Scenario& s, const dag::WorkerCosts& co
   if (!groups.empty()) {
     dag::GradientGroup g;
     g.ready_layer = 0;
-    g.shard_count = s.strategy.servers; // the whole gradient: every server's shards
+    g.shard_count = s.strategy.get<dag::ParameterServerOptions>().servers; // the whole gradient: every server's shards
     for (const auto& k : groups) {
       g.tensors.insert(g.tensors.end(), k.tensors.begin(), k.tensors.end());
       g.elements += k.elements;
@@ -63,7 +63,7 @@ dag::IterationGraph ps_async_graph(const Scenario& s, const dag::WorkerCosts& co
 
 void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
   RunResult& r = p.result;
-  const auto& o = s.strategy;
+  const auto& o = s.strategy.get<dag::ParameterServerOptions>();
   ParameterServerReport ps;
   ps.servers = o.servers;
   ps.dedicated = o.dedicated_servers;
@@ -78,7 +78,7 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
         std::max(ps.server_bytes_received, (r.workers - local) * shard[static_cast<std::size_t>(k)]);
   }
   ps.server_bytes_sent = ps.server_bytes_received;
-  if (o.kind == "ps-sync") {
+  if (!s.strategy.asynchronous()) {
     ps.iterations_simulated = kPsSyncIterations;
     ps.warmup_iterations = kPsSyncIterations - 1;
     for (std::size_t v = 0; v < r.graph.size(); ++v) {
@@ -122,15 +122,16 @@ Prepared prepare(const Scenario& s, std::string engine) {
       allgather.emplace(sparse_lowering(dag::Collective::allgather), shape, net);
     return (*allgather)(bytes);
   };
-  const dag::StrategyInput input{s.model,   p.costs.worker, dtype_bytes(s.gradient_dtype), allreduce_time, s.strategy,
-                                 r.workers, allgather_time};
-  const bool ps = dag::is_parameter_server(s.strategy.kind);
+  const dag::StrategyInput input{s.model,        p.costs.worker,     dtype_bytes(s.gradient_dtype),
+                                 allreduce_time, s.strategy.options, r.workers,
+                                 allgather_time};
+  const bool ps = s.strategy.is(dag::StrategyFamily::parameter_server);
   // A single worker communicates only with a dedicated server.
-  const bool communicate = r.workers > 1 || (ps && s.strategy.dedicated_servers);
-  r.groups = communicate ? dag::find_strategy(s.strategy.kind)->plan(input) : std::vector<dag::GradientGroup>{};
-  if (s.strategy.kind == "ps-sync")
+  const bool communicate = r.workers > 1 || (ps && s.strategy.get<dag::ParameterServerOptions>().dedicated_servers);
+  r.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
+  if (ps && !s.strategy.asynchronous())
     r.graph = dag::build_ps_sync(s.model, p.costs.worker, r.groups, kPsSyncIterations);
-  else if (s.strategy.kind == "ps-async")
+  else if (ps)
     r.graph = ps_async_graph(s, p.costs.worker, r.groups);
   else
     r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
@@ -140,31 +141,34 @@ Prepared prepare(const Scenario& s, std::string engine) {
     prepare_parameter_server(s, p);
   if (const auto c = compression_totals(r.groups); c.groups > 0) {
     const double bw = p.costs.worker.memory_bandwidth / 1e9;
-    if (c.selected > 0)
+    if (c.selected > 0) {
+      const auto& sparse = s.strategy.get<dag::SparsificationOptions>();
       r.notes.push_back(fmt::format(
           "{}: {} of {} gradient elements sent per worker in {} group{} (density {}), {} selection{}; compression {} "
           "and decompression {} per iteration on the GPU (memory traffic at {:.0f} GB/s and {} us per kernel launch)",
-          s.strategy.kind, c.selected, c.elements, c.groups, c.groups > 1 ? "s" : "", s.strategy.density,
-          dag::selection_name(s.strategy.selection),
-          s.strategy.selection_curve ? " (its time from the calibration's cost curve)" : "", format_time(c.compress_s),
+          s.strategy.kind(), c.selected, c.elements, c.groups, c.groups > 1 ? "s" : "", sparse.density,
+          dag::selection_name(sparse.selection),
+          sparse.selection_curve ? " (its time from the calibration's cost curve)" : "", format_time(c.compress_s),
           format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
-    else
+    } else {
       r.notes.push_back(fmt::format(
           "{}: {} bits per gradient element on the wire, {} DDP bucket{} allgathered and decoded on every worker; "
           "quantisation {} and decoding {} per iteration on the GPU (memory traffic at {:.0f} GB/s and {} us per "
           "kernel launch)",
-          s.strategy.kind, c.wire_bits, c.groups, c.groups > 1 ? "s" : "", format_time(c.compress_s),
+          s.strategy.kind(), c.wire_bits, c.groups, c.groups > 1 ? "s" : "", format_time(c.compress_s),
           format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
+    }
   }
   if (const auto low_rank = powersgd_totals(r.groups)) {
     const auto& w = p.costs.worker;
+    const auto& low_rank_options = s.strategy.get<dag::PowerSgdOptions>();
     r.notes.push_back(fmt::format(
         "powersgd: rank {}, {} weight matrices sent as low-rank factors and {} tensors dense; {} of {} gradient "
         "elements allreduced per worker (compression ratio {:.1f}); compression kernels {} per iteration "
         "(roofline at {:.1f} TFLOPS, {:.0f} GB/s) on {}",
-        s.strategy.rank, low_rank->matrices, low_rank->dense_tensors, low_rank->wire_elements, low_rank->elements,
+        low_rank_options.rank, low_rank->matrices, low_rank->dense_tensors, low_rank->wire_elements, low_rank->elements,
         low_rank->compression_ratio(), format_time(low_rank->compress_s), w.peak_flops / 1e12, w.memory_bandwidth / 1e9,
-        s.strategy.separate_compression_stream
+        low_rank_options.separate_compression_stream
             ? "a separate GPU stream, assumed to overlap with backward without slowing it"
             : "the compute stream"));
   }
@@ -216,7 +220,7 @@ dag::Communicator data_parallel_group(const Scenario& s) {
 }
 
 double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph) {
-  const bool ps = dag::is_parameter_server(s.strategy.kind);
+  const bool ps = s.strategy.is(dag::StrategyFamily::parameter_server);
   std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
   std::map<std::pair<int, int>, std::unique_ptr<CollectiveModel>> other_groups; // by (nodes, GPUs per node)
   double bytes_sent = 0;
@@ -275,8 +279,9 @@ const CollectiveLowering& sparse_lowering(dag::Collective c) {
 LoweringShape task_shape(const Scenario& s, const dag::Task& task, const LoweringShape& communicator) {
   LoweringShape shape = communicator;
   if (task.collective == dag::Collective::ps_push || task.collective == dag::Collective::ps_pull) {
-    shape.servers = s.strategy.servers;
-    shape.dedicated_servers = s.strategy.dedicated_servers;
+    const auto& o = s.strategy.get<dag::ParameterServerOptions>();
+    shape.servers = o.servers;
+    shape.dedicated_servers = o.dedicated_servers;
     shape.shard_first = task.shard_first;
     shape.shard_count = task.shard_count;
   }

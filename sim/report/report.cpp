@@ -39,7 +39,8 @@ std::string task_label(const Scenario& s, const dag::Task& t) {
   case dag::TaskKind::compression:
     return fmt::format("compression #{}", t.group);
   case dag::TaskKind::delay:
-    return fmt::format("{} #{}", dag::is_parameter_server(s.strategy.kind) ? "server update" : "fusion wait", t.group);
+    return fmt::format("{} #{}", s.strategy.is(dag::StrategyFamily::parameter_server) ? "server update" : "fusion wait",
+                       t.group);
   default:
     return std::string(dag::task_kind_name(t.kind));
   }
@@ -92,7 +93,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                 {"parameters", s.model.param_count()},
                 {"tensors", s.model.tensor_count()},
                 {"batch_per_gpu", s.batch_per_gpu}};
-  j["strategy"] = s.strategy.kind;
+  j["strategy"] = std::string(s.strategy.kind());
   // Compression: what was sent and how many communication rounds a group's collective took.
   if (const auto c = compression_totals(r.groups); c.groups > 0) {
     const auto& group = *std::find_if(r.groups.begin(), r.groups.end(), [](const auto& g) {
@@ -101,10 +102,11 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     const auto& first = group.stages.front();
     const auto phases = sparse_lowering(first.collective)
                             .lower({s.cluster.nodes, s.cluster.gpus_per_node}, first.bytes, Granularity::aggregated);
-    if (c.selected > 0)
+    if (c.selected > 0) {
+      const auto& sparse = s.strategy.get<dag::SparsificationOptions>();
       j["sparsification"] = {{"collective", dag::collective_name(first.collective)},
-                             {"selection", dag::selection_name(s.strategy.selection)},
-                             {"density", s.strategy.density},
+                             {"selection", dag::selection_name(sparse.selection)},
+                             {"density", sparse.density},
                              {"groups", c.groups},
                              {"elements", c.elements},
                              {"selected_elements", c.selected},
@@ -112,21 +114,24 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                              {"rounds", phases.size()},
                              {"compress_s", c.compress_s},
                              {"decompress_s", c.decompress_s}};
-    else
-      j["quantisation"] = {{"scheme", s.strategy.kind},
+    } else {
+      const auto levels = s.strategy.get<dag::QuantisationOptions>().levels; // qsgd's only
+      j["quantisation"] = {{"scheme", std::string(s.strategy.kind())},
                            {"collective", dag::collective_name(first.collective)},
                            {"bits_per_element", c.wire_bits},
-                           {"levels", s.strategy.kind == "qsgd" ? OrderedJson(s.strategy.levels) : OrderedJson()},
+                           {"levels", levels ? OrderedJson(*levels) : OrderedJson()},
                            {"groups", c.groups},
                            {"elements", c.elements},
                            {"rounds", phases.size()},
                            {"compress_s", c.compress_s},
                            {"decompress_s", c.decompress_s}};
+    }
   }
   // PowerSGD: what the low-rank factors saved on the wire and what their kernels cost.
   if (const auto ps = powersgd_totals(r.groups))
-    j["powersgd"] = {{"rank", s.strategy.rank},
-                     {"compression_stream", s.strategy.separate_compression_stream ? "separate" : "inline"},
+    j["powersgd"] = {{"rank", s.strategy.get<dag::PowerSgdOptions>().rank},
+                     {"compression_stream",
+                      s.strategy.get<dag::PowerSgdOptions>().separate_compression_stream ? "separate" : "inline"},
                      {"compressed_matrices", ps->matrices},
                      {"dense_tensors", ps->dense_tensors},
                      {"elements", ps->elements},
@@ -140,7 +145,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     o["mode"] = ps.async ? "async" : "sync";
     o["servers"] = ps.servers;
     o["placement"] = ps.dedicated ? "dedicated" : "colocated";
-    o["bigarray_bound"] = s.strategy.bigarray_bound;
+    o["bigarray_bound"] = s.strategy.get<dag::ParameterServerOptions>().bigarray_bound;
     o["push_bytes_per_worker"] = ps.push_bytes_per_worker;
     o["pull_bytes_per_worker"] = ps.pull_bytes_per_worker;
     o["server_bytes_received"] = ps.server_bytes_received;
@@ -148,7 +153,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     o["iterations_simulated"] = ps.iterations_simulated;
     o["warmup_iterations"] = ps.warmup_iterations;
     if (ps.async) {
-      o["worker_speed_spread"] = s.strategy.worker_speed_spread;
+      o["worker_speed_spread"] = s.strategy.get<dag::ParameterServerOptions>().worker_speed_spread;
       o["worker_compute_s"] = ps.worker_compute_s;
       o["worker_throughput_samples_per_s"] = ps.worker_throughput_samples_per_s;
       o["aggregate_throughput_samples_per_s"] = ps.aggregate_throughput_samples_per_s;
@@ -275,7 +280,7 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                      r.parameter_server ? "key"
                      : r.groups.empty() ? "allreduce"
                                         : dag::collective_name(r.groups.front().first_collective()),
-                     collectives == 1 ? "" : "s", groups, s.strategy.kind,
+                     collectives == 1 ? "" : "s", groups, s.strategy.kind(),
                      format_bytes(r.communication_bytes_per_worker)) +
          fmt::format("{}", fmt::join(notes_lines(r), ""));
 }

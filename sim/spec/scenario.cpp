@@ -4,7 +4,6 @@
 
 #include "core/io.hpp"
 #include "dag/calibration.hpp"
-#include "dag/powersgd.hpp"
 #include "dag/workload.hpp"
 #include "dag/zoo/zoo.hpp"
 #include "sim/network/collectives.hpp"
@@ -31,13 +30,6 @@ std::string resolve_relative(const std::string& scenario_file, const std::string
   if (p.is_absolute() || scenario_file.empty())
     return path;
   return (fs::path(scenario_file).parent_path() / p).lexically_normal().string();
-}
-
-std::vector<std::string> names_of_strategies() {
-  std::vector<std::string> out;
-  for (const auto& s : dag::strategies())
-    out.emplace_back(s.name);
-  return out;
 }
 
 std::vector<std::string> names_of_algorithms() {
@@ -178,31 +170,33 @@ std::vector<unsigned> positive_list(ObjectReader& r, std::string_view key, std::
 // "parallel": [...], "link": {...}}, {"kind": "ring", "link": {...}}, {"kind": "torus", "dimensions": [...],
 // "link": {...}}. The network's endpoints are the nodes, or the GPUs with "nic": "per-gpu".
 void parse_topology(const Json& t, const std::string& file, const std::string& pointer, ClusterSpec& c) {
-  const std::vector<std::string> kinds{"star", "fat-tree", "ring", "torus"};
+  const std::vector<std::string> kinds(kTopologyNames.begin(), kTopologyNames.end());
   auto& topo = c.topology;
   if (t.is_string()) {
-    topo.kind = t.get<std::string>();
-    if (std::find(kinds.begin(), kinds.end(), topo.kind) == kinds.end())
+    const auto name = t.get<std::string>();
+    const auto kind = find_topology(name);
+    if (!kind)
       throw InputError(file, pointer,
-                       fmt::format("unknown topology '{}' (expected one of: {})", topo.kind, fmt::join(kinds, ", ")));
-    if (topo.kind != "star")
+                       fmt::format("unknown topology '{}' (expected one of: {})", name, fmt::join(kinds, ", ")));
+    topo.kind = *kind;
+    if (topo.kind != TopologyKind::star)
       throw InputError(file, pointer,
                        fmt::format("topology '{}' needs an object with its parameters, e.g. "
                                    "{{\"kind\": \"{}\", ...}}",
-                                   topo.kind, topo.kind));
+                                   name, name));
     return;
   }
   ObjectReader r(t, file, pointer);
-  topo.kind = r.choice("kind", kinds);
+  topo.kind = *find_topology(r.choice("kind", kinds));
   const auto endpoints = static_cast<std::int64_t>(c.endpoints());
   const std::string what = c.nic_per_gpu ? "GPUs (nic: per-gpu)" : "nodes";
-  if (topo.kind != "star") {
+  if (topo.kind != TopologyKind::star) {
     if (auto l = r.optional_object("link"))
       topo.link = parse_link(*l);
     else
       topo.link = c.inter;
   }
-  if (topo.kind == "fat-tree") {
+  if (topo.kind == TopologyKind::fat_tree) {
     topo.down = positive_list(r, "down", 0);
     topo.up = positive_list(r, "up", topo.down.size());
     topo.parallel =
@@ -213,7 +207,7 @@ void parse_topology(const Json& t, const std::string& file, const std::string& p
     if (leaves != endpoints)
       r.fail("down", fmt::format("the fat-tree has {} leaves (product of down) but the cluster has {} {}", leaves,
                                  endpoints, what));
-  } else if (topo.kind == "torus") {
+  } else if (topo.kind == TopologyKind::torus) {
     topo.dimensions = positive_list(r, "dimensions", 0);
     std::int64_t size = 1;
     for (unsigned d : topo.dimensions)
@@ -221,7 +215,7 @@ void parse_topology(const Json& t, const std::string& file, const std::string& p
     if (size != endpoints)
       r.fail("dimensions", fmt::format("the torus has {} positions (product of dimensions) but the cluster has {} {}",
                                        size, endpoints, what));
-  } else if (topo.kind == "ring") {
+  } else if (topo.kind == TopologyKind::ring) {
     topo.dimensions = {static_cast<unsigned>(endpoints)};
   }
   r.finish();
@@ -272,131 +266,22 @@ void parse_collectives(ObjectReader r, Scenario& s) {
   r.finish();
 }
 
-// PowerSGD's rank must let at least one weight matrix of the model be compressed (dag/powersgd.hpp).
-void parse_powersgd(ObjectReader& r, Scenario& s) {
-  auto& o = s.strategy;
-  if (const Json* rank = r.optional("rank")) {
-    if (!rank->is_number_integer())
-      r.fail("rank",
-             fmt::format("expected a positive integer (the rank of the low-rank approximation), got {}", rank->dump()));
-    // Parsed JSON holds non-negative integers as unsigned, values set from C++ as signed.
-    if (rank->is_number_unsigned() ? rank->get<std::uint64_t>() < 1 : rank->get<std::int64_t>() < 1)
-      r.fail("rank", fmt::format("{} is below 1: the rank of the low-rank approximation", rank->dump()));
-    o.rank = static_cast<int>(std::min<std::uint64_t>(rank->get<std::uint64_t>(), 1U << 30));
-  }
-  o.separate_compression_stream =
-      r.optional_choice("compression_stream", {"inline", "separate"}).value_or("inline") == "separate";
-  const std::string key = r.has("rank") ? "rank" : "kind";
-  const dag::ParamTensor* widest = nullptr; // the weight matrix with the largest min(n, m)
-  std::int64_t widest_min = 0;
-  bool any_compressed = false;
-  for (const auto& layer : s.model.layers)
-    for (const auto& p : layer.params) {
-      const auto v = dag::powersgd_view(p, o.rank);
-      if (!v.matrix)
-        continue;
-      any_compressed = any_compressed || v.compress;
-      if (std::min(v.rows, v.cols) > widest_min) {
-        widest_min = std::min(v.rows, v.cols);
-        widest = &p;
-      }
-    }
-  if (widest == nullptr)
-    r.fail(key,
-           fmt::format("model '{}' has no weight matrix (a tensor of 2 or more dimensions) to compress", s.model.name));
-  const auto describe = [&] {
-    return fmt::format("{} ({} x {})", widest->name, widest->shape.front(), widest->numel / widest->shape.front());
-  };
-  if (o.rank > widest_min)
-    r.fail(key, fmt::format("{} is above min(n, m) of every weight matrix of '{}', so no matrix can be compressed: "
-                            "the largest min(n, m) is {}, of {}",
-                            o.rank, s.model.name, widest_min, describe()));
-  if (!any_compressed)
-    r.fail(key, fmt::format("at rank {} no weight matrix of '{}' is worth compressing (PyTorch's rule: "
-                            "(n + m) x rank x {} < n x m); the largest min(n, m) is {}, of {}",
-                            o.rank, s.model.name, dag::kMinCompressionRate, widest_min, describe()));
-  if (!(s.gpu.memory_bandwidth > 0) || !(s.gpu.peak_flops > 0))
-    r.fail("kind", "'powersgd' costs its matmuls and orthogonalisation on the GPU's roofline: give gpu.preset, or "
-                   "gpu.peak_flops and gpu.memory_bandwidth");
-}
-
+// The strategy's keys are the registry's (dag/strategy.hpp): the chosen kind's parser reads them, with what it needs
+// of the rest of the scenario passed explicitly.
 void parse_strategy(ObjectReader r, Scenario& s) {
-  auto& o = s.strategy;
-  o.kind = r.choice("kind", names_of_strategies());
-  // Keys that belong to another kind get a message that says which.
-  const std::vector<std::string> bucketed{"ddp", "powersgd", "qsgd", "terngrad", "signsgd"};
-  const std::vector<std::string> sparse{"topk", "gtopk", "lags", "omgs"};
-  const std::vector<std::pair<std::string, std::vector<std::string>>> owner{{"first_bucket", bucketed},
-                                                                            {"bucket_cap", bucketed},
-                                                                            {"threshold", {"fusion"}},
-                                                                            {"cycle_time", {"fusion"}},
-                                                                            {"density", sparse},
-                                                                            {"selection", sparse},
-                                                                            {"levels", {"qsgd"}},
-                                                                            {"rank", {"powersgd"}},
-                                                                            {"compression_stream", {"powersgd"}},
-                                                                            {"servers", {"ps-sync", "ps-async"}},
-                                                                            {"placement", {"ps-sync", "ps-async"}},
-                                                                            {"bigarray_bound", {"ps-sync", "ps-async"}},
-                                                                            {"worker_speed_spread", {"ps-async"}}};
-  for (const auto& [key, kinds] : owner)
-    if (r.has(key) && std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end())
-      r.fail(key, fmt::format("applies to strategy kind{} '{}', not '{}'", kinds.size() > 1 ? "s" : "",
-                              fmt::join(kinds, "', '"), o.kind));
-  const auto is = [&o](const std::vector<std::string>& kinds) {
-    return std::find(kinds.begin(), kinds.end(), o.kind) != kinds.end();
+  const auto& topology = s.cluster.topology;
+  const dag::StrategyContext context{
+      .model = &s.model,
+      .nodes = s.cluster.nodes,
+      .memory_bandwidth = s.gpu.memory_bandwidth,
+      .peak_flops = s.gpu.peak_flops,
+      .selection_curves = s.gpu.calibration ? &s.gpu.calibration->selection : nullptr,
+      .topology = topology_name(topology.kind),
+      .star_network = topology.kind == TopologyKind::star,
   };
-  if (is(bucketed)) {
-    o.first_bucket_bytes =
-        r.optional_quantity("first_bucket", Dimension::bytes, 0, true).value_or(o.first_bucket_bytes);
-    o.bucket_cap_bytes = r.optional_quantity("bucket_cap", Dimension::bytes, 0, true).value_or(o.bucket_cap_bytes);
-  } else if (o.kind == "fusion") {
-    o.fusion_threshold_bytes = r.optional_quantity("threshold", Dimension::bytes).value_or(o.fusion_threshold_bytes);
-    o.cycle_time_s = r.optional_quantity("cycle_time", Dimension::time).value_or(o.cycle_time_s);
-  }
-  if (is(sparse)) {
-    if (const Json* d = r.optional("density")) {
-      if (!d->is_number())
-        r.fail("density", fmt::format("expected a number in (0, 1], got {}", d->dump()));
-      const double density = d->get<double>();
-      if (!(density > 0 && density <= 1))
-        r.fail("density", fmt::format("{} is outside (0, 1]: the fraction of gradient elements sent", d->dump()));
-      o.density = density;
-    }
-    const auto selection = r.optional_choice("selection", {"sort", "sampling", "threshold"}).value_or("sort");
-    o.selection = selection == "sampling"    ? dag::Selection::sampling
-                  : selection == "threshold" ? dag::Selection::threshold
-                                             : dag::Selection::sort;
-  }
-  if (o.kind == "powersgd")
-    parse_powersgd(r, s);
-  if (dag::is_parameter_server(o.kind)) {
-    // Servers: one per node by default (MXNet's launcher and BytePS's co-located mode); dedicated hosts hang off
-    // the star with the workers' NIC.
-    o.servers = static_cast<int>(r.optional_integer("servers", 1, 1 << 16).value_or(s.cluster.nodes));
-    o.dedicated_servers =
-        r.optional_choice("placement", {"colocated", "dedicated"}).value_or("colocated") == "dedicated";
-    o.bigarray_bound = r.optional_integer("bigarray_bound", 1, std::int64_t{1} << 40).value_or(o.bigarray_bound);
-    o.worker_speed_spread = r.optional_number("worker_speed_spread", 0.0, 10.0).value_or(0.0);
-    if (o.dedicated_servers) {
-      if (s.cluster.topology.kind != "star")
-        r.fail("placement", fmt::format("dedicated server hosts are attached to a star network only, not a {}",
-                                        s.cluster.topology.kind));
-      s.cluster.server_hosts = o.servers;
-    }
-  }
-  if (is(sparse) && s.gpu.calibration) {
-    const auto& curves = s.gpu.calibration->selection;
-    if (const auto it = curves.find(std::string(dag::selection_name(o.selection))); it != curves.end())
-      o.selection_curve = it->second;
-  }
-  if (o.kind == "qsgd")
-    o.levels = static_cast<int>(r.optional_integer("levels", 1, 1 << 30).value_or(o.levels));
-  if ((is(sparse) || o.kind == "qsgd" || o.kind == "terngrad" || o.kind == "signsgd") && !(s.gpu.memory_bandwidth > 0))
-    r.fail("kind", fmt::format("'{}' costs its compression kernels from the GPU's memory bandwidth: give "
-                               "gpu.preset or gpu.memory_bandwidth",
-                               o.kind));
-  r.finish();
+  s.strategy = dag::parse_strategy(r, context);
+  if (const auto* ps = s.strategy.get_if<dag::ParameterServerOptions>(); ps != nullptr && ps->dedicated_servers)
+    s.cluster.server_hosts = ps->servers;
 }
 
 void parse_data(ObjectReader r, Scenario& s) {

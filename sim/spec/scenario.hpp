@@ -58,7 +58,7 @@ struct Scenario {
   GpuSpec gpu;
   ClusterSpec cluster;
   AllreduceSpec allreduce;
-  dag::StrategyOptions strategy;
+  dag::Strategy strategy;
   std::string engine = "analytic";
   bool flow_per_message = false; ///< `flow.granularity`: "aggregated" (default) or "per-message" (reference)
   bool flow_symmetry = true;     ///< `flow.symmetry`: "auto" (default: use node symmetry when exact) or "off"

@@ -33,9 +33,16 @@ std::vector<std::vector<int>> tensors_of(const std::vector<GradientGroup>& group
 
 const CommCost kLinear = [](double bytes) { return 1e-3 + bytes * 1e-9; };
 
+// The plan of the registered strategy `kind`.
+std::vector<GradientGroup> plan(std::string_view kind, const StrategyInput& in) {
+  const StrategyInfo* s = find_strategy(kind);
+  REQUIRE(s != nullptr);
+  return s->plan(in);
+}
+
 } // namespace
 
-TEST_CASE("dag::plan_ddp follows PyTorch's bucket rule", "[dag][ddp]") {
+TEST_CASE("dag::ddp follows PyTorch's bucket rule", "[dag][ddp]") {
   // Reverse order 5,4,3,2,1,0; fp32. First limit 1 MiB: tensors 5 (0.5 MiB) + 4 (0.75 MiB) reach it and close
   // bucket 0. Then 25 MiB: 3 (10 MiB) + 2 (20 MiB) = 30 MiB >= 25 closes bucket 1; 1 + 0 remain as bucket 2.
   const std::int64_t mib_elems = 262144; // 1 MiB of fp32
@@ -43,49 +50,51 @@ TEST_CASE("dag::plan_ddp follows PyTorch's bucket rule", "[dag][ddp]") {
       model_of({mib_elems, mib_elems * 3, mib_elems * 20, mib_elems * 10, mib_elems * 3 / 4, mib_elems / 2});
   WorkerCosts costs;
   costs.bwd_s.assign(6, 1e-3);
-  StrategyOptions options;
+  StrategyOptions options = BucketOptions{};
+  auto& buckets = std::get<BucketOptions>(options);
   const StrategyInput in{model, costs, 4.0, kLinear, options};
-  const auto groups = plan_ddp(in);
+  const auto groups = plan("ddp", in);
   CHECK(tensors_of(groups) == std::vector<std::vector<int>>{{5, 4}, {3, 2}, {1, 0}});
   CHECK(groups[0].ready_layer == 4);
   CHECK(groups[1].bytes == 30.0 * 1048576);
   SECTION("a bucket closes with the tensor that makes it reach the cap, however large") {
-    options.first_bucket_bytes = 1.0;
-    options.bucket_cap_bytes = 4.0 * 1048576; // 4 MiB
-    const auto g2 = plan_ddp(in);
+    buckets.first_bucket_bytes = 1.0;
+    buckets.bucket_cap_bytes = 4.0 * 1048576; // 4 MiB
+    const auto g2 = plan("ddp", in);
     CHECK(tensors_of(g2) == std::vector<std::vector<int>>{{5}, {4, 3}, {2}, {1, 0}});
   }
 }
 
-TEST_CASE("dag::plan_fusion packs tensors ready in the same cycle up to the threshold", "[dag][fusion]") {
+TEST_CASE("dag::fusion packs tensors ready in the same cycle up to the threshold", "[dag][fusion]") {
   const auto model = model_of({100, 100, 100, 100});
   WorkerCosts costs;
   costs.bwd_s = {1.0, 0.5, 0.25, 0.25}; // finish times: l3 0.25, l2 0.5, l1 1.0, l0 2.0
-  StrategyOptions options;
-  options.cycle_time_s = 0.6; // ticks 0.6 (l3, l2), 1.2 (l1), 2.4 (l0)
-  options.fusion_threshold_bytes = 1e9;
+  StrategyOptions options = FusionOptions{};
+  auto& fusion = std::get<FusionOptions>(options);
+  fusion.cycle_time_s = 0.6; // ticks 0.6 (l3, l2), 1.2 (l1), 2.4 (l0)
+  fusion.threshold_bytes = 1e9;
   const StrategyInput in{model, costs, 4.0, kLinear, options};
-  auto groups = plan_fusion(in);
+  auto groups = plan("fusion", in);
   REQUIRE(tensors_of(groups) == std::vector<std::vector<int>>{{3, 2}, {1}, {0}});
   CHECK_THAT(groups[0].launch_delay_s, WithinRel(0.1, 1e-12)); // ready at 0.5, launched at tick 0.6
   CHECK_THAT(groups[1].launch_delay_s, WithinRel(0.2, 1e-12));
   CHECK_THAT(groups[2].launch_delay_s, WithinRel(0.4, 1e-12));
   SECTION("threshold splits a cycle's tensors; threshold 0 disables fusion") {
-    options.fusion_threshold_bytes = 400; // one tensor of 400 B per buffer
-    CHECK(tensors_of(plan_fusion(in)) == std::vector<std::vector<int>>{{3}, {2}, {1}, {0}});
-    options.fusion_threshold_bytes = 0;
-    CHECK(plan_fusion(in).size() == 4);
+    fusion.threshold_bytes = 400; // one tensor of 400 B per buffer
+    CHECK(tensors_of(plan("fusion", in)) == std::vector<std::vector<int>>{{3}, {2}, {1}, {0}});
+    fusion.threshold_bytes = 0;
+    CHECK(plan("fusion", in).size() == 4);
   }
 }
 
-TEST_CASE("dag::plan_wfbp and plan_bsp are the two extremes", "[dag][wfbp][bsp]") {
+TEST_CASE("dag::wfbp and bsp are the two extremes", "[dag][wfbp][bsp]") {
   const auto model = model_of({10, 20, 30});
   WorkerCosts costs;
   costs.bwd_s = {1, 1, 1};
   StrategyOptions options;
   const StrategyInput in{model, costs, 2.0, kLinear, options};
-  CHECK(tensors_of(plan_wfbp(in)) == std::vector<std::vector<int>>{{2}, {1}, {0}});
-  const auto bsp = plan_bsp(in);
+  CHECK(tensors_of(plan("wfbp", in)) == std::vector<std::vector<int>>{{2}, {1}, {0}});
+  const auto bsp = plan("bsp", in);
   CHECK(tensors_of(bsp) == std::vector<std::vector<int>>{{2, 1, 0}});
   CHECK(bsp[0].bytes == 120.0);
   CHECK(bsp[0].ready_layer == 0);
@@ -109,7 +118,7 @@ TEST_CASE("dag::MgWfbp equals the brute-force optimum over all contiguous partit
     StrategyOptions options;
     const StrategyInput in{model, costs, 4.0, cost, options};
     const auto finish = backward_finish_times(costs);
-    const double dp = communication_finish_time(plan_mgwfbp(in), finish, cost);
+    const double dp = communication_finish_time(plan("mg-wfbp", in), finish, cost);
 
     // Every contiguous partition of the m tensors (in ready order) is a bit mask of cut points.
     const auto tensors = flatten_tensors(model);
@@ -129,8 +138,8 @@ TEST_CASE("dag::MgWfbp equals the brute-force optimum over all contiguous partit
     CAPTURE(instance, m, alpha, beta);
     REQUIRE_THAT(dp, WithinRel(best, 1e-12));
     // And therefore never later than WFBP (all singletons) or BSP (one group).
-    CHECK(dp <= communication_finish_time(plan_wfbp(in), finish, cost) * (1 + 1e-12));
-    CHECK(dp <= communication_finish_time(plan_bsp(in), finish, cost) * (1 + 1e-12));
+    CHECK(dp <= communication_finish_time(plan("wfbp", in), finish, cost) * (1 + 1e-12));
+    CHECK(dp <= communication_finish_time(plan("bsp", in), finish, cost) * (1 + 1e-12));
   }
 }
 
@@ -142,13 +151,39 @@ TEST_CASE("dag::MgWfbp merges when the start-up cost dominates and not when it i
   SECTION("huge alpha: one group") {
     const CommCost cost = [](double bytes) { return 1.0 + bytes * 1e-12; };
     const StrategyInput in{model, costs, 4.0, cost, options};
-    CHECK(plan_mgwfbp(in).size() == 1);
+    CHECK(plan("mg-wfbp", in).size() == 1);
   }
   SECTION("zero alpha, slow link: nothing to gain from waiting, so WFBP's singletons are optimal") {
     const CommCost cost = [](double bytes) { return bytes * 1e-6; }; // 4 ms per tensor > 1 ms backward
     const StrategyInput in{model, costs, 4.0, cost, options};
     const auto finish = backward_finish_times(costs);
     // Closed form: the first tensor is ready at 1 ms, then 4 tensors x 4 ms back to back = 17 ms.
-    CHECK_THAT(communication_finish_time(plan_mgwfbp(in), finish, cost), WithinRel(0.017, 1e-9));
+    CHECK_THAT(communication_finish_time(plan("mg-wfbp", in), finish, cost), WithinRel(0.017, 1e-9));
   }
+}
+
+TEST_CASE("dag::the strategy registry lists every strategy once, sorted by name", "[dag][registry]") {
+  const auto registered = registered_strategies();
+  const auto sorted = strategies();
+  REQUIRE(sorted.size() == registered.size());
+  REQUIRE(sorted.size() >= 15);
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    const StrategyInfo& s = *sorted[i];
+    CAPTURE(s.name);
+    if (i > 0)
+      CHECK(sorted[i - 1]->name < s.name); // sorted, no name twice
+    CHECK(find_strategy(s.name) == &s);
+    CHECK_FALSE(s.description.empty());
+    CHECK_FALSE(family_name(s.family).empty());
+    CHECK(s.plan != nullptr);
+    CHECK((s.parse != nullptr) == !s.keys.empty()); // a strategy with keys parses them, one without has none
+    CHECK_FALSE(s.owns("kind"));
+  }
+  CHECK(find_strategy("bogus") == nullptr);
+  // Families and traits, not names, tell the engines what a strategy is.
+  CHECK(find_strategy("ps-async")->family == StrategyFamily::parameter_server);
+  CHECK(find_strategy("ps-async")->traits.asynchronous);
+  CHECK_FALSE(find_strategy("ps-sync")->traits.asynchronous);
+  CHECK(find_strategy("omgs")->owns("density"));
+  CHECK_FALSE(find_strategy("ddp")->owns("density"));
 }

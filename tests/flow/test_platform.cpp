@@ -55,7 +55,7 @@ ClusterSpec cluster(int nodes, int gpus_per_node, bool nic_per_gpu = false) {
 }
 
 ClusterSpec fat_tree(ClusterSpec c, std::vector<unsigned> down, std::vector<unsigned> up) {
-  c.topology.kind = "fat-tree";
+  c.topology.kind = TopologyKind::fat_tree;
   c.topology.parallel.assign(down.size(), 1);
   c.topology.down = std::move(down);
   c.topology.up = std::move(up);
@@ -64,7 +64,7 @@ ClusterSpec fat_tree(ClusterSpec c, std::vector<unsigned> down, std::vector<unsi
 }
 
 ClusterSpec torus(ClusterSpec c, std::vector<unsigned> dimensions) {
-  c.topology.kind = dimensions.size() == 1 ? "ring" : "torus";
+  c.topology.kind = dimensions.size() == 1 ? TopologyKind::ring : TopologyKind::torus;
   c.topology.dimensions = std::move(dimensions);
   c.topology.link = {topo_bw, topo_lat};
   return c;

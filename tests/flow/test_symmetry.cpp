@@ -91,7 +91,7 @@ TEST_CASE("flow::symmetry: the quotient keeps node 0's flows and sends the other
   // The ring's last hop, 7 -> 0 (node 3 to node 0), is represented by node 0's 1 -> 2.
   CHECK(flow::quotient_obstacle(star(4, 2, false)).empty());
   auto torus = star(4, 2, false);
-  torus.topology.kind = "torus";
+  torus.topology.kind = TopologyKind::torus;
   CHECK(flow::quotient_obstacle(torus) == "the topology is not a star");
   CHECK(flow::quotient_obstacle(star(1, 8, false)) == "a single node");
 }

@@ -61,8 +61,8 @@ TEST_CASE("sim::selection algorithms change the compression time, not the traffi
     const auto s = scenario(doc);
     const auto r = run_scenario(s);
     const auto& g = r.groups.at(0);
-    const auto cost = dag::sparsification_cost(s.strategy.selection, static_cast<double>(g.elements),
-                                               static_cast<double>(g.selected), 4);
+    const auto cost = dag::sparsification_cost(s.strategy.get<dag::SparsificationOptions>().selection,
+                                               static_cast<double>(g.elements), static_cast<double>(g.selected), 4);
     CHECK_THAT(g.stages.at(0).kernel_s, WithinRel(cost.seconds(kBandwidth), 1e-12));
     CHECK(g.stages.at(0).kernel_s > previous_compression);
     previous_compression = g.stages.at(0).kernel_s;
@@ -132,10 +132,11 @@ dag::Model model_of(const std::vector<std::vector<std::int64_t>>& layers) {
 // earlier selections cost), so later layers finish later; its pairs are ready after the whole kernel time (launches
 // included); the communication stream runs one allgather at a time, in plan order.
 double simulate_omgs_model(const dag::StrategyInput& in, const std::vector<dag::GradientGroup>& groups) {
-  const double bw = in.costs.memory_bandwidth, density = in.options.density, e = in.bytes_per_element;
-  const dag::SelectionCurve* curve = in.options.selection_curve ? &*in.options.selection_curve : nullptr;
+  const auto& options = std::get<dag::SparsificationOptions>(in.options);
+  const double bw = in.costs.memory_bandwidth, density = options.density, e = in.bytes_per_element;
+  const dag::SelectionCurve* curve = options.selection_curve ? &*options.selection_curve : nullptr;
   const auto streaming = [&](double elements) {
-    return dag::compression_seconds(in.options.selection, curve, elements, density * elements, e, bw, true);
+    return dag::compression_seconds(options.selection, curve, elements, density * elements, e, bw, true);
   };
   double gpu = 0, network = 0, selected = 0; // when each stream is free; elements selected so far
   std::size_t next = 0;
@@ -195,16 +196,17 @@ TEST_CASE("sim::omgs equals the brute-force optimum over all contiguous partitio
       costs.bwd_s.push_back(unit(rng) * 5e-3);
     const double alpha = unit(rng) * 5e-3, beta = unit(rng) * 8e-9;
     const dag::CommCost allgather = [=](double bytes) { return alpha + beta * bytes; };
-    dag::StrategyOptions options;
+    dag::SparsificationOptions options;
     options.density = 0.0005 + unit(rng) * 0.05;
     options.selection = static_cast<dag::Selection>(instance % 3);
     if (instance % 5 == 4) // a measured selection curve in place of the traffic model
       options.selection_curve = dag::SelectionCurve{unit(rng) * 1e-4, unit(rng) * 1e-10, unit(rng) * 1e-8};
-    const dag::StrategyInput in{model, costs, 4.0, allgather, options, 1 + instance % 16, allgather};
+    const dag::StrategyOptions strategy_options = options;
+    const dag::StrategyInput in{model, costs, 4.0, allgather, strategy_options, 1 + instance % 16, allgather};
     CAPTURE(instance, layers, alpha, beta, options.density, dag::selection_name(options.selection),
             options.selection_curve.has_value());
 
-    const auto plan = dag::plan_omgs(in);
+    const auto plan = dag::find_strategy("omgs")->plan(in);
     const auto order = dag::gradient_ready_order(model);
     // A contiguous partition of the tensors in ready order, each group allgathered.
     std::vector<int> covered;
@@ -237,8 +239,8 @@ TEST_CASE("sim::omgs equals the brute-force optimum over all contiguous partitio
     // No contiguous partition finishes earlier (the plan is one of them, so it is the optimum).
     CHECK(omgs <= best * (1 + 1e-12));
     // Never later than LAGS (every tensor alone) or Top-k of the whole gradient (one group).
-    const auto topk_plan = dag::plan_topk(in);
-    const double lags = simulate_omgs_model(in, dag::plan_lags(in));
+    const auto topk_plan = dag::find_strategy("topk")->plan(in);
+    const double lags = simulate_omgs_model(in, dag::find_strategy("lags")->plan(in));
     const double topk = simulate_omgs_model(in, topk_plan);
     CHECK(omgs <= lags * (1 + 1e-12));
     CHECK(omgs <= topk * (1 + 1e-12));
@@ -274,9 +276,9 @@ TEST_CASE("sim::quantisation allgathers every DDP bucket at its bits per element
   doc["model"]["batch_per_gpu"] = 32;
   const auto s = scenario(doc);
   const auto r = run_scenario(s);
-  auto dense = s;
-  dense.strategy.kind = "ddp";
-  const auto buckets = run_scenario(dense).groups;
+  auto dense_doc = doc;
+  dense_doc["strategy"]["kind"] = "ddp";
+  const auto buckets = run_scenario(scenario(dense_doc)).groups;
   REQUIRE(r.groups.size() == buckets.size()); // DDP's buckets, as PyTorch's comm hooks see them
   const auto comms = tasks_of(r, dag::TaskKind::communication);
   double sent = 0;
@@ -288,9 +290,9 @@ TEST_CASE("sim::quantisation allgathers every DDP bucket at its bits per element
     const double w = m * bits / 8 + scales;
     CHECK(g.wire_bits == bits);
     CHECK_THAT(comms[i]->duration_s, WithinRel(std::log2(p) * kAlpha + (p - 1) * w * kBeta, 1e-12));
-    const auto encode = dag::quantisation_cost(s.strategy.kind == "qsgd"       ? dag::Quantiser::qsgd
-                                               : s.strategy.kind == "terngrad" ? dag::Quantiser::terngrad
-                                                                               : dag::Quantiser::signsgd,
+    const auto encode = dag::quantisation_cost(kind == "qsgd"       ? dag::Quantiser::qsgd
+                                               : kind == "terngrad" ? dag::Quantiser::terngrad
+                                                                    : dag::Quantiser::signsgd,
                                                m, w, 4);
     CHECK_THAT(g.stages.at(0).kernel_s, WithinRel(encode.seconds(kBandwidth), 1e-12));
     // Decoding reads every worker's message and accumulates it: p (w + 2 m e) + 2 m e, p + 1 kernels.
@@ -351,7 +353,7 @@ TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "
       "sampling": {"fixed": "100 us", "per_element": "50 ps", "per_selected": "2 ns"},
       "sort": {"per_element": "1 ns"}}})");
   const auto s = scenario(doc);
-  REQUIRE(s.strategy.selection_curve);
+  REQUIRE(s.strategy.get<dag::SparsificationOptions>().selection_curve);
   const auto r = run_scenario(s);
   const auto& g = r.groups.at(0);
   const double m = static_cast<double>(g.elements), k = static_cast<double>(g.selected);
@@ -365,7 +367,7 @@ TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "
   SECTION("without a curve for the chosen selection, the traffic model stays") {
     doc["strategy"]["selection"] = "threshold";
     const auto t = scenario(doc);
-    CHECK_FALSE(t.strategy.selection_curve);
+    CHECK_FALSE(t.strategy.get<dag::SparsificationOptions>().selection_curve);
     const auto rt = run_scenario(t);
     const auto& h = rt.groups.at(0);
     CHECK_THAT(h.stages.at(0).kernel_s,

@@ -63,7 +63,7 @@ TEST_CASE("sim::parameter-server keys are placed as MXNet's KVStore places them"
   CHECK(r.groups[0].shard_count == 1);
   CHECK(r.groups[1].shard_first == 0);
   CHECK(r.groups[1].shard_count == 4);
-  CHECK(s.strategy.servers == 4); // one per node by default
+  CHECK(s.strategy.get<dag::ParameterServerOptions>().servers == 4); // one per node by default
 }
 
 TEST_CASE("sim::ps push and pull take their closed forms on an alpha-beta star", "[sim][ps]") {

@@ -32,7 +32,7 @@ TEST_CASE("sim::load_scenario reads the shipped quickstart", "[sim][scenario]") 
   CHECK(s.cluster.inter.bandwidth == 1.25e9); // 10 Gbps
   CHECK_THAT(s.cluster.inter.latency_s, WithinRel(25e-6, 1e-15));
   CHECK(s.gpu.peak_flops == 15.7e12); // V100-SXM2 fp32
-  CHECK(s.strategy.kind == "mg-wfbp");
+  CHECK(s.strategy.kind() == "mg-wfbp");
   CHECK(s.engine == "analytic");
 }
 
@@ -71,8 +71,8 @@ TEST_CASE("sim::apply_override sets dotted keys with JSON or string values", "[s
   const auto s = parse_scenario(doc, "t.json");
   CHECK(s.cluster.nodes == 16);
   CHECK(s.name == "quoted");
-  CHECK(s.strategy.kind == "ddp");
-  CHECK(s.strategy.bucket_cap_bytes == 10.0 * 1048576);
+  CHECK(s.strategy.kind() == "ddp");
+  CHECK(s.strategy.get<dag::BucketOptions>().bucket_cap_bytes == 10.0 * 1048576);
   CHECK_FALSE(s.data.prefetch);
   REQUIRE_THROWS_WITH(apply_override(doc, "cluster.nodes.x=1", "t.json"),
                       "t.json: /cluster/nodes: cannot set 'cluster.nodes.x': /cluster/nodes is not an object");
