@@ -46,11 +46,13 @@ constexpr std::array kAlgorithms{
                        nullptr, kDefault},
 };
 
-// Sorted (so that each collective's algorithms are contiguous, by name), unique, one default per collective.
+// Sorted (so that each collective's algorithms are contiguous, by name), unique, one default per collective. (A null
+// lowering is not checked here: GCC's sanitizers make a function's address non-constant; tests/network lowers every
+// entry.)
 constexpr bool well_formed() {
   for (std::size_t i = 0; i < kAlgorithms.size(); ++i) {
     const auto& a = kAlgorithms[i];
-    if (a.collective == C::none || a.lower == nullptr || a.algorithm.empty() || a.description.empty())
+    if (a.collective == C::none || a.algorithm.empty() || a.description.empty())
       return false;
     if (i > 0) {
       const auto& before = kAlgorithms[i - 1];
