@@ -166,6 +166,20 @@ void quantise_group(GradientGroup& g, const StrategyInput& in, Quantiser q) {
               {.kernel_s = dequantisation_cost(m, per_worker, in.workers, e).seconds(bw)}};
 }
 
+std::vector<GradientGroup> plan_quantised_buckets(const StrategyInput& in, Quantiser q) {
+  auto groups = ddp_buckets(in, options_as<QuantisationOptions>(in.options).buckets);
+  for (auto& g : groups)
+    quantise_group(g, in, q);
+  return groups;
+}
+
+StrategyOptions parse_quantised_bucket_options(ObjectReader& r, const StrategyContext& ctx) {
+  QuantisationOptions o;
+  o.buckets = parse_bucket_options(r);
+  require_memory_bandwidth(r, ctx);
+  return o;
+}
+
 std::vector<GradientGroup> plan_sparse_whole_model(const StrategyInput& in, Collective collective) {
   auto groups = one_group_after_backward(in);
   for (auto& g : groups)

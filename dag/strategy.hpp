@@ -263,6 +263,13 @@ void sparsify_group(GradientGroup& group, const StrategyInput& in, Collective co
 /// PyTorch's quantisation comm hooks do per DDP bucket; quantised values do not add, so they are gathered and decoded.
 void quantise_group(GradientGroup& group, const StrategyInput& in, Quantiser q);
 
+/// The quantisation strategies' plan: DDP's buckets, each quantised with `q` (quantise_group).
+[[nodiscard]] std::vector<GradientGroup> plan_quantised_buckets(const StrategyInput& in, Quantiser q);
+
+/// The options of a quantisation strategy without keys of its own (terngrad, signsgd): DDP's bucket keys, and the GPU's
+/// memory bandwidth that costs its kernels.
+[[nodiscard]] StrategyOptions parse_quantised_bucket_options(ObjectReader& r, const StrategyContext& ctx);
+
 /// The whole gradient as one group after backward (BSP's group), sparsified for `collective`.
 [[nodiscard]] std::vector<GradientGroup> plan_sparse_whole_model(const StrategyInput& in, Collective collective);
 

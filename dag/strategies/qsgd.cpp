@@ -20,10 +20,7 @@ StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
 }
 
 std::vector<GradientGroup> plan(const StrategyInput& in) {
-  auto groups = ddp_buckets(in, options_as<QuantisationOptions>(in.options).buckets);
-  for (auto& g : groups)
-    quantise_group(g, in, Quantiser::qsgd);
-  return groups;
+  return plan_quantised_buckets(in, Quantiser::qsgd);
 }
 
 } // namespace

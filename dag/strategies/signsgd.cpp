@@ -3,25 +3,11 @@
 // takes the majority (the sign of their sum). Run per DDP bucket.
 #include "dag/strategy.hpp"
 
-#include "core/json.hpp"
-
 namespace ddlsim::dag {
 namespace {
-
-StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
-  QuantisationOptions o;
-  o.buckets = parse_bucket_options(r);
-  require_memory_bandwidth(r, ctx);
-  return o;
-}
-
 std::vector<GradientGroup> plan(const StrategyInput& in) {
-  auto groups = ddp_buckets(in, options_as<QuantisationOptions>(in.options).buckets);
-  for (auto& g : groups)
-    quantise_group(g, in, Quantiser::signsgd);
-  return groups;
+  return plan_quantised_buckets(in, Quantiser::signsgd);
 }
-
 } // namespace
 
 namespace builtin {
@@ -30,7 +16,7 @@ extern constinit const StrategyInfo signsgd{
     .description = "signSGD: 1-bit signs per DDP bucket, allgathered, majority vote (Bernstein et al., ICLR 2019)",
     .family = StrategyFamily::quantisation,
     .keys = kBucketKeys,
-    .parse = &parse,
+    .parse = &parse_quantised_bucket_options,
     .plan = &plan,
 };
 } // namespace builtin

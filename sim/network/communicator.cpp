@@ -12,6 +12,12 @@ CommunicatorLayout layout_of(const std::vector<int>& ranks, const ClusterSpec& c
   if (ranks.empty())
     throw std::invalid_argument("a communicator needs at least one rank");
   const int workers = cluster.workers(), g = cluster.gpus_per_node;
+  // The whole cluster in rank order (pure data parallelism, every run): one pass, no set over the ranks.
+  bool identity = static_cast<int>(ranks.size()) == workers;
+  for (std::size_t i = 0; identity && i < ranks.size(); ++i)
+    identity = ranks[i] == static_cast<int>(i);
+  if (identity)
+    return {.shape = {.nodes = cluster.nodes, .gpus_per_node = g}, .ranks = ranks, .whole_cluster = true};
   std::set<int> seen, nodes;
   for (int r : ranks) {
     if (r < 0 || r >= workers)
@@ -42,9 +48,6 @@ CommunicatorLayout layout_of(const std::vector<int>& ranks, const ClusterSpec& c
   layout.shape.nodes = static_cast<int>(nodes.size());
   layout.shape.gpus_per_node = static_cast<int>(block);
   layout.ranks = ranks;
-  layout.whole_cluster = static_cast<int>(ranks.size()) == workers;
-  for (std::size_t i = 0; layout.whole_cluster && i < ranks.size(); ++i)
-    layout.whole_cluster = ranks[i] == static_cast<int>(i);
   return layout;
 }
 
