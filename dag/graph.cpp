@@ -2,6 +2,7 @@
 #include "dag/graph.hpp"
 
 #include <boost/graph/topological_sort.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -112,6 +113,37 @@ void IterationGraph::place(const Placement& where) {
     if (t.collective != Collective::none && t.collective != Collective::point_to_point)
       t.communicator = group;
   }
+  const auto& ranks = communicators_[static_cast<std::size_t>(group)].ranks;
+  const auto self = std::find(ranks.begin(), ranks.end(), where.gpu);
+  if (self == ranks.end())
+    throw std::logic_error(fmt::format("IterationGraph::place: GPU {} is not in its data-parallel group", where.gpu));
+  if (where.gpus_per_node < 1 || where.gpu / where.gpus_per_node != where.node)
+    throw std::logic_error(fmt::format("IterationGraph::place: GPU {} is not on node {} with {} GPUs per node",
+                                       where.gpu, where.node, where.gpus_per_node));
+  replication_ = {group, where.gpu, static_cast<int>(self - ranks.begin()), where.gpus_per_node};
+}
+
+int IterationGraph::replicas() const {
+  return replication_.group < 0 ? 1 : static_cast<int>(communicator(replication_.group).ranks.size());
+}
+
+Device IterationGraph::replica_device(int k, Device d) const {
+  if (k < 0 || k >= replicas())
+    throw std::logic_error(fmt::format("IterationGraph::replica_device: no replica {} of {}", k, replicas()));
+  if (k == 0)
+    return d;
+  const auto& ranks = communicator(replication_.group).ranks;
+  const int gpu = ranks[static_cast<std::size_t>(replication_.first + k) % ranks.size()];
+  if (d == Device::gpu(replication_.gpu))
+    return Device::gpu(gpu);
+  if (d == Device::host(replication_.gpu / replication_.gpus_per_node))
+    return Device::host(gpu / replication_.gpus_per_node);
+  throw std::logic_error(
+      fmt::format("IterationGraph::replica_device: {} is not a device of the placed worker", device_name(d)));
+}
+
+bool IterationGraph::spans_replicas(const Task& task) const {
+  return replication_.group >= 0 && task.communicator == replication_.group;
 }
 
 std::vector<Device> IterationGraph::devices() const {

@@ -133,13 +133,25 @@ public:
   struct Placement {
     int gpu = 0;
     int node = 0;
+    int gpus_per_node = 1;      ///< of the cluster: where the other replicas' host tasks run
     Communicator data_parallel; ///< empty: the worker alone
   };
   /// Places a one-worker DAG (build_iteration, build_ps_sync): host_cpu tasks on the worker's node's host, every
-  /// other task on its GPU, every collective over its data-parallel communicator.
+  /// other task on its GPU, every collective over its data-parallel communicator. The DAG then stands for every
+  /// member of that group (its replicas; see replicas()).
   void place(const Placement& where);
   /// The devices that run tasks, in order (GPUs by rank, then hosts).
   [[nodiscard]] std::vector<Device> devices() const;
+
+  /// Data-parallel replicas: the DAG's tasks are replica 0's; replica k (0 <= k < replicas()) runs the same tasks on
+  /// the k-th member of the data-parallel group after the placed GPU (in the group's order, wrapping round), and
+  /// its host tasks on that GPU's node. 1 when the DAG was not placed on a group.
+  [[nodiscard]] int replicas() const;
+  /// Where replica k runs what the DAG runs on `d` (replica 0: `d` itself).
+  [[nodiscard]] Device replica_device(int k, Device d) const;
+  /// Whether `task`'s collective is one instance shared by every replica (it runs over the data-parallel group),
+  /// rather than one per replica over that replica's devices (a point-to-point transfer inside the replica).
+  [[nodiscard]] bool spans_replicas(const Task& task) const;
 
   [[nodiscard]] std::size_t size() const { return boost::num_vertices(graph_); }
   [[nodiscard]] const Task& task(Id id) const { return graph_[id]; }
@@ -160,8 +172,15 @@ public:
   [[nodiscard]] CriticalPath critical_path() const;
 
 private:
+  struct Replication {
+    int group = -1; ///< communicator index of the data-parallel group; -1: not placed on one
+    int gpu = 0;    ///< the placed GPU (replica 0)
+    int first = 0;  ///< its position in the group
+    int gpus_per_node = 1;
+  };
   Graph graph_;
   std::vector<Communicator> communicators_;
+  Replication replication_;
 };
 
 } // namespace ddlsim::dag

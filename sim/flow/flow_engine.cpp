@@ -1,10 +1,10 @@
 // The flow-level engine: the iteration DAG runs on SimGrid 3.32 as S4U activities with dependencies (as in
 // examples/cpp/dag-comm/s4u-dag-comm.cpp), collectives are lowered into phases of point-to-point flows
 // (sim/network/lowering) that share the platform's links by max-min fairness (CM02 with unit factors, DESIGN.md).
-// Compute tasks of the representative worker are timed activities; data-parallel workers are symmetric, so only
-// the network traffic of all ranks is simulated, or, when nodes are symmetric (flow/symmetry.hpp), node 0's traffic on
-// a 2-node quotient platform, exactly. A collective's next phase is started from the completion callback of its
-// previous one, so only the flows in flight exist at any time.
+// Every data-parallel replica's copy of the DAG is timed (ReplicaTimer), or node 0's replicas' when nodes are
+// symmetric (flow/symmetry.hpp) and node 0's traffic is simulated on a 2-node quotient platform, exactly. A
+// collective's next phase is started from the completion callback of its previous one, so only the flows in flight
+// exist at any time.
 #include "sim/flow/flow_engine.hpp"
 
 #include "core/error.hpp"
@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <list>
 #include <map>
@@ -43,8 +44,8 @@ namespace sg4 = simgrid::s4u;
 namespace ddlsim::sim {
 namespace {
 
-// Control activities (a collective's start and end, latency waits) run on one "clock" host; tasks run on their
-// device's host. Both compute at flow::kHostSpeedFlops with a core per concurrent activity (platform.hpp).
+// Timers (a collective's delayed start and its end, latency waits) run on one "clock" host at flow::kHostSpeedFlops
+// with a core per concurrent activity (platform.hpp); tasks other than collectives are timed by ReplicaTimer.
 constexpr double kClockSpeed = flow::kHostSpeedFlops;
 constexpr int kClockCores = flow::kHostCores;
 
@@ -145,12 +146,13 @@ public:
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) { completed(a); });
   }
 
-  /// A timed activity, not started. Exec::init + set_host (not Host::exec_init, which needs an issuing actor),
-  /// as in examples/cpp/dag-tuto: activities are started from main or from completion callbacks, no actor runs.
-  sg4::ExecPtr timed(double seconds, sg4::Host* host = nullptr) {
+  /// A timed activity on the clock host, not started. Exec::init + set_host (not Host::exec_init, which needs an
+  /// issuing actor), as in examples/cpp/dag-tuto: activities are started from main or from completion callbacks,
+  /// no actor runs.
+  sg4::ExecPtr timed(double seconds) {
     auto exec = maestro_.adopt([] { return sg4::Exec::init(); });
     exec->set_flops_amount(seconds * kClockSpeed);
-    exec->set_host(host != nullptr ? host : clock_);
+    exec->set_host(clock_);
     return exec;
   }
 
@@ -420,18 +422,14 @@ struct Simulation {
   sg4::Engine engine{&argc, argv};
   flow::Platform platform;
   sg4::Host* clock = nullptr;
-  std::map<int, sg4::Host*> node_hosts; ///< the host CPU of each node that runs a task (data loading), by node
 
-  /// `host_nodes`: the nodes whose host CPU runs tasks; each gets a host of its own beside the clock.
-  explicit Simulation(const ClusterSpec& cluster, const std::vector<int>& host_nodes = {}) {
+  explicit Simulation(const ClusterSpec& cluster) {
     flow::configure_closed_form(engine);
     flow::enable_link_stats(flow::LinkVisits::noted_links); // FlowRun notes every flow's links
     platform = flow::build_platform(cluster);
     auto* zone = sg4::create_star_zone("ddlsim-clock");
     zone->set_parent(engine.get_netzone_root());
     clock = zone->create_host("ddlsim-clock", kClockSpeed)->set_core_count(kClockCores);
-    for (int node : host_nodes)
-      node_hosts[node] = zone->create_host(fmt::format("node{}-host", node), kClockSpeed)->set_core_count(kClockCores);
     zone->seal();
   }
 };
@@ -451,64 +449,16 @@ const CollectiveLowering& lowering_for(const Scenario& s) {
   return *s.allreduce.algorithm;
 }
 
-} // namespace
+// The graph's dependencies, plus the order of each (device, resource)'s tasks in the analytic schedule (readiness
+// order), as the engine must enforce it: a stream runs one task at a time (per lane).
+struct Dependencies {
+  std::vector<std::vector<std::size_t>> successors; ///< by task id, without duplicates
+  std::vector<int> predecessors;                    ///< count, by task id
+};
 
-FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
-                                 const std::function<double(const std::vector<TaskTiming>&)>& window) {
-  // Per-resource order: the analytic schedule's order (readiness order), enforced with dependencies, since
-  // SimGrid activities on a host do not queue.
-  const auto analytic_timing = schedule(graph);
-
+Dependencies with_stream_order(const dag::IterationGraph& graph, const std::vector<TaskTiming>& order) {
   const std::size_t n = graph.size();
-  std::vector<CollectivePlan::Job> jobs;
-  std::vector<std::size_t> job_of(n, 0);
-  std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
-  for (std::size_t v = 0; v < n; ++v) {
-    const auto collective = graph.task(v).collective;
-    if (collective == dag::Collective::none)
-      continue;
-    job_of[v] = jobs.size();
-    const auto& layout = task_layout(s, graph, graph.task(v), layouts);
-    jobs.push_back({collective == dag::Collective::allreduce ? &lowering_for(s) : &sparse_lowering(collective),
-                    graph.task(v).bytes, task_shape(s, graph.task(v), layout.shape),
-                    layout.whole_cluster ? std::vector<int>{} : layout.ranks});
-  }
-  CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);
-  FlowGraphRun result;
-  result.note = plan.note();
-
-  // Each task runs on its device's host: a GPU's platform host (under node symmetry, a rank of another node than 0
-  // is simulated by the same GPU of node 1), or its node's host CPU.
   const auto devices = graph.devices();
-  std::vector<int> host_nodes;
-  for (const auto& d : devices)
-    if (d.kind == dag::Device::Kind::host)
-      host_nodes.push_back(d.index);
-  Simulation sim(plan.platform_cluster(), host_nodes);
-  FlowRun run(sim.platform, sim.clock);
-  const int g = s.cluster.gpus_per_node;
-  const auto host_of = [&](dag::Device d) -> sg4::Host* {
-    if (d.kind == dag::Device::Kind::host)
-      return sim.node_hosts.at(d.index);
-    const int rank = plan.symmetric() && d.index >= g ? g + d.index % g : d.index;
-    return sim.platform.gpus.at(static_cast<std::size_t>(rank));
-  };
-
-  // Two activities per task: `in` waits for the predecessors, `out` releases the successors. For a compute task
-  // they are one timed activity; for a collective, `in` starts the lowering and `out` is started by it.
-  std::vector<sg4::ExecPtr> in(n), out(n);
-  for (std::size_t v = 0; v < n; ++v) {
-    const auto& task = graph.task(v);
-    if (task.collective != dag::Collective::none) {
-      in[v] = run.timed(0);
-      out[v] = run.timed(0);
-      run.on_done(in[v].get(),
-                  [&run, &plan, job = job_of[v], done = out[v]] { run.start_collective(plan.phases(job), done); });
-    } else {
-      in[v] = out[v] = run.timed(task.duration_s, host_of(task.device));
-    }
-  }
-  // Tasks per (device, resource), each in the analytic schedule's order.
   std::vector<std::vector<std::size_t>> by_resource(devices.size() * dag::kResourceCount);
   for (std::size_t v = 0; v < n; ++v) {
     const auto& t = graph.task(v);
@@ -524,9 +474,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
       edges.emplace(v, w);
   for (auto& tasks : by_resource) {
     std::sort(tasks.begin(), tasks.end(), [&](std::size_t a, std::size_t b) {
-      return analytic_timing[a].start_s != analytic_timing[b].start_s
-                 ? analytic_timing[a].start_s < analytic_timing[b].start_s
-                 : a < b;
+      return order[a].start_s != order[b].start_s ? order[a].start_s < order[b].start_s : a < b;
     });
     // In that order within a lane; a lane -1 task after every lane's previous task and before every next one.
     std::optional<std::size_t> last_all;
@@ -550,32 +498,214 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
       last_in_lane[lane] = v;
     }
   }
-  std::vector<bool> has_predecessor(n, false);
+  Dependencies deps{std::vector<std::vector<std::size_t>>(n), std::vector<int>(n, 0)};
   for (const auto& [v, w] : edges) {
-    out[v]->add_successor(in[w]);
-    has_predecessor[w] = true;
+    deps.successors[v].push_back(w);
+    ++deps.predecessors[w];
   }
-  // Roots start now; every other activity starts when its last dependency completes.
-  for (std::size_t v = 0; v < n; ++v)
-    if (!has_predecessor[v])
-      in[v]->start();
+  return deps;
+}
 
+// Times every simulated replica's copy of the DAG. A task that is not a collective (compute, copies, host work,
+// waits) has a fixed duration and shares nothing with other tasks (each stream runs one at a time, in the order of
+// Dependencies), so its copy ends its duration after the last of its predecessors: that is known as soon as they
+// have ended, and is worked out at once, ahead of the simulated clock. A collective, one instance shared by every
+// replica, is lowered onto the platform at the instant its last replica's copy is ready, and every copy ends when its
+// last flow does. Only the flows (and a timer for a collective that starts later than now) are SimGrid activities.
+class ReplicaTimer {
+public:
+  /// `slots`: how many replicas are simulated (0 .. slots-1).
+  ReplicaTimer(const dag::IterationGraph& graph, Dependencies deps, std::size_t slots, FlowRun& run,
+               CollectivePlan& plan)
+      : graph_(graph), deps_(std::move(deps)), n_(graph.size()), slots_(slots), run_(run), plan_(plan),
+        timing_(slots * n_), pending_(slots * n_), finished_(slots * n_, false), instance_of_(n_, -1) {
+    for (std::size_t k = 0; k < slots_; ++k)
+      std::copy(deps_.predecessors.begin(), deps_.predecessors.end(), pending_.begin() + static_cast<long>(k * n_));
+  }
+
+  /// Collective task v runs as the CollectivePlan's job `job`. Called for every collective task.
+  void add_collective(std::size_t v, std::size_t job) {
+    instance_of_[v] = static_cast<long>(instances_.size());
+    instances_.push_back({.task = v, .job = job, .pending = static_cast<int>(slots_)});
+  }
+
+  /// Starts every replica's roots at time 0.
+  void start() {
+    for (std::size_t k = 0; k < slots_; ++k)
+      for (std::size_t v = 0; v < n_; ++v)
+        if (deps_.predecessors[v] == 0)
+          ready(k, v);
+    drain();
+  }
+
+  [[nodiscard]] bool finished(std::size_t slot, std::size_t v) const { return finished_[slot * n_ + v]; }
+  /// Replica `slot`'s timing, by task id, after the run.
+  [[nodiscard]] std::vector<TaskTiming> take_timing(std::size_t slot) {
+    const auto first = timing_.begin() + static_cast<long>(slot * n_);
+    return {first, first + static_cast<long>(n_)};
+  }
+
+private:
+  struct Instance {
+    std::size_t task;
+    std::size_t job;
+    int pending; ///< member copies not yet ready
+    double ready_s = 0;
+    double start_s = 0;
+  };
+
+  TaskTiming& timing(std::size_t slot, std::size_t v) { return timing_[slot * n_ + v]; }
+
+  // Copy (slot, v) has every predecessor done; its start_s holds the last one's end.
+  void ready(std::size_t slot, std::size_t v) {
+    if (instance_of_[v] < 0) {
+      auto& t = timing(slot, v);
+      t.end_s = t.start_s + graph_.task(v).duration_s;
+      done_.push_back(slot * n_ + v);
+      return;
+    }
+    auto& inst = instances_[static_cast<std::size_t>(instance_of_[v])];
+    inst.ready_s = std::max(inst.ready_s, timing(slot, v).start_s);
+    if (--inst.pending == 0)
+      launch(inst);
+  }
+
+  // Ends the copies in done_ and everything that follows from them without the network.
+  void drain() {
+    while (!done_.empty()) {
+      const std::size_t copy = done_.back();
+      done_.pop_back();
+      finished_[copy] = true;
+      const std::size_t slot = copy / n_;
+      const double end = timing_[copy].end_s;
+      for (std::size_t w : deps_.successors[copy % n_]) {
+        auto& t = timing(slot, w);
+        t.start_s = std::max(t.start_s, end);
+        if (--pending_[slot * n_ + w] == 0)
+          ready(slot, w);
+      }
+    }
+  }
+
+  // Every member copy is ready: the instance starts at the last one's ready time (never before now: a copy is ready
+  // at or after the instant of the event that made it so).
+  void launch(Instance& inst) {
+    const double delay = inst.ready_s - sg4::Engine::get_clock();
+    if (delay <= 0) {
+      begin(inst);
+      return;
+    }
+    auto timer = run_.timed(delay);
+    run_.on_done(timer.get(), [this, &inst, timer] { begin(inst); });
+    timer->start();
+  }
+
+  void begin(Instance& inst) {
+    inst.start_s = sg4::Engine::get_clock();
+    auto done = run_.timed(0);
+    run_.on_done(done.get(), [this, &inst, done] { end(inst); });
+    run_.start_collective(plan_.phases(inst.job), done);
+  }
+
+  void end(const Instance& inst) {
+    const double now = sg4::Engine::get_clock();
+    for (std::size_t k = 0; k < slots_; ++k) {
+      auto& t = timing(k, inst.task);
+      t.start_s = inst.start_s;
+      t.end_s = now;
+      done_.push_back(k * n_ + inst.task);
+    }
+    drain();
+  }
+
+  const dag::IterationGraph& graph_;
+  Dependencies deps_;
+  std::size_t n_, slots_;
+  FlowRun& run_;
+  CollectivePlan& plan_;
+  std::vector<TaskTiming> timing_; ///< by slot * n + task
+  std::vector<int> pending_;       ///< predecessors not yet done, by slot * n + task
+  std::vector<bool> finished_;
+  std::vector<long> instance_of_;  ///< by task: its instance, -1 for a task that is not a collective
+  std::deque<Instance> instances_; ///< stable addresses (handlers hold them)
+  std::vector<std::size_t> done_;  ///< copies ended whose successors are still to be told
+};
+
+} // namespace
+
+FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
+                                 const std::function<double(const std::vector<TaskTiming>&)>& window) {
+  // Per-resource order: the analytic schedule's order (readiness order).
+  auto deps = with_stream_order(graph, schedule(graph));
+
+  // The collectives: one job each, one instance shared by every replica (it runs over the data-parallel group, or
+  // the DAG has one replica).
+  const std::size_t n = graph.size();
+  const int replicas = graph.replicas();
+  std::vector<CollectivePlan::Job> jobs;
+  std::vector<std::size_t> job_of(n, 0);
+  std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto& task = graph.task(v);
+    if (task.collective == dag::Collective::none)
+      continue;
+    if (replicas > 1 && !graph.spans_replicas(task))
+      throw std::logic_error(fmt::format("flow engine: task {} ({} on {}) is a collective inside one of {} replicas; "
+                                         "only collectives over the data-parallel group are simulated",
+                                         v, dag::collective_name(task.collective), dag::device_name(task.device),
+                                         replicas));
+    job_of[v] = jobs.size();
+    const auto& layout = task_layout(s, graph, task, layouts);
+    jobs.push_back(
+        {task.collective == dag::Collective::allreduce ? &lowering_for(s) : &sparse_lowering(task.collective),
+         task.bytes, task_shape(s, task, layout.shape), layout.whole_cluster ? std::vector<int>{} : layout.ranks});
+  }
+  CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);
+
+  // The replicas simulated: all of them, or under node symmetry those on node 0 (the quotient's node 1 stands for
+  // every other node; its GPUs' tasks are those of node 0's).
+  std::size_t slots = static_cast<std::size_t>(replicas);
+  if (plan.symmetric()) {
+    const auto devices = graph.devices();
+    const auto on_node0 = [&](int k) {
+      return std::all_of(devices.begin(), devices.end(), [&](dag::Device d) {
+        const auto image = graph.replica_device(k, d);
+        return image.kind == dag::Device::Kind::gpu ? image.index < s.cluster.gpus_per_node : image.index == 0;
+      });
+    };
+    slots = 0;
+    while (slots < static_cast<std::size_t>(replicas) && on_node0(static_cast<int>(slots)))
+      ++slots;
+  }
+
+  FlowGraphRun result;
+  result.note = plan.note();
+  if (replicas > 1)
+    result.note += fmt::format("; the tasks of {} of the {} data-parallel replicas were timed{}", slots, replicas,
+                               slots < static_cast<std::size_t>(replicas) ? " (node 0's)" : "");
+  Simulation sim(plan.platform_cluster());
+  FlowRun run(sim.platform, sim.clock);
+  ReplicaTimer timer(graph, std::move(deps), slots, run, plan);
+  for (std::size_t v = 0; v < n; ++v)
+    if (graph.task(v).collective != dag::Collective::none)
+      timer.add_collective(v, job_of[v]);
+  timer.start();
   sim.engine.run();
 
-  result.timing.assign(n, {});
-  for (std::size_t v = 0; v < n; ++v) {
-    if (out[v]->get_state() != sg4::Activity::State::FINISHED)
-      throw std::logic_error(
-          fmt::format("flow engine: task {} ({}) never finished", v, dag::task_kind_name(graph.task(v).kind)));
-    const bool collective = graph.task(v).collective != dag::Collective::none;
-    result.timing[v].start_s = collective ? in[v]->get_finish_time() : in[v]->get_start_time();
-    result.timing[v].end_s = out[v]->get_finish_time();
-    if (collective)
+  for (std::size_t k = 0; k < slots; ++k)
+    for (std::size_t v = 0; v < n; ++v)
+      if (!timer.finished(k, v))
+        throw std::logic_error(fmt::format("flow engine: task {} ({}) of replica {} never finished", v,
+                                           dag::task_kind_name(graph.task(v).kind), k));
+  result.timing = timer.take_timing(0);
+  for (std::size_t k = 1; k < slots; ++k)
+    result.replicas.push_back({static_cast<int>(k), timer.take_timing(k)});
+  for (std::size_t v = 0; v < n; ++v)
+    if (graph.task(v).collective != dag::Collective::none)
       graph.task(v).duration_s = result.timing[v].end_s - result.timing[v].start_s;
-  }
   result.links = link_usage(plan, sim.platform, window ? window(result.timing) : makespan_of(result.timing));
   result.flows = run.flows();
-  result.events = run.events();
+  result.events = run.events() + slots * n; // SimGrid's activities, and every task copy timed
   return result;
 }
 
@@ -592,6 +722,14 @@ RunResult run_flow(const Scenario& s) {
     return r.iteration_time_s;
   });
   r.notes.push_back(std::move(run.note));
+  const std::size_t simulated = run.replicas.size() + 1;
+  const auto reported = std::min(simulated, static_cast<std::size_t>(s.flow_report_replicas));
+  run.replicas.resize(reported - 1);
+  r.replicas = std::move(run.replicas);
+  if (reported < simulated)
+    r.notes.push_back(fmt::format("tasks.csv and timeline.json list the tasks of the first {} of the {} data-parallel "
+                                  "replicas simulated (flow.report_replicas)",
+                                  reported, simulated));
   r.links = std::move(run.links);
   r.sim.flows = run.flows;
   r.sim.events = run.events;

@@ -19,15 +19,17 @@ namespace ddlsim::sim {
 
 /// What the flow engine measured of one DAG.
 struct FlowGraphRun {
-  std::vector<TaskTiming> timing; ///< by task id
-  std::vector<LinkUsage> links;   ///< every link of the cluster
-  std::string note;               ///< how the flows were simulated (node symmetry or not)
+  std::vector<TaskTiming> timing;      ///< by task id: the DAG's own devices (replica 0)
+  std::vector<ReplicaTiming> replicas; ///< every other replica simulated (all, or node 0's under node symmetry)
+  std::vector<LinkUsage> links;        ///< every link of the cluster
+  std::string note;                    ///< how the flows were simulated (node symmetry or not)
   std::size_t flows = 0;
   std::size_t events = 0;
 };
-/// Simulates `graph` on the scenario's cluster: each task on its device's host (a GPU's, or its node's host CPU),
-/// each collective lowered on its communicator, each device's streams in the analytic schedule's order; the
-/// collectives' durations in `graph` become the simulated ones. `window(timing)` is the time the links' mean
+/// Simulates `graph` on the scenario's cluster: every data-parallel replica's copy of it (dag::IterationGraph::
+/// replicas; node 0's under node symmetry), each device's streams in the analytic schedule's order, each collective
+/// lowered on its communicator and started when every replica that takes part is ready; the collectives'
+/// durations in `graph` become the simulated ones. `window(timing)` is the time the links' mean
 /// utilisation is taken over (default: the makespan). One simulation per process.
 [[nodiscard]] FlowGraphRun
 simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,

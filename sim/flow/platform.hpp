@@ -28,8 +28,9 @@ struct LinkInfo {
   double latency_s;
 };
 
-/// Hosts run a task of t seconds as an Exec of t x kHostSpeedFlops flops (well above SimGrid's work-amount precision,
-/// 1e-5), each on a core of its own: a device's streams and delays never share a CPU (the DAG orders each stream).
+/// A host runs a timer of t seconds as an Exec of t x kHostSpeedFlops flops (well above SimGrid's work-amount
+/// precision, 1e-5), each on a core of its own: timers never share a CPU. The flow engine's timers run on a clock
+/// host; GPU and server hosts are the flows' endpoints.
 inline constexpr double kHostSpeedFlops = 1e9;
 inline constexpr int kHostCores = 1 << 24;
 

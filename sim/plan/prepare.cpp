@@ -135,7 +135,8 @@ Prepared prepare(const Scenario& s, std::string engine) {
     r.graph = ps_async_graph(s, p.costs.worker, r.groups);
   else
     r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
-  r.graph.place({.gpu = 0, .node = 0, .data_parallel = data_parallel_group(s)});
+  r.graph.place(
+      {.gpu = 0, .node = 0, .gpus_per_node = s.cluster.gpus_per_node, .data_parallel = data_parallel_group(s)});
   r.communication_bytes_per_worker = cost_communication(s, *p.allreduce, r.graph);
   if (ps)
     prepare_parameter_server(s, p);

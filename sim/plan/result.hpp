@@ -17,6 +17,13 @@ struct TaskTiming {
   double end_s = 0;
 };
 
+/// The tasks of one data-parallel replica other than the DAG's own (dag::IterationGraph::replicas): the flow engine
+/// simulates each GPU's copy of the worker's tasks; they run on graph.replica_device(replica, task.device).
+struct ReplicaTiming {
+  int replica = 0;
+  std::vector<TaskTiming> timing; ///< by task id
+};
+
 struct Breakdown {
   double compute_s = 0;               ///< forward, backward and update on the GPU
   double compression_s = 0;           ///< gradient compression kernels
@@ -77,8 +84,11 @@ struct RunResult {
   std::string compute_source;
   std::vector<std::string> notes; ///< what the user should know about how this was predicted
   dag::IterationGraph graph;
-  std::vector<TaskTiming> timing; ///< by task id, worker 0
-  std::vector<LinkUsage> links;   ///< flow engine only
+  std::vector<TaskTiming> timing; ///< by task id: the DAG's devices (replica 0)
+  /// Flow engine: every other replica it simulated (all of them, or node 0's under node symmetry), by replica.
+  /// The analytic engine simulates replica 0 alone, which stands for all.
+  std::vector<ReplicaTiming> replicas;
+  std::vector<LinkUsage> links; ///< flow engine only
   SimStats sim;
   std::optional<ParameterServerReport> parameter_server;
 };

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <map>
 
 namespace ddlsim::sim {
 namespace {
@@ -172,62 +173,104 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   return j;
 }
 
+namespace {
+
+// Replica 0 (the DAG's own devices, r.timing) and the other replicas the engine reports, in that order.
+struct ReportedReplica {
+  int replica;
+  const std::vector<TaskTiming>* timing;
+};
+std::vector<ReportedReplica> reported_replicas(const RunResult& r) {
+  std::vector<ReportedReplica> out{{0, &r.timing}};
+  for (const auto& rep : r.replicas)
+    out.push_back({rep.replica, &rep.timing});
+  return out;
+}
+
+} // namespace
+
 std::string tasks_csv(const Scenario& s, const RunResult& r) {
   std::string out = "device,resource,kind,layer,group,bytes,start_s,end_s\n";
-  for (std::size_t v = 0; v < r.graph.size(); ++v) {
-    const auto& t = r.graph.task(v);
-    fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{},{},{}\n", dag::device_name(t.device),
-                   dag::resource_name(t.resource), dag::task_kind_name(t.kind), layer_name(s, t.layer),
-                   t.group >= 0 ? std::to_string(t.group) : "", t.bytes, r.timing[v].start_s, r.timing[v].end_s);
-  }
+  for (const auto& [replica, timing] : reported_replicas(r))
+    for (std::size_t v = 0; v < r.graph.size(); ++v) {
+      const auto& t = r.graph.task(v);
+      fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{},{},{}\n",
+                     dag::device_name(r.graph.replica_device(replica, t.device)), dag::resource_name(t.resource),
+                     dag::task_kind_name(t.kind), layer_name(s, t.layer), t.group >= 0 ? std::to_string(t.group) : "",
+                     t.bytes, (*timing)[v].start_s, (*timing)[v].end_s);
+    }
   return out;
 }
 
 OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
-  // One process per device (GPUs by rank, then hosts), one thread per resource (stream) that ran something.
-  OrderedJson events = OrderedJson::array();
-  const auto devices = r.graph.devices();
+  // One process per device (GPUs by rank, then hosts), one thread per resource (stream) that ran something. A host
+  // serves the replicas of its node's GPUs: each one's host streams are threads of their own (thread t + i x
+  // resources for the i-th replica reported on that host).
+  const auto replicas = reported_replicas(r);
+  const auto own = r.graph.devices();
+  std::vector<dag::Device> devices;
+  for (const auto& rep : replicas)
+    for (auto d : own)
+      devices.push_back(r.graph.replica_device(rep.replica, d));
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
   const auto pid_of = [&](dag::Device d) {
-    return static_cast<int>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
+    return static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin());
   };
-  std::vector<std::array<bool, dag::kResourceCount>> used(devices.size());
-  for (std::size_t v = 0; v < r.graph.size(); ++v)
-    if (r.timing[v].end_s > r.timing[v].start_s)
-      used[static_cast<std::size_t>(pid_of(r.graph.task(v).device))]
-          [static_cast<std::size_t>(r.graph.task(v).resource)] = true;
+  // thread_base[i][j]: replica i's first thread id on its image of the DAG's device j.
+  std::vector<std::vector<int>> thread_base(replicas.size(), std::vector<int>(own.size(), 0));
+  std::vector<int> sharing(devices.size(), 0); // replicas seen on each device so far
+  for (std::size_t i = 0; i < replicas.size(); ++i)
+    for (std::size_t j = 0; j < own.size(); ++j)
+      thread_base[i][j] = dag::kResourceCount * sharing[pid_of(r.graph.replica_device(replicas[i].replica, own[j]))]++;
+  const auto own_index = [&](dag::Device d) {
+    return static_cast<std::size_t>(std::lower_bound(own.begin(), own.end(), d) - own.begin());
+  };
+
+  OrderedJson events = OrderedJson::array();
+  std::vector<std::map<int, std::string>> threads(devices.size());
+  for (std::size_t i = 0; i < replicas.size(); ++i)
+    for (std::size_t v = 0; v < r.graph.size(); ++v) {
+      const auto& t = r.graph.task(v);
+      const auto& timing = (*replicas[i].timing)[v];
+      if (timing.end_s <= timing.start_s)
+        continue;
+      const auto device = r.graph.replica_device(replicas[i].replica, t.device);
+      const int res = static_cast<int>(t.resource);
+      const int base = thread_base[i][own_index(t.device)];
+      std::string name =
+          t.resource == dag::Resource::none ? std::string("waits") : std::string(dag::resource_name(t.resource));
+      if (sharing[pid_of(device)] > 1)
+        name += " (" + dag::device_name(r.graph.replica_device(replicas[i].replica, own.front())) + ")";
+      threads[pid_of(device)].emplace(base + res, std::move(name));
+    }
   for (std::size_t d = 0; d < devices.size(); ++d) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
                       {"pid", d},
                       {"tid", 0},
                       {"args", {{"name", dag::device_name(devices[d])}}}});
-    for (int res = 0; res < dag::kResourceCount; ++res)
-      if (used[d][static_cast<std::size_t>(res)])
-        events.push_back({{"name", "thread_name"},
-                          {"ph", "M"},
-                          {"pid", d},
-                          {"tid", res},
-                          {"args",
-                           {{"name", res == static_cast<int>(dag::Resource::none)
-                                         ? std::string("waits")
-                                         : std::string(dag::resource_name(static_cast<dag::Resource>(res)))}}}});
+    for (const auto& [tid, name] : threads[d])
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", tid}, {"args", {{"name", name}}}});
   }
-  for (std::size_t v = 0; v < r.graph.size(); ++v) {
-    const auto& t = r.graph.task(v);
-    if (r.timing[v].end_s <= r.timing[v].start_s)
-      continue;
-    OrderedJson e;
-    e["name"] = task_label(s, t);
-    e["cat"] = dag::task_kind_name(t.kind);
-    e["ph"] = "X";
-    e["ts"] = r.timing[v].start_s * 1e6;
-    e["dur"] = (r.timing[v].end_s - r.timing[v].start_s) * 1e6;
-    e["pid"] = pid_of(t.device);
-    e["tid"] = static_cast<int>(t.resource);
-    if (t.bytes > 0)
-      e["args"] = {{"bytes", t.bytes}};
-    events.push_back(std::move(e));
-  }
+  for (std::size_t i = 0; i < replicas.size(); ++i)
+    for (std::size_t v = 0; v < r.graph.size(); ++v) {
+      const auto& t = r.graph.task(v);
+      const auto& timing = (*replicas[i].timing)[v];
+      if (timing.end_s <= timing.start_s)
+        continue;
+      OrderedJson e;
+      e["name"] = task_label(s, t);
+      e["cat"] = dag::task_kind_name(t.kind);
+      e["ph"] = "X";
+      e["ts"] = timing.start_s * 1e6;
+      e["dur"] = (timing.end_s - timing.start_s) * 1e6;
+      e["pid"] = pid_of(r.graph.replica_device(replicas[i].replica, t.device));
+      e["tid"] = thread_base[i][own_index(t.device)] + static_cast<int>(t.resource);
+      if (t.bytes > 0)
+        e["args"] = {{"bytes", t.bytes}};
+      events.push_back(std::move(e));
+    }
   OrderedJson j;
   j["traceEvents"] = std::move(events);
   j["displayTimeUnit"] = "ms";

@@ -413,6 +413,7 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
     s.flow_per_message =
         f->optional_choice("granularity", {"aggregated", "per-message"}).value_or("aggregated") == "per-message";
     s.flow_symmetry = f->optional_choice("symmetry", {"auto", "off"}).value_or("auto") == "auto";
+    s.flow_report_replicas = static_cast<int>(f->optional_integer("report_replicas", 1, 1 << 30).value_or(64));
     f->finish();
   }
   if (const Json* sw = r.optional("sweep"))

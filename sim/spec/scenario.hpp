@@ -62,6 +62,9 @@ struct Scenario {
   std::string engine = "analytic";
   bool flow_per_message = false; ///< `flow.granularity`: "aggregated" (default) or "per-message" (reference)
   bool flow_symmetry = true;     ///< `flow.symmetry`: "auto" (default: use node symmetry when exact) or "off"
+  /// `flow.report_replicas`: the most data-parallel replicas (a worker's GPU and its host) whose tasks the flow
+  /// engine's tasks.csv and timeline.json list, in rank order; it simulates them all either way.
+  int flow_report_replicas = 64;
   DataSpec data;
   std::vector<SweepAxis> sweep;
   Json raw; ///< the document after overrides, for sweeps and reports

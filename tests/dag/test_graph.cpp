@@ -81,3 +81,35 @@ TEST_CASE("dag::backward_finish_times runs layers last to first", "[dag][graph]"
   c.bwd_s = {1, 2, 4};
   CHECK(backward_finish_times(c) == std::vector<double>{7, 6, 4});
 }
+
+TEST_CASE("dag::IterationGraph::place makes the DAG stand for every member of its data-parallel group",
+          "[dag][graph][replicas]") {
+  const auto model = chain(2);
+  const std::vector<GradientGroup> groups{{.tensors = {1, 0}, .elements = 200, .bytes = 800, .ready_layer = 0}};
+  auto g = build_iteration(model, costs_for(2), groups, true);
+  CHECK(g.replicas() == 1);
+  CHECK(g.replica_device(0, Device::gpu(0)) == Device::gpu(0));
+  CHECK_THROWS_AS(g.replica_device(1, Device::gpu(0)), std::logic_error);
+
+  // GPU 5 of a 3-node x 4-GPU cluster, in a strided group {1, 5, 9}: replica 1 is GPU 9 (node 2), replica 2 wraps
+  // round to GPU 1 (node 0).
+  g.place({.gpu = 5, .node = 1, .gpus_per_node = 4, .data_parallel = {{1, 5, 9}}});
+  REQUIRE(g.replicas() == 3);
+  CHECK(g.replica_device(0, Device::gpu(5)) == Device::gpu(5));
+  CHECK(g.replica_device(1, Device::gpu(5)) == Device::gpu(9));
+  CHECK(g.replica_device(1, Device::host(1)) == Device::host(2));
+  CHECK(g.replica_device(2, Device::gpu(5)) == Device::gpu(1));
+  CHECK(g.replica_device(2, Device::host(1)) == Device::host(0));
+  CHECK_THROWS_AS(g.replica_device(3, Device::gpu(5)), std::logic_error);
+  CHECK_THROWS_AS(g.replica_device(1, Device::gpu(6)), std::logic_error); // not a device of the placed worker
+  int collectives = 0;
+  for (IterationGraph::Id v = 0; v < g.size(); ++v) {
+    CHECK(g.spans_replicas(g.task(v)) == (g.task(v).collective != Collective::none));
+    collectives += g.task(v).collective != Collective::none ? 1 : 0;
+  }
+  CHECK(collectives == 1);
+
+  auto h = build_iteration(model, costs_for(2), {}, false);
+  CHECK_THROWS_AS(h.place({.gpu = 2, .node = 0, .gpus_per_node = 4, .data_parallel = {{0, 1}}}), std::logic_error);
+  CHECK_THROWS_AS(h.place({.gpu = 2, .node = 1, .gpus_per_node = 4, .data_parallel = {{2, 3}}}), std::logic_error);
+}
