@@ -24,6 +24,8 @@ std::string_view resource_name(Resource r) {
     return "comm_pull";
   case Resource::none:
     return "none";
+  case Resource::p2p:
+    return "p2p";
   }
   return "?";
 }
@@ -113,18 +115,30 @@ void IterationGraph::place(const Placement& where) {
     if (t.collective != Collective::none && t.collective != Collective::point_to_point)
       t.communicator = group;
   }
-  const auto& ranks = communicators_[static_cast<std::size_t>(group)].ranks;
-  const auto self = std::find(ranks.begin(), ranks.end(), where.gpu);
-  if (self == ranks.end())
-    throw std::logic_error(fmt::format("IterationGraph::place: GPU {} is not in its data-parallel group", where.gpu));
   if (where.gpus_per_node < 1 || where.gpu / where.gpus_per_node != where.node)
     throw std::logic_error(fmt::format("IterationGraph::place: GPU {} is not on node {} with {} GPUs per node",
                                        where.gpu, where.node, where.gpus_per_node));
-  replication_ = {group, where.gpu, static_cast<int>(self - ranks.begin()), where.gpus_per_node};
+  replicate({{where.gpu, group}}, where.gpus_per_node);
+}
+
+void IterationGraph::replicate(const std::vector<ReplicaGroup>& groups, int gpus_per_node) {
+  if (gpus_per_node < 1)
+    throw std::logic_error("IterationGraph::replicate: no GPUs per node");
+  Replication r{{}, gpus_per_node};
+  for (const auto& [gpu, index] : groups) {
+    const auto& ranks = communicator(index).ranks;
+    const auto self = std::find(ranks.begin(), ranks.end(), gpu);
+    if (self == ranks.end())
+      throw std::logic_error(fmt::format("IterationGraph::replicate: GPU {} is not in its data-parallel group", gpu));
+    if (ranks.size() != communicator(groups.front().communicator).ranks.size())
+      throw std::logic_error("IterationGraph::replicate: data-parallel groups of different sizes");
+    r.gpus.push_back({gpu, index, static_cast<int>(self - ranks.begin())});
+  }
+  replication_ = std::move(r);
 }
 
 int IterationGraph::replicas() const {
-  return replication_.group < 0 ? 1 : static_cast<int>(communicator(replication_.group).ranks.size());
+  return replication_.gpus.empty() ? 1 : static_cast<int>(communicator(replication_.gpus.front().group).ranks.size());
 }
 
 Device IterationGraph::replica_device(int k, Device d) const {
@@ -132,18 +146,24 @@ Device IterationGraph::replica_device(int k, Device d) const {
     throw std::logic_error(fmt::format("IterationGraph::replica_device: no replica {} of {}", k, replicas()));
   if (k == 0)
     return d;
-  const auto& ranks = communicator(replication_.group).ranks;
-  const int gpu = ranks[static_cast<std::size_t>(replication_.first + k) % ranks.size()];
-  if (d == Device::gpu(replication_.gpu))
-    return Device::gpu(gpu);
-  if (d == Device::host(replication_.gpu / replication_.gpus_per_node))
-    return Device::host(gpu / replication_.gpus_per_node);
+  const int g = replication_.gpus_per_node;
+  const auto image = [&](const Replica& r) {
+    const auto& ranks = communicator(r.group).ranks;
+    return ranks[static_cast<std::size_t>(r.first + k) % ranks.size()];
+  };
+  for (const auto& r : replication_.gpus) {
+    if (d.kind == Device::Kind::gpu && r.gpu == d.index)
+      return Device::gpu(image(r));
+    if (d.kind == Device::Kind::host && r.gpu / g == d.index)
+      return Device::host(image(r) / g);
+  }
   throw std::logic_error(
-      fmt::format("IterationGraph::replica_device: {} is not a device of the placed worker", device_name(d)));
+      fmt::format("IterationGraph::replica_device: {} is not a device of the replicated DAG", device_name(d)));
 }
 
 bool IterationGraph::spans_replicas(const Task& task) const {
-  return replication_.group >= 0 && task.communicator == replication_.group;
+  return std::any_of(replication_.gpus.begin(), replication_.gpus.end(),
+                     [&](const Replica& r) { return r.group == task.communicator; });
 }
 
 std::vector<Device> IterationGraph::devices() const {

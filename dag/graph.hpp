@@ -21,9 +21,10 @@ namespace ddlsim::dag {
 /// `gpu_compression`: a second CUDA stream for compression kernels (strategy.compression_stream: "separate"),
 /// which overlaps with the compute stream; modelled without slowdown from sharing the SMs and memory bandwidth
 /// (an upper bound on the benefit of the overlap). `comm_pull`: the receiving stream of a parameter-server worker
-/// (pulls run beside pushes on the full-duplex NIC).
-enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, gpu_compression, comm_pull, none };
-inline constexpr int kResourceCount = 6;
+/// (pulls run beside pushes on the full-duplex NIC). `p2p`: a pipeline stage's sends of activations and gradients
+/// to its neighbours, beside its data-parallel collectives on `comm` (Megatron sends on a stream of its own).
+enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, gpu_compression, comm_pull, none, p2p };
+inline constexpr int kResourceCount = 7;
 
 enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compression, communication, update, delay };
 
@@ -76,6 +77,8 @@ struct Task {
   Device device{};        ///< where it runs (the builders place a one-worker DAG on GPU 0; see IterationGraph::place)
   int communicator = -1;  ///< collectives: index into IterationGraph::communicators(); -1 for other tasks
   int src = -1, dst = -1; ///< point_to_point: global GPU ranks
+  int micro_batch = -1;   ///< pipelines: the micro-batch a forward, backward, transfer or load works on
+  int stage = -1;         ///< pipelines: the virtual stage of a forward or backward, the sender's of a transfer
 };
 
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
@@ -140,17 +143,26 @@ public:
   /// other task on its GPU, every collective over its data-parallel communicator. The DAG then stands for every
   /// member of that group (its replicas; see replicas()).
   void place(const Placement& where);
+  /// One of the DAG's GPUs and the data-parallel group (a communicator index) it belongs to.
+  struct ReplicaGroup {
+    int gpu = 0;
+    int communicator = -1;
+  };
+  /// Declares the DAG one data-parallel replica of a model spread over several GPUs (a pipeline's stages): each of
+  /// its GPUs is one member of its group, all groups of one size (replicas()); place() does this for one GPU.
+  void replicate(const std::vector<ReplicaGroup>& groups, int gpus_per_node);
   /// The devices that run tasks, in order (GPUs by rank, then hosts).
   [[nodiscard]] std::vector<Device> devices() const;
 
-  /// Data-parallel replicas: the DAG's tasks are replica 0's; replica k (0 <= k < replicas()) runs the same tasks on
-  /// the k-th member of the data-parallel group after the placed GPU (in the group's order, wrapping round), and
-  /// its host tasks on that GPU's node. 1 when the DAG was not placed on a group.
+  /// Data-parallel replicas: the DAG's tasks are replica 0's; replica k (0 <= k < replicas()) runs what the DAG runs
+  /// on a GPU on the k-th member of that GPU's data-parallel group after it (in the group's order, wrapping round),
+  /// and what it runs on a node's host on the host of the node of its first GPU there. 1 when the DAG was not placed
+  /// or replicated.
   [[nodiscard]] int replicas() const;
   /// Where replica k runs what the DAG runs on `d` (replica 0: `d` itself).
   [[nodiscard]] Device replica_device(int k, Device d) const;
-  /// Whether `task`'s collective is one instance shared by every replica (it runs over the data-parallel group),
-  /// rather than one per replica over that replica's devices (a point-to-point transfer inside the replica).
+  /// Whether `task`'s collective is one instance shared by every replica (it runs over a data-parallel group),
+  /// rather than one per replica over that replica's devices (a point-to-point transfer between pipeline stages).
   [[nodiscard]] bool spans_replicas(const Task& task) const;
 
   [[nodiscard]] std::size_t size() const { return boost::num_vertices(graph_); }
@@ -172,10 +184,13 @@ public:
   [[nodiscard]] CriticalPath critical_path() const;
 
 private:
+  struct Replica {
+    int gpu = 0;   ///< one of the DAG's GPUs (replica 0)
+    int group = 0; ///< communicator index of its data-parallel group
+    int first = 0; ///< its position in the group
+  };
   struct Replication {
-    int group = -1; ///< communicator index of the data-parallel group; -1: not placed on one
-    int gpu = 0;    ///< the placed GPU (replica 0)
-    int first = 0;  ///< its position in the group
+    std::vector<Replica> gpus; ///< empty: not replicated
     int gpus_per_node = 1;
   };
   Graph graph_;

@@ -150,6 +150,65 @@ double communication_finish_time(const std::vector<GradientGroup>& groups, const
   return free_at;
 }
 
+void add_group_chains(IterationGraph& g, const std::vector<GradientGroup>& groups,
+                      const std::function<IterationGraph::Id(const GradientGroup&)>& ready, IterationGraph::Id update,
+                      Device device, int communicator) {
+  IterationGraph::Id previous = 0; // the previous group's first collective
+  bool have_previous = false;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const auto& group = groups[i];
+    IterationGraph::Id last = ready(group);
+    if (group.launch_delay_s > 0) {
+      const auto wait = g.add({.kind = TaskKind::delay,
+                               .resource = Resource::none,
+                               .group = static_cast<int>(i),
+                               .duration_s = group.launch_delay_s,
+                               .device = device});
+      g.depend(last, wait);
+      last = wait;
+    }
+    std::optional<IterationGraph::Id> first_comm;
+    bool last_is_comm = false;
+    for (const auto& stage : group.effective_stages()) {
+      if (stage.kernel_s > 0) {
+        const auto kernel = g.add({.kind = TaskKind::compression,
+                                   .resource = group.kernel_resource,
+                                   .group = static_cast<int>(i),
+                                   .duration_s = stage.kernel_s,
+                                   .device = device});
+        g.depend(last, kernel);
+        last = kernel;
+        last_is_comm = false;
+      }
+      if (stage.collective != Collective::none) {
+        const auto comm = g.add({.kind = TaskKind::communication,
+                                 .resource = Resource::comm,
+                                 .group = static_cast<int>(i),
+                                 .collective = stage.collective,
+                                 .bytes = stage.bytes,
+                                 .device = device,
+                                 .communicator = communicator});
+        g.depend(last, comm);
+        if (!first_comm)
+          first_comm = comm;
+        last = comm;
+        last_is_comm = true;
+      }
+    }
+    // The end of the chain: a kernel, or a collective other than the one the launch order chains to the update.
+    if (!last_is_comm || last != *first_comm)
+      g.depend(last, update);
+    if (first_comm) {
+      if (have_previous)
+        g.depend(previous, *first_comm); // groups are launched in plan order
+      previous = *first_comm;
+      have_previous = true;
+    }
+  }
+  if (have_previous)
+    g.depend(previous, update);
+}
+
 IterationGraph build_iteration(const Model& model, const WorkerCosts& costs, const std::vector<GradientGroup>& groups,
                                bool communicate) {
   const std::size_t layers = model.layers.size();
@@ -190,56 +249,9 @@ IterationGraph build_iteration(const Model& model, const WorkerCosts& costs, con
 
   if (!communicate)
     return g;
-  IterationGraph::Id previous = 0; // the previous group's first collective
-  bool have_previous = false;
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    const auto& group = groups[i];
-    IterationGraph::Id last = bwd[static_cast<std::size_t>(group.ready_layer)];
-    if (group.launch_delay_s > 0) {
-      const auto wait = g.add({.kind = TaskKind::delay,
-                               .resource = Resource::none,
-                               .group = static_cast<int>(i),
-                               .duration_s = group.launch_delay_s});
-      g.depend(last, wait);
-      last = wait;
-    }
-    std::optional<IterationGraph::Id> first_comm;
-    bool last_is_comm = false;
-    for (const auto& stage : group.effective_stages()) {
-      if (stage.kernel_s > 0) {
-        const auto kernel = g.add({.kind = TaskKind::compression,
-                                   .resource = group.kernel_resource,
-                                   .group = static_cast<int>(i),
-                                   .duration_s = stage.kernel_s});
-        g.depend(last, kernel);
-        last = kernel;
-        last_is_comm = false;
-      }
-      if (stage.collective != Collective::none) {
-        const auto comm = g.add({.kind = TaskKind::communication,
-                                 .resource = Resource::comm,
-                                 .group = static_cast<int>(i),
-                                 .collective = stage.collective,
-                                 .bytes = stage.bytes});
-        g.depend(last, comm);
-        if (!first_comm)
-          first_comm = comm;
-        last = comm;
-        last_is_comm = true;
-      }
-    }
-    // The end of the chain: a kernel, or a collective other than the one the launch order chains to the update.
-    if (!last_is_comm || last != *first_comm)
-      g.depend(last, update);
-    if (first_comm) {
-      if (have_previous)
-        g.depend(previous, *first_comm); // groups are launched in plan order
-      previous = *first_comm;
-      have_previous = true;
-    }
-  }
-  if (have_previous)
-    g.depend(previous, update);
+  add_group_chains(
+      g, groups, [&](const GradientGroup& group) { return bwd[static_cast<std::size_t>(group.ready_layer)]; }, update,
+      g.task(update).device);
   return g;
 }
 

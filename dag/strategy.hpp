@@ -289,4 +289,11 @@ void quantise_group(GradientGroup& group, const StrategyInput& in, Quantiser q);
 [[nodiscard]] IterationGraph build_iteration(const Model& model, const WorkerCosts& costs,
                                              const std::vector<GradientGroup>& groups, bool communicate);
 
+/// Adds each group's chain (its launch delay, kernels and collectives, in order) to `g` on `device`, its collectives
+/// over `communicator` (-1: set later by IterationGraph::place): a chain starts after `ready(group)`, the groups'
+/// first collectives launch in plan order, and `update` waits for the end of every chain.
+void add_group_chains(IterationGraph& g, const std::vector<GradientGroup>& groups,
+                      const std::function<IterationGraph::Id(const GradientGroup&)>& ready, IterationGraph::Id update,
+                      Device device, int communicator = -1);
+
 } // namespace ddlsim::dag

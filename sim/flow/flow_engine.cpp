@@ -509,9 +509,10 @@ Dependencies with_stream_order(const dag::IterationGraph& graph, const std::vect
 // Times every simulated replica's copy of the DAG. A task that is not a collective (compute, copies, host work,
 // waits) has a fixed duration and shares nothing with other tasks (each stream runs one at a time, in the order of
 // Dependencies), so its copy ends its duration after the last of its predecessors: that is known as soon as they
-// have ended, and is worked out at once, ahead of the simulated clock. A collective, one instance shared by every
-// replica, is lowered onto the platform at the instant its last replica's copy is ready, and every copy ends when its
-// last flow does. Only the flows (and a timer for a collective that starts later than now) are SimGrid activities.
+// have ended, and is worked out at once, ahead of the simulated clock. A collective instance (one shared by every
+// replica over a data-parallel group, or one per replica inside it) is lowered onto the platform at the instant its
+// last member copy is ready, and its member copies end when its last flow does. Only the flows (and a timer for an
+// instance that starts later than now) are SimGrid activities.
 class ReplicaTimer {
 public:
   /// `slots`: how many replicas are simulated (0 .. slots-1).
@@ -523,10 +524,16 @@ public:
       std::copy(deps_.predecessors.begin(), deps_.predecessors.end(), pending_.begin() + static_cast<long>(k * n_));
   }
 
-  /// Collective task v runs as the CollectivePlan's job `job`. Called for every collective task.
-  void add_collective(std::size_t v, std::size_t job) {
+  /// Collective task v runs as one instance shared by every replica (the CollectivePlan's job `job`), or as one
+  /// per replica (jobs job .. job + slots - 1). Called for every collective task.
+  void add_collective(std::size_t v, bool shared, std::size_t job) {
     instance_of_[v] = static_cast<long>(instances_.size());
-    instances_.push_back({.task = v, .job = job, .pending = static_cast<int>(slots_)});
+    if (shared) {
+      instances_.push_back({.task = v, .job = job, .pending = static_cast<int>(slots_), .shared = true});
+      return;
+    }
+    for (std::size_t k = 0; k < slots_; ++k)
+      instances_.push_back({.task = v, .job = job + k, .pending = 1, .shared = false, .slot = k});
   }
 
   /// Starts every replica's roots at time 0.
@@ -550,6 +557,8 @@ private:
     std::size_t task;
     std::size_t job;
     int pending; ///< member copies not yet ready
+    bool shared;
+    std::size_t slot = 0; ///< the replica of an instance that is not shared
     double ready_s = 0;
     double start_s = 0;
   };
@@ -564,7 +573,8 @@ private:
       done_.push_back(slot * n_ + v);
       return;
     }
-    auto& inst = instances_[static_cast<std::size_t>(instance_of_[v])];
+    const auto first = static_cast<std::size_t>(instance_of_[v]);
+    auto& inst = instances_[instances_[first].shared ? first : first + slot];
     inst.ready_s = std::max(inst.ready_s, timing(slot, v).start_s);
     if (--inst.pending == 0)
       launch(inst);
@@ -609,7 +619,7 @@ private:
 
   void end(const Instance& inst) {
     const double now = sg4::Engine::get_clock();
-    for (std::size_t k = 0; k < slots_; ++k) {
+    for (std::size_t k = inst.shared ? 0 : inst.slot; k < (inst.shared ? slots_ : inst.slot + 1); ++k) {
       auto& t = timing(k, inst.task);
       t.start_s = inst.start_s;
       t.end_s = now;
@@ -626,7 +636,7 @@ private:
   std::vector<TaskTiming> timing_; ///< by slot * n + task
   std::vector<int> pending_;       ///< predecessors not yet done, by slot * n + task
   std::vector<bool> finished_;
-  std::vector<long> instance_of_;  ///< by task: its instance, -1 for a task that is not a collective
+  std::vector<long> instance_of_;  ///< by task: its (first) instance, -1 for a task that is not a collective
   std::deque<Instance> instances_; ///< stable addresses (handlers hold them)
   std::vector<std::size_t> done_;  ///< copies ended whose successors are still to be told
 };
@@ -638,27 +648,37 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
   // Per-resource order: the analytic schedule's order (readiness order).
   auto deps = with_stream_order(graph, schedule(graph));
 
-  // The collectives: one job each, one instance shared by every replica (it runs over the data-parallel group, or
-  // the DAG has one replica).
+  // The collectives: one job per instance. A collective over a data-parallel group is one instance for every
+  // replica; one inside a replica (a transfer between pipeline stages) is one per replica, over that replica's
+  // devices. The latter run over a part of the cluster, which keeps the plan from using node symmetry: every
+  // replica is simulated then.
   const std::size_t n = graph.size();
   const int replicas = graph.replicas();
   std::vector<CollectivePlan::Job> jobs;
-  std::vector<std::size_t> job_of(n, 0);
+  std::vector<std::size_t> first_job(n, 0);
+  std::vector<bool> shared(n, true);
   std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
   for (std::size_t v = 0; v < n; ++v) {
     const auto& task = graph.task(v);
     if (task.collective == dag::Collective::none)
       continue;
-    if (replicas > 1 && !graph.spans_replicas(task))
-      throw std::logic_error(fmt::format("flow engine: task {} ({} on {}) is a collective inside one of {} replicas; "
-                                         "only collectives over the data-parallel group are simulated",
-                                         v, dag::collective_name(task.collective), dag::device_name(task.device),
-                                         replicas));
-    job_of[v] = jobs.size();
-    const auto& layout = task_layout(s, graph, task, layouts);
-    jobs.push_back(
-        {task.collective == dag::Collective::allreduce ? &lowering_for(s) : &sparse_lowering(task.collective),
-         task.bytes, task_shape(s, task, layout.shape), layout.whole_cluster ? std::vector<int>{} : layout.ranks});
+    const auto* lowering =
+        task.collective == dag::Collective::allreduce ? &lowering_for(s) : &sparse_lowering(task.collective);
+    first_job[v] = jobs.size();
+    shared[v] = replicas == 1 || graph.spans_replicas(task);
+    if (shared[v]) {
+      const auto& layout = task_layout(s, graph, task, layouts);
+      jobs.push_back({lowering, task.bytes, task_shape(s, task, layout.shape),
+                      layout.whole_cluster ? std::vector<int>{} : layout.ranks});
+      continue;
+    }
+    for (int k = 0; k < replicas; ++k) {
+      auto ranks = graph.communicator(task.communicator).ranks;
+      for (int& rank : ranks)
+        rank = graph.replica_device(k, dag::Device::gpu(rank)).index;
+      auto layout = layout_of(ranks, s.cluster);
+      jobs.push_back({lowering, task.bytes, task_shape(s, task, layout.shape), std::move(layout.ranks)});
+    }
   }
   CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);
 
@@ -688,7 +708,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
   ReplicaTimer timer(graph, std::move(deps), slots, run, plan);
   for (std::size_t v = 0; v < n; ++v)
     if (graph.task(v).collective != dag::Collective::none)
-      timer.add_collective(v, job_of[v]);
+      timer.add_collective(v, shared[v], first_job[v]);
   timer.start();
   sim.engine.run();
 

@@ -1,0 +1,212 @@
+// Pipeline schedules and the DAG of one pipeline replica (dag/pipeline.hpp).
+#include "dag/pipeline.hpp"
+
+#include "dag/strategy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+
+namespace ddlsim::dag {
+
+std::string_view pipeline_schedule_name(PipelineSchedule s) {
+  switch (s) {
+  case PipelineSchedule::gpipe:
+    return "gpipe";
+  case PipelineSchedule::one_f_one_b:
+    return "1f1b";
+  case PipelineSchedule::interleaved_1f1b:
+    return "interleaved-1f1b";
+  }
+  return "?";
+}
+
+std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, int stages, int micro_batches, int chunks, int rank) {
+  if (stages < 1 || micro_batches < 1 || chunks < 1 || rank < 0 || rank >= stages)
+    throw std::invalid_argument(fmt::format("pipeline_ops: no rank {} of {} stages with {} micro-batches and {} chunks",
+                                            rank, stages, micro_batches, chunks));
+  const int p = stages, m = micro_batches, v = chunks;
+  if (schedule != PipelineSchedule::interleaved_1f1b && v != 1)
+    throw std::invalid_argument(
+        fmt::format("pipeline_ops: {} runs one chunk per rank, not {}", pipeline_schedule_name(schedule), v));
+  std::vector<PipelineOp> ops;
+  ops.reserve(static_cast<std::size_t>(2 * m * v));
+  switch (schedule) {
+  case PipelineSchedule::gpipe:
+    for (int i = 0; i < m; ++i)
+      ops.push_back({true, i, 0});
+    for (int i = m; i-- > 0;)
+      ops.push_back({false, i, 0});
+    return ops;
+  case PipelineSchedule::one_f_one_b: {
+    const int warmup = std::min(p - rank - 1, m);
+    const int remaining = m - warmup;
+    for (int i = 0; i < warmup; ++i)
+      ops.push_back({true, i, 0});
+    for (int i = 0; i < remaining; ++i) {
+      ops.push_back({true, warmup + i, 0});
+      ops.push_back({false, i, 0});
+    }
+    for (int i = remaining; i < m; ++i)
+      ops.push_back({false, i, 0});
+    return ops;
+  }
+  case PipelineSchedule::interleaved_1f1b: {
+    if (m % p != 0)
+      throw std::invalid_argument(fmt::format(
+          "pipeline_ops: interleaved-1f1b needs micro-batches divisible by the stages (Megatron), got {} and {}", m,
+          p));
+    const int total = m * v;
+    const int warmup = std::min((p - rank - 1) * 2 + (v - 1) * p, total);
+    const int remaining = total - warmup;
+    // Megatron's get_model_chunk_id and get_microbatch_id_in_model_chunk for the k-th virtual micro-batch.
+    const auto op = [&](int k, bool forward) {
+      const int chunk = (k % (p * v)) / p;
+      return PipelineOp{forward, (k / (p * v)) * p + k % p, forward ? chunk : v - 1 - chunk};
+    };
+    for (int k = 0; k < warmup; ++k)
+      ops.push_back(op(k, true));
+    for (int i = 0; i < remaining; ++i) {
+      ops.push_back(op(warmup + i, true));
+      ops.push_back(op(i, false));
+    }
+    for (int i = remaining; i < total; ++i)
+      ops.push_back(op(i, false));
+    return ops;
+  }
+  }
+  return ops;
+}
+
+int in_flight_passes(const std::vector<PipelineOp>& ops) {
+  int held = 0, most = 0;
+  for (const auto& op : ops) {
+    held += op.forward ? 1 : -1;
+    most = std::max(most, held);
+  }
+  return most;
+}
+
+double bubble_fraction_closed_form(PipelineSchedule schedule, int stages, int micro_batches, int chunks) {
+  const double p = stages, m = micro_batches;
+  const double v = schedule == PipelineSchedule::interleaved_1f1b ? chunks : 1;
+  return (p - 1) / (v * m + p - 1);
+}
+
+IterationGraph build_pipeline(const PipelinePlan& plan) {
+  const int p = static_cast<int>(plan.ranks.size());
+  const int v = plan.chunks;
+  const int m = plan.micro_batches;
+  if (p < 1 || static_cast<int>(plan.stages.size()) != p * v)
+    throw std::logic_error(
+        fmt::format("build_pipeline: {} virtual stages for {} ranks of {} chunks", plan.stages.size(), p, v));
+  const int last_stage = p * v - 1;
+  const auto rank_of = [p](int stage) { return stage % p; };
+  const auto gpu_of = [&](int stage) { return Device::gpu(plan.ranks[static_cast<std::size_t>(rank_of(stage))].gpu); };
+
+  IterationGraph g;
+  using Id = IterationGraph::Id;
+  // Passes by virtual stage and micro-batch.
+  std::vector<std::vector<Id>> fwd(static_cast<std::size_t>(p * v)), bwd(static_cast<std::size_t>(p * v));
+  for (int stage = 0; stage <= last_stage; ++stage) {
+    const auto& vs = plan.stages[static_cast<std::size_t>(stage)];
+    for (int i = 0; i < m; ++i) {
+      const Task pass{.resource = Resource::gpu_compute, .device = gpu_of(stage), .micro_batch = i, .stage = stage};
+      auto f = pass, b = pass;
+      f.kind = TaskKind::forward;
+      f.duration_s = vs.forward_s;
+      b.kind = TaskKind::backward;
+      b.duration_s = vs.backward_s;
+      fwd[static_cast<std::size_t>(stage)].push_back(g.add(f));
+      bwd[static_cast<std::size_t>(stage)].push_back(g.add(b));
+    }
+  }
+  const auto pass = [&](int stage, int i, bool forward) {
+    return (forward ? fwd : bwd)[static_cast<std::size_t>(stage)][static_cast<std::size_t>(i)];
+  };
+  // A transfer from `stage`'s GPU to `to`'s between `before` and `after` (a direct edge when both are on one GPU).
+  const auto transfer = [&](int stage, int to, int i, Id before, Id after) {
+    const Device src = gpu_of(stage), dst = gpu_of(to);
+    if (src == dst) {
+      g.depend(before, after);
+      return;
+    }
+    const auto send = g.add({.kind = TaskKind::communication,
+                             .resource = Resource::p2p,
+                             .collective = Collective::point_to_point,
+                             .bytes = plan.stages[static_cast<std::size_t>(std::min(stage, to))].activation_bytes,
+                             .device = src,
+                             .communicator = g.add_communicator({{src.index, dst.index}}),
+                             .src = src.index,
+                             .dst = dst.index,
+                             .micro_batch = i,
+                             .stage = stage});
+    g.depend(before, send);
+    g.depend(send, after);
+  };
+  for (int stage = 0; stage <= last_stage; ++stage)
+    for (int i = 0; i < m; ++i) {
+      if (stage < last_stage) {
+        transfer(stage, stage + 1, i, pass(stage, i, true), pass(stage + 1, i, true));
+        transfer(stage + 1, stage, i, pass(stage + 1, i, false), pass(stage, i, false));
+      } else {
+        g.depend(pass(stage, i, true), pass(stage, i, false));
+      }
+    }
+
+  // The input pipeline: micro-batch i's load on the host, its copy on rank 0 right before its first forward.
+  std::vector<Id> h2d(static_cast<std::size_t>(m));
+  for (int i = 0; i < m; ++i) {
+    const auto load = g.add({.kind = TaskKind::data_load,
+                             .resource = Resource::host_cpu,
+                             .duration_s = plan.data_load_s,
+                             .device = Device::host(plan.host_node),
+                             .micro_batch = i});
+    h2d[static_cast<std::size_t>(i)] = g.add({.kind = TaskKind::h2d,
+                                              .resource = Resource::gpu_compute,
+                                              .duration_s = plan.h2d_s,
+                                              .device = gpu_of(0),
+                                              .micro_batch = i});
+    if (!plan.prefetch)
+      g.depend(load, h2d[static_cast<std::size_t>(i)]);
+  }
+
+  // Each rank's passes in the schedule's order; then its gradient groups and its update.
+  for (int r = 0; r < p; ++r) {
+    const auto& rank = plan.ranks[static_cast<std::size_t>(r)];
+    std::optional<Id> previous;
+    for (const auto& op : pipeline_ops(plan.schedule, p, m, v, r)) {
+      const int stage = op.chunk * p + r;
+      Id next = pass(stage, op.micro_batch, op.forward);
+      if (op.forward && stage == 0) { // the copy goes first on the compute stream
+        const Id copy = h2d[static_cast<std::size_t>(op.micro_batch)];
+        if (previous)
+          g.depend(*previous, copy);
+        g.depend(copy, next);
+        previous = copy;
+      }
+      if (previous)
+        g.depend(*previous, next);
+      previous = next;
+    }
+    const auto update = g.add({.kind = TaskKind::update,
+                               .resource = Resource::gpu_compute,
+                               .duration_s = rank.update_s,
+                               .device = Device::gpu(rank.gpu)});
+    g.depend(*previous, update);
+    const Id flush = *previous;
+    add_group_chains(
+        g, rank.groups, [flush](const GradientGroup&) { return flush; }, update, Device::gpu(rank.gpu),
+        rank.groups.empty() ? -1 : g.add_communicator(rank.data_parallel));
+  }
+
+  std::vector<IterationGraph::ReplicaGroup> replicas;
+  for (const auto& rank : plan.ranks)
+    replicas.push_back({rank.gpu, g.add_communicator(rank.data_parallel)});
+  g.replicate(replicas, plan.gpus_per_node);
+  return g;
+}
+
+} // namespace ddlsim::dag
