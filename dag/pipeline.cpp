@@ -118,7 +118,7 @@ IterationGraph build_pipeline(const PipelinePlan& plan) {
       f.kind = TaskKind::forward;
       f.duration_s = vs.forward_s;
       b.kind = TaskKind::backward;
-      b.duration_s = vs.backward_s;
+      b.duration_s = vs.backward_s + (i + 1 < m || vs.recompute_last ? vs.recompute_s : 0.0);
       fwd[static_cast<std::size_t>(stage)].push_back(g.add(f));
       bwd[static_cast<std::size_t>(stage)].push_back(g.add(b));
     }

@@ -55,6 +55,8 @@ struct VirtualStage {
   double forward_s = 0;
   double backward_s = 0;
   double activation_bytes = 0; ///< per micro-batch, sent to the next virtual stage (its gradient comes back)
+  double recompute_s = 0;      ///< forward work the backward repeats (activation recomputation)
+  bool recompute_last = true;  ///< false: the last micro-batch keeps its activations (torchgpipe's except_last)
 };
 
 /// One pipeline rank (a GPU of the replica): its gradient groups (built as for data parallelism, dag/strategy.hpp,

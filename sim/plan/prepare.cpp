@@ -5,6 +5,7 @@
 #include "core/units.hpp"
 #include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/pipeline.hpp"
 #include "sim/plan/schedule.hpp"
 
 #include <fmt/format.h>
@@ -112,6 +113,10 @@ Prepared prepare(const Scenario& s, std::string engine) {
   const Network net = s.cluster.network();
   p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
                                      : make_cost_model(*s.allreduce.algorithm, net);
+  if (s.pipeline) {
+    prepare_pipeline(s, p);
+    return p;
+  }
   const CollectiveModel& model = *p.allreduce;
   const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
   const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
@@ -220,7 +225,10 @@ dag::Communicator data_parallel_group(const Scenario& s) {
   return all;
 }
 
-double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph) {
+double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph,
+                          std::vector<double>* sent_by_task) {
+  if (sent_by_task != nullptr)
+    sent_by_task->assign(graph.size(), 0.0);
   const bool ps = s.strategy.is(dag::StrategyFamily::parameter_server);
   std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
   std::map<std::pair<int, int>, std::unique_ptr<CollectiveModel>> other_groups; // by (nodes, GPUs per node)
@@ -253,6 +261,8 @@ double cost_communication(const Scenario& s, const CollectiveModel& whole_cluste
       cost = {phase_synchronous_time(phases, net), sent};
     }
     task.duration_s = cost.time_s;
+    if (sent_by_task != nullptr)
+      (*sent_by_task)[v] = cost.bytes_sent;
     if (task.iteration == 0)
       bytes_sent += cost.bytes_sent;
   }
@@ -293,6 +303,10 @@ namespace detail {
 
 void finalize(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
+  if (r.pipeline) {
+    finalize_pipeline(s, p);
+    return;
+  }
   r.iteration_time_s = makespan_of(r.timing);
   r.critical_path_s = r.graph.critical_path().length_s;
   r.breakdown = breakdown_of(r.graph, r.timing, r.iteration_time_s);

@@ -74,8 +74,9 @@ struct PowerSgdTotals {
 
 /// Sets the duration of every communication task of `graph` from its communicator's closed form (allreduce;
 /// `whole_cluster` when it spans the cluster) or its lowering's phase-synchronous time, and returns the bytes the
-/// busiest worker sends in iteration 0.
-double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph);
+/// busiest worker sends in iteration 0; `sent_by_task`, when given, receives what each task's sender sends.
+double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph,
+                          std::vector<double>* sent_by_task = nullptr);
 
 /// Iterations ps-sync unrolls in its DAG; the iteration time is the period between the last two (steady state).
 inline constexpr int kPsSyncIterations = 3;

@@ -69,6 +69,29 @@ struct ParameterServerReport {
   double aggregate_throughput_samples_per_s = 0;
 };
 
+/// A pipeline's figures (summary.pipeline, DESIGN.md), measured from the simulated replica.
+struct PipelineStageReport {
+  int layers = 0;
+  int first_layer = 0;
+  int last_layer = 0;   ///< inclusive
+  double compute_s = 0; ///< forward and backward passes on the stage's GPU
+  double idle_s = 0;    ///< the rest of the window from the replica's first pass to its last
+  double p2p_bytes = 0; ///< activations and gradients the stage sends per iteration
+  int in_flight_micro_batches = 0;
+  int weight_versions = 1;
+  double peak_memory_bytes = 0;
+};
+struct PipelineReport {
+  std::string schedule;
+  int stages = 0;
+  int micro_batches = 0;
+  int virtual_stages = 1;
+  std::string partition;
+  double bubble_fraction = 0; ///< idle share of the stages' compute streams in the window of the passes
+  double bubble_fraction_closed_form = 0;
+  std::vector<PipelineStageReport> per_stage;
+};
+
 struct RunResult {
   std::string engine;
   int workers = 1;
@@ -91,6 +114,8 @@ struct RunResult {
   std::vector<LinkUsage> links; ///< flow engine only
   SimStats sim;
   std::optional<ParameterServerReport> parameter_server;
+  std::optional<PipelineReport> pipeline;
+  int data_parallel = 1; ///< data-parallel replicas (workers / GPUs per replica)
 };
 
 } // namespace ddlsim::sim

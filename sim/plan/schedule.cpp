@@ -64,7 +64,8 @@ Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTimin
   return breakdown_in(g, timing, 0, makespan);
 }
 
-Breakdown breakdown_in(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing, double from, double to) {
+Breakdown breakdown_in(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing, double from, double to,
+                       std::optional<dag::Device> device) {
   // Sweep over interval boundaries; at each elementary interval classify by what is active.
   struct Edge {
     double t;
@@ -73,6 +74,8 @@ Breakdown breakdown_in(const dag::IterationGraph& g, const std::vector<TaskTimin
   };
   std::vector<Edge> edges;
   for (std::size_t v = 0; v < g.size(); ++v) {
+    if (device && g.task(v).device != *device)
+      continue;
     const auto kind = g.task(v).kind;
     int cls = -1;
     if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward || kind == dag::TaskKind::update)

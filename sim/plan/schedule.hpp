@@ -5,6 +5,7 @@
 #include "dag/graph.hpp"
 #include "sim/plan/result.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace ddlsim::sim {
@@ -17,9 +18,9 @@ namespace ddlsim::sim {
 /// Splits [0, makespan] into the summary's breakdown.
 [[nodiscard]] Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing,
                                      double makespan);
-/// The same over the window [from, to] (tasks clipped to it).
+/// The same over the window [from, to] (tasks clipped to it), of one device's tasks when `device` is given.
 [[nodiscard]] Breakdown breakdown_in(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing, double from,
-                                     double to);
+                                     double to, std::optional<dag::Device> device = std::nullopt);
 
 /// The latest end of any task.
 [[nodiscard]] double makespan_of(const std::vector<TaskTiming>& timing);

@@ -77,6 +77,30 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   j["buckets"] = std::move(buckets);
   j["peak_memory_bytes_per_gpu"] = static_cast<std::int64_t>(r.peak_memory_bytes_per_gpu);
   j["sim"] = {{"wall_s", r.sim.wall_s}, {"events", r.sim.events}, {"flows", r.sim.flows}};
+  if (r.pipeline) {
+    const auto& par = s.parallelism;
+    j["parallelism"] = {{"data", par.data}, {"pipeline", par.pipeline}, {"tensor", par.tensor}};
+    const auto& pl = *r.pipeline;
+    OrderedJson stages = OrderedJson::array();
+    for (const auto& st : pl.per_stage)
+      stages.push_back({{"layers", st.layers},
+                        {"first_layer", layer_name(s, st.first_layer)},
+                        {"last_layer", layer_name(s, st.last_layer)},
+                        {"compute_s", st.compute_s},
+                        {"idle_s", st.idle_s},
+                        {"p2p_bytes", st.p2p_bytes},
+                        {"in_flight_micro_batches", st.in_flight_micro_batches},
+                        {"weight_versions", st.weight_versions},
+                        {"peak_memory_bytes", static_cast<std::int64_t>(st.peak_memory_bytes)}});
+    j["pipeline"] = {{"schedule", pl.schedule},
+                     {"stages", pl.stages},
+                     {"micro_batches", pl.micro_batches},
+                     {"virtual_stages", pl.virtual_stages},
+                     {"partition", pl.partition},
+                     {"bubble_fraction", pl.bubble_fraction},
+                     {"bubble_fraction_closed_form", pl.bubble_fraction_closed_form},
+                     {"per_stage", std::move(stages)}};
+  }
   if (!r.links.empty()) {
     OrderedJson links = OrderedJson::array();
     for (const auto& l : r.links)
@@ -325,6 +349,15 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                                         : dag::collective_name(r.groups.front().first_collective()),
                      collectives == 1 ? "" : "s", groups, s.strategy.kind(),
                      format_bytes(r.communication_bytes_per_worker)) +
+         (r.pipeline
+              ? fmt::format("  pipeline       {}, {} stages{}, {} micro-batches, {} data-parallel; bubble {:.1f} % "
+                            "(closed form {:.1f} %)\n",
+                            r.pipeline->schedule, r.pipeline->stages,
+                            r.pipeline->virtual_stages > 1 ? fmt::format(" x {} virtual", r.pipeline->virtual_stages)
+                                                           : std::string(),
+                            r.pipeline->micro_batches, r.data_parallel, 100 * r.pipeline->bubble_fraction,
+                            100 * r.pipeline->bubble_fraction_closed_form)
+              : std::string()) +
          fmt::format("{}", fmt::join(notes_lines(r), ""));
 }
 

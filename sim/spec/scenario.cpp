@@ -408,6 +408,7 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
   parse_strategy(r.object("strategy"), s);
   if (auto d = r.optional_object("data"))
     parse_data(*d, s);
+  parse_parallelism(r.optional_object("parallelism"), r.optional_object("pipeline"), s);
   s.engine = r.optional_choice("engine", kEngines).value_or("analytic");
   if (auto f = r.optional_object("flow")) {
     s.flow_per_message =

@@ -9,6 +9,7 @@
 #include "sim/network/cluster.hpp"
 #include "sim/network/collectives.hpp"
 #include "sim/spec/gpus.hpp"
+#include "sim/spec/parallelism.hpp"
 
 #include <map>
 #include <optional>
@@ -66,6 +67,8 @@ struct Scenario {
   /// engine's tasks.csv and timeline.json list, in rank order; it simulates them all either way.
   int flow_report_replicas = 64;
   DataSpec data;
+  Parallelism parallelism;              ///< `parallelism`: data x pipeline x tensor GPUs
+  std::optional<PipelineSpec> pipeline; ///< `pipeline`: absent = pure data parallelism
   std::vector<SweepAxis> sweep;
   Json raw; ///< the document after overrides, for sweeps and reports
 };

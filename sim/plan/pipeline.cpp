@@ -1,0 +1,283 @@
+// Planning a pipeline (sim/plan/pipeline.hpp).
+#include "sim/plan/pipeline.hpp"
+
+#include "core/units.hpp"
+#include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+
+namespace ddlsim::sim {
+
+namespace {
+
+// Activations cross between stages in the training dtype (the model's activation_bytes are fp32).
+double activation_scale(const Scenario& s) {
+  return dtype_bytes(s.gradient_dtype) / 4.0;
+}
+
+// The forward time the backward of a virtual stage recomputes (per micro-batch).
+double recompute_s(const Scenario& s, const dag::WorkerCosts& costs, int first, int end) {
+  double out = 0;
+  for (int l = first; l < end; ++l) {
+    const auto i = static_cast<std::size_t>(l);
+    switch (s.pipeline->recompute) {
+    case RecomputeKind::none:
+      break;
+    case RecomputeKind::full:
+    case RecomputeKind::except_last:
+      out += costs.fwd_s[i];
+      break;
+    case RecomputeKind::selective:
+      if (s.model.layers[i].kind == "attention")
+        out += costs.fwd_s[i];
+      break;
+    }
+  }
+  return out;
+}
+
+// The cost model of an allreduce over a data-parallel group: the measured fit when the group is the whole cluster,
+// else the algorithm's closed form on the group's layout (as cost_communication does).
+std::unique_ptr<CollectiveModel> group_allreduce(const Scenario& s, const CommunicatorLayout& layout) {
+  const Network net = network_of(layout, s.cluster);
+  if (s.allreduce.measured && layout.whole_cluster)
+    return make_measured_allreduce(net, *s.allreduce.measured);
+  return make_cost_model(*s.allreduce.algorithm, net);
+}
+
+// The layers of one rank (its chunks' layers in forward order) as a model of their own, with their costs; and the
+// map from the sub-model's tensors and layers back to the whole model's.
+struct RankModel {
+  dag::Model model;
+  dag::WorkerCosts costs;
+  std::vector<int> layers;  ///< whole-model index of each sub-model layer
+  std::vector<int> tensors; ///< whole-model index of each sub-model tensor
+};
+
+RankModel rank_model(const Scenario& s, const dag::WorkerCosts& costs, const std::vector<dag::StageSpan>& spans,
+                     int rank, int stages) {
+  RankModel out;
+  out.model.name = s.model.name;
+  out.costs = costs;
+  out.costs.fwd_s.clear();
+  out.costs.bwd_s.clear();
+  std::vector<int> first_tensor(s.model.layers.size() + 1, 0); // whole-model index of each layer's first tensor
+  for (std::size_t l = 0; l < s.model.layers.size(); ++l)
+    first_tensor[l + 1] = first_tensor[l] + static_cast<int>(s.model.layers[l].params.size());
+  std::int64_t params = 0;
+  for (std::size_t stage = static_cast<std::size_t>(rank); stage < spans.size();
+       stage += static_cast<std::size_t>(stages))
+    for (int l = spans[stage].first; l < spans[stage].end; ++l) {
+      const auto i = static_cast<std::size_t>(l);
+      auto layer = s.model.layers[i];
+      layer.inputs.clear(); // indices into the whole model; the strategies do not read them
+      for (std::size_t t = 0; t < layer.params.size(); ++t) {
+        out.tensors.push_back(first_tensor[i] + static_cast<int>(t));
+        params += layer.params[t].numel;
+      }
+      out.model.layers.push_back(std::move(layer));
+      out.layers.push_back(l);
+      out.costs.fwd_s.push_back(costs.fwd_s[i]);
+      out.costs.bwd_s.push_back(costs.bwd_s[i]);
+    }
+  const auto total = s.model.param_count();
+  out.costs.update_s = total > 0 ? costs.update_s * static_cast<double>(params) / static_cast<double>(total) : 0;
+  return out;
+}
+
+} // namespace
+
+std::vector<dag::StageSpan> partition_stages(const Scenario& s, const dag::WorkerCosts& costs) {
+  const auto& pl = *s.pipeline;
+  const int stages = s.parallelism.pipeline * pl.virtual_stages;
+  std::vector<double> cost(s.model.layers.size());
+  for (std::size_t l = 0; l < cost.size(); ++l)
+    cost[l] = costs.fwd_s[l] + costs.bwd_s[l] + recompute_s(s, costs, static_cast<int>(l), static_cast<int>(l) + 1);
+  switch (pl.partition) {
+  case PartitionKind::uniform:
+    return dag::partition_uniform(s.model, stages);
+  case PartitionKind::balanced:
+    return dag::partition_balanced(cost, stages);
+  case PartitionKind::pipedream: {
+    auto cut = dag::cut_activation_bytes(s.model);
+    for (double& b : cut)
+      b *= s.batch_per_gpu * activation_scale(s);
+    // The transfers cross the slowest link between two stages' GPUs: the NIC when a stage boundary leaves a node.
+    const auto& par = s.parallelism;
+    bool crosses_nodes = false;
+    for (int r = 0; r + 1 < par.pipeline; ++r)
+      crosses_nodes =
+          crosses_nodes || par.gpu(r, 0) / s.cluster.gpus_per_node != par.gpu(r + 1, 0) / s.cluster.gpus_per_node;
+    const double bandwidth = crosses_nodes ? s.cluster.inter.bandwidth : s.cluster.intra.bandwidth;
+    return dag::partition_pipedream(cost, cut, bandwidth, stages);
+  }
+  case PartitionKind::explicit_layers:
+    return dag::partition_explicit(pl.layers_per_stage, static_cast<int>(s.model.layers.size()));
+  }
+  return {};
+}
+
+namespace detail {
+
+void prepare_pipeline(const Scenario& s, Prepared& p) {
+  RunResult& r = p.result;
+  const auto& pl = *s.pipeline;
+  const auto& par = s.parallelism;
+  const auto& costs = p.costs.worker;
+  const int stages = par.pipeline;
+  const auto spans = partition_stages(s, costs);
+  const auto cut = dag::cut_activation_bytes(s.model);
+
+  dag::PipelinePlan plan;
+  plan.schedule = pl.schedule;
+  plan.micro_batches = pl.micro_batches;
+  plan.chunks = pl.virtual_stages;
+  plan.gpus_per_node = s.cluster.gpus_per_node;
+  plan.host_node = par.gpu(0, 0) / s.cluster.gpus_per_node;
+  plan.data_load_s = costs.data_load_s;
+  plan.h2d_s = costs.h2d_s;
+  plan.prefetch = costs.prefetch;
+  for (const auto& span : spans) {
+    dag::VirtualStage vs{.first_layer = span.first, .end_layer = span.end};
+    for (int l = span.first; l < span.end; ++l) {
+      vs.forward_s += costs.fwd_s[static_cast<std::size_t>(l)];
+      vs.backward_s += costs.bwd_s[static_cast<std::size_t>(l)];
+    }
+    vs.recompute_s = recompute_s(s, costs, span.first, span.end);
+    vs.recompute_last = pl.recompute != RecomputeKind::except_last;
+    if (span.end < static_cast<int>(s.model.layers.size()))
+      vs.activation_bytes = cut[static_cast<std::size_t>(span.end - 1)] * s.batch_per_gpu * activation_scale(s);
+    plan.stages.push_back(vs);
+  }
+  for (int rank = 0; rank < stages; ++rank) {
+    dag::PipelineRank pr;
+    pr.gpu = par.gpu(rank, 0);
+    for (int k = 0; k < par.data; ++k)
+      pr.data_parallel.ranks.push_back(par.gpu(rank, k));
+    auto sub = rank_model(s, costs, spans, rank, stages);
+    pr.update_s = sub.costs.update_s;
+    if (par.data > 1) {
+      const auto layout = layout_of(pr.data_parallel.ranks, s.cluster);
+      const auto allreduce = group_allreduce(s, layout);
+      const dag::CommCost allreduce_time = [&](double bytes) { return allreduce->cost(bytes).time_s; };
+      std::optional<LinearLoweringCost> allgather;
+      const dag::CommCost allgather_time = [&](double bytes) {
+        if (!allgather)
+          allgather.emplace(sparse_lowering(dag::Collective::allgather), layout.shape, network_of(layout, s.cluster));
+        return (*allgather)(bytes);
+      };
+      const dag::StrategyInput input{sub.model,      sub.costs,          dtype_bytes(s.gradient_dtype),
+                                     allreduce_time, s.strategy.options, par.data,
+                                     allgather_time};
+      pr.groups = s.strategy.entry().plan(input);
+      for (auto& g : pr.groups) { // back to the whole model's tensors and layers
+        for (int& t : g.tensors)
+          t = sub.tensors[static_cast<std::size_t>(t)];
+        g.ready_layer = sub.layers[static_cast<std::size_t>(g.ready_layer)];
+      }
+    }
+    r.groups.insert(r.groups.end(), pr.groups.begin(), pr.groups.end());
+    plan.ranks.push_back(std::move(pr));
+  }
+  r.graph = dag::build_pipeline(plan);
+
+  // Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported.
+  std::vector<double> sent;
+  cost_communication(s, *p.allreduce, r.graph, &sent);
+  std::map<dag::Device, double> by_gpu;
+  for (std::size_t v = 0; v < r.graph.size(); ++v)
+    by_gpu[r.graph.task(v).device] += sent[v];
+  for (const auto& [device, bytes] : by_gpu)
+    r.communication_bytes_per_worker = std::max(r.communication_bytes_per_worker, bytes);
+
+  r.data_parallel = par.data;
+  PipelineReport report;
+  report.schedule = std::string(dag::pipeline_schedule_name(pl.schedule));
+  report.stages = stages;
+  report.micro_batches = pl.micro_batches;
+  report.virtual_stages = pl.virtual_stages;
+  report.partition = std::string(partition_name(pl.partition));
+  report.bubble_fraction_closed_form =
+      dag::bubble_fraction_closed_form(pl.schedule, stages, pl.micro_batches, pl.virtual_stages);
+  for (int rank = 0; rank < stages; ++rank) {
+    PipelineStageReport st;
+    st.first_layer = static_cast<int>(s.model.layers.size());
+    for (std::size_t vs = static_cast<std::size_t>(rank); vs < spans.size(); vs += static_cast<std::size_t>(stages)) {
+      st.layers += spans[vs].end - spans[vs].first;
+      st.first_layer = std::min(st.first_layer, spans[vs].first);
+      st.last_layer = std::max(st.last_layer, spans[vs].end - 1);
+    }
+    const auto gpu = dag::Device::gpu(par.gpu(rank, 0));
+    for (std::size_t v = 0; v < r.graph.size(); ++v)
+      if (r.graph.task(v).device == gpu && r.graph.task(v).collective == dag::Collective::point_to_point)
+        st.p2p_bytes += r.graph.task(v).bytes;
+    st.in_flight_micro_batches =
+        dag::in_flight_passes(dag::pipeline_ops(pl.schedule, stages, pl.micro_batches, pl.virtual_stages, rank));
+    report.per_stage.push_back(st);
+  }
+  r.pipeline = std::move(report);
+  r.notes.push_back(fmt::format(
+      "pipeline: {} over {} stages{} of {} partitioned layers, {} micro-batches of {} per replica, {} data-parallel "
+      "replica{}; activations and their gradients cross between stages as point-to-point transfers in {} on a "
+      "stream of their own; each stage's gradients are reduced by {} over its data-parallel group after the flush, "
+      "then its optimizer step; recomputation {}",
+      pipeline_schedule_name(pl.schedule), stages,
+      pl.virtual_stages > 1 ? fmt::format(" x {} virtual stages", pl.virtual_stages) : std::string(),
+      partition_name(pl.partition), pl.micro_batches, s.batch_per_gpu, par.data, par.data == 1 ? "" : "s",
+      s.gradient_dtype == DType::fp32 ? "fp32" : "16-bit", s.strategy.kind(), recompute_name(pl.recompute)));
+}
+
+void finalize_pipeline(const Scenario& s, Prepared& p) {
+  RunResult& r = p.result;
+  auto& report = *r.pipeline;
+  const auto& par = s.parallelism;
+  const int stages = par.pipeline;
+  r.iteration_time_s = makespan_of(r.timing);
+  r.critical_path_s = r.graph.critical_path().length_s;
+
+  // The window of the passes: from the replica's first forward to its last backward.
+  double from = r.iteration_time_s, to = 0;
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto kind = r.graph.task(v).kind;
+    if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward) {
+      from = std::min(from, r.timing[v].start_s);
+      to = std::max(to, r.timing[v].end_s);
+    }
+  }
+  const double window = std::max(0.0, to - from);
+  Breakdown mean;
+  for (int rank = 0; rank < stages; ++rank) {
+    auto& st = report.per_stage[static_cast<std::size_t>(rank)];
+    const auto gpu = dag::Device::gpu(par.gpu(rank, 0));
+    st.compute_s = 0;
+    for (std::size_t v = 0; v < r.graph.size(); ++v) {
+      const auto& t = r.graph.task(v);
+      if (t.device == gpu && (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward))
+        st.compute_s += r.timing[v].end_s - r.timing[v].start_s;
+    }
+    st.idle_s = std::max(0.0, window - st.compute_s);
+    const auto b = breakdown_in(r.graph, r.timing, 0, r.iteration_time_s, gpu);
+    mean.compute_s += b.compute_s / stages;
+    mean.compression_s += b.compression_s / stages;
+    mean.exposed_communication_s += b.exposed_communication_s / stages;
+    mean.idle_s += b.idle_s / stages;
+    report.bubble_fraction += window > 0 ? st.idle_s / window / stages : 0;
+  }
+  r.breakdown = mean;
+  // The same model on one GPU, one micro-batch: the reference for scaling efficiency.
+  const auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
+  r.single_gpu_iteration_s = makespan_of(schedule(alone));
+  r.throughput_samples_per_s =
+      static_cast<double>(s.batch_per_gpu) * report.micro_batches * par.data / r.iteration_time_s;
+  r.scaling_efficiency = r.throughput_samples_per_s * r.single_gpu_iteration_s / (r.workers * s.batch_per_gpu);
+}
+
+} // namespace detail
+
+} // namespace ddlsim::sim

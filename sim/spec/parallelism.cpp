@@ -1,0 +1,127 @@
+// Parsing of `parallelism` and `pipeline` (sim/spec/parallelism.hpp).
+#include "sim/spec/parallelism.hpp"
+
+#include "core/error.hpp"
+#include "sim/spec/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+#include <string>
+
+namespace ddlsim::sim {
+
+std::string_view partition_name(PartitionKind k) {
+  switch (k) {
+  case PartitionKind::uniform:
+    return "uniform";
+  case PartitionKind::balanced:
+    return "balanced";
+  case PartitionKind::pipedream:
+    return "pipedream";
+  case PartitionKind::explicit_layers:
+    return "explicit";
+  }
+  return "?";
+}
+
+std::string_view recompute_name(RecomputeKind k) {
+  switch (k) {
+  case RecomputeKind::none:
+    return "none";
+  case RecomputeKind::full:
+    return "full";
+  case RecomputeKind::selective:
+    return "selective";
+  case RecomputeKind::except_last:
+    return "except-last";
+  }
+  return "?";
+}
+
+namespace {
+
+const std::vector<std::string> kSchedules{"gpipe", "1f1b", "interleaved-1f1b"};
+const std::vector<std::string> kPartitions{"uniform", "balanced", "pipedream"};
+const std::vector<std::string> kRecompute{"none", "full", "selective", "except-last"};
+
+template <class Enum> Enum enum_at(const std::vector<std::string>& names, const std::string& name) {
+  return static_cast<Enum>(std::find(names.begin(), names.end(), name) - names.begin());
+}
+
+PipelineSpec parse_pipeline(ObjectReader& r, const Scenario& s, int stages) {
+  PipelineSpec p;
+  p.schedule = enum_at<dag::PipelineSchedule>(kSchedules, r.optional_choice("schedule", kSchedules).value_or("1f1b"));
+  p.micro_batches = static_cast<int>(r.integer("micro_batches", 1, 1 << 20));
+  const bool interleaved = p.schedule == dag::PipelineSchedule::interleaved_1f1b;
+  if (r.has("virtual_stages") && !interleaved)
+    r.fail("virtual_stages", "only interleaved-1f1b runs virtual stages");
+  p.virtual_stages = static_cast<int>(r.optional_integer("virtual_stages", 1, 1 << 10).value_or(interleaved ? 2 : 1));
+  if (interleaved && p.micro_batches % stages != 0)
+    r.fail("micro_batches", fmt::format("interleaved-1f1b needs micro-batches divisible by the {} pipeline stages "
+                                        "(as Megatron-LM), got {}",
+                                        stages, p.micro_batches));
+  const int virtual_stages = stages * p.virtual_stages;
+  const int layers = static_cast<int>(s.model.layers.size());
+  if (virtual_stages > layers)
+    r.fail_here(fmt::format("{} virtual stages ({} stages x {}) for a model of {} layers", virtual_stages, stages,
+                            p.virtual_stages, layers));
+  if (const Json* partition = r.optional("partition"); partition != nullptr && partition->is_array()) {
+    p.partition = PartitionKind::explicit_layers;
+    const std::string at = r.path("partition");
+    if (partition->size() != static_cast<std::size_t>(virtual_stages))
+      throw InputError(
+          s.file, at,
+          fmt::format("expected {} layer counts (one per virtual stage), got {}", virtual_stages, partition->size()));
+    for (std::size_t i = 0; i < partition->size(); ++i) {
+      const auto& count = (*partition)[i];
+      if (!count.is_number_integer() || count.get<std::int64_t>() < 1)
+        throw InputError(s.file, json_pointer_append(at, i), "expected a layer count of at least 1");
+      p.layers_per_stage.push_back(count.get<int>());
+    }
+    const int sum = std::accumulate(p.layers_per_stage.begin(), p.layers_per_stage.end(), 0);
+    if (sum != layers)
+      throw InputError(s.file, at, fmt::format("the layer counts add up to {}, the model has {} layers", sum, layers));
+  } else if (partition != nullptr) {
+    p.partition = enum_at<PartitionKind>(kPartitions, r.choice("partition", kPartitions));
+  }
+  p.recompute = enum_at<RecomputeKind>(kRecompute, r.optional_choice("recompute", kRecompute).value_or("none"));
+  return p;
+}
+
+} // namespace
+
+void parse_parallelism(std::optional<ObjectReader> parallelism, std::optional<ObjectReader> pipeline, Scenario& s) {
+  Parallelism& par = s.parallelism;
+  if (parallelism) {
+    auto& r = *parallelism;
+    par.pipeline = static_cast<int>(r.optional_integer("pipeline", 1, 1 << 20).value_or(1));
+    par.tensor = static_cast<int>(r.optional_integer("tensor", 1, 1 << 20).value_or(1));
+    if (par.tensor > 1)
+      r.fail("tensor", "tensor parallelism is not simulated yet (issue #11); use 1");
+    par.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
+    if (par.sequence_parallel)
+      r.fail("sequence_parallel", "sequence parallelism needs tensor parallelism (tensor > 1)");
+    const int gpus = s.cluster.workers();
+    if (gpus % (par.pipeline * par.tensor) != 0)
+      r.fail_here(fmt::format("the cluster's {} GPUs are not divisible by pipeline x tensor = {}", gpus,
+                              par.pipeline * par.tensor));
+    par.data = gpus / (par.pipeline * par.tensor);
+    r.finish();
+  }
+  if (!pipeline) {
+    if (par.pipeline > 1)
+      throw InputError(s.file, "/pipeline",
+                       "parallelism.pipeline > 1 needs a pipeline object with at least micro_batches");
+    return;
+  }
+  if (s.strategy.is(dag::StrategyFamily::parameter_server))
+    throw InputError(s.file, "/strategy/kind",
+                     fmt::format("{} does not combine with a pipeline: a stage's gradients are reduced over its "
+                                 "data-parallel group by a collective strategy",
+                                 s.strategy.kind()));
+  s.pipeline = parse_pipeline(*pipeline, s, par.pipeline);
+  pipeline->finish();
+}
+
+} // namespace ddlsim::sim

@@ -1,0 +1,60 @@
+// Parallelism beyond data parallelism (DESIGN.md: `parallelism`, `pipeline`): how many pipeline stages and tensor
+// ranks a model replica spans, and the pipeline's schedule, micro-batches and partition.
+#pragma once
+
+#include "core/json.hpp"
+#include "dag/pipeline.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace ddlsim::sim {
+
+/// The GPUs' split: data = GPUs / (pipeline x tensor). Ranks follow Megatron-LM's order (tensor fastest, then data,
+/// then pipeline): GPU j + t (k + d s) is tensor rank j of data-parallel replica k's stage s.
+struct Parallelism {
+  int data = 1;
+  int pipeline = 1;
+  int tensor = 1;
+  bool sequence_parallel = false;
+  /// The global GPU rank of tensor rank `tensor_rank` of replica `replica`'s stage `stage`.
+  [[nodiscard]] int gpu(int stage, int replica, int tensor_rank = 0) const {
+    return tensor_rank + tensor * (replica + data * stage);
+  }
+};
+
+/// How the layers are cut into the pipeline's p x v virtual stages.
+enum class PartitionKind : std::uint8_t {
+  uniform,   ///< equal layer counts (transformer blocks: embeddings first, head last)
+  balanced,  ///< the exact min-max partition of forward + backward time
+  pipedream, ///< PipeDream's dynamic programme with the activation transfers (SOSP 2019, §3.1)
+  explicit_layers,
+};
+[[nodiscard]] std::string_view partition_name(PartitionKind k);
+
+/// Activation recomputation: what the backward pass computes again (its time; its memory in dag/memory.hpp).
+enum class RecomputeKind : std::uint8_t {
+  none,
+  full,       ///< every layer's forward again before its backward (Megatron `full`, torchgpipe `always`)
+  selective,  ///< the core attention only (Korthikanti et al. 2022); transformer layers of kind "attention"
+  except_last ///< every micro-batch's forward again but the last's (torchgpipe's default `except_last`)
+};
+[[nodiscard]] std::string_view recompute_name(RecomputeKind k);
+
+struct PipelineSpec {
+  dag::PipelineSchedule schedule = dag::PipelineSchedule::one_f_one_b;
+  int micro_batches = 1;
+  int virtual_stages = 1;
+  PartitionKind partition = PartitionKind::balanced;
+  std::vector<int> layers_per_stage; ///< explicit_layers: one count per virtual stage
+  RecomputeKind recompute = RecomputeKind::none;
+};
+
+struct Scenario;
+/// Reads the scenario's `parallelism` and `pipeline` objects (either may be absent) into s.parallelism and
+/// s.pipeline, checked against the model, cluster and strategy parsed before them; errors name the JSON path.
+void parse_parallelism(std::optional<ObjectReader> parallelism, std::optional<ObjectReader> pipeline, Scenario& s);
+
+} // namespace ddlsim::sim
