@@ -26,6 +26,9 @@ struct Layer {
   double bwd_flops = 0;            ///< backward FLOPs per sample (input + weight gradients; ~2x forward)
   double activation_bytes = 0;     ///< bytes of this layer's output per sample, fp32
   std::vector<int> inputs;         ///< indices of the layers whose outputs this one reads; empty = the previous layer
+  /// The repeated block (transformer layer) this layer belongs to, 0, 1, ... in forward order; -1 outside any block
+  /// (embeddings, final norm, head, loss). Pipeline partitioning cuts between blocks (dag/partition.hpp).
+  int block = -1;
 };
 
 struct Model {

@@ -5,9 +5,11 @@
 #include "dag/zoo/families.hpp"
 #include "dag/zoo/zoo.hpp"
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ddlsim::dag {
 
@@ -19,6 +21,15 @@ void check_positive(int value, const char* what) {
   if (value <= 0) {
     throw std::invalid_argument(std::string("transformer LM: ") + what + " must be positive, got " +
                                 std::to_string(value));
+  }
+}
+
+/// Tags layers [starts[k], starts[k + 1]) as block k (Layer::block); the last entry ends the last block.
+void tag_blocks(Model& model, const std::vector<int>& starts) {
+  for (std::size_t k = 0; k + 1 < starts.size(); ++k) {
+    for (int i = starts[k]; i < starts[k + 1]; ++i) {
+      model.layers[static_cast<std::size_t>(i)].block = static_cast<int>(k);
+    }
   }
 }
 
@@ -51,7 +62,9 @@ Model build_transformer_lm(const TransformerSpec& spec, std::string name) {
   Src residual = b.embedding("transformer.wpe", s, s, h);
   b.residual_add(s * h, wte); // inputs_embeds + position_embeds
   b.dropout(s * h);           // drop
+  std::vector<int> block_starts;
   for (int layer = 0; layer < spec.layers; ++layer) {
+    block_starts.push_back(b.last() + 1);
     const std::string p = "transformer.h." + std::to_string(layer);
     const Src ln_1 = b.layernorm(p + ".ln_1", residual, s, h);
     const Src qkv = b.linear(p + ".attn.c_attn", ln_1, s, h, 3 * h, conv1d);
@@ -68,10 +81,13 @@ Model build_transformer_lm(const TransformerSpec& spec, std::string name) {
     b.residual_add(s * h, residual);
     residual = mlp_out;
   }
+  block_starts.push_back(b.last() + 1);
   const Src ln_f = b.layernorm("transformer.ln_f", residual, s, h);
   b.linear("lm_head", ln_f, s, h, v, {false, WeightLayout::tied}); // tied to transformer.wte.weight
   b.cross_entropy(s * v);
-  return std::move(b).finish();
+  Model model = std::move(b).finish();
+  tag_blocks(model, block_starts);
+  return model;
 }
 
 namespace detail {
@@ -116,7 +132,9 @@ std::optional<Model> build_bert(std::string_view name) {
   const Src embeddings = b.end_group();
   Src x = b.layernorm("bert.embeddings.LayerNorm", embeddings, s, h);
   b.dropout(s * h);
+  std::vector<int> block_starts;
   for (std::int64_t layer = 0; layer < cfg.layers; ++layer) {
+    block_starts.push_back(b.last() + 1);
     const std::string p = "bert.encoder.layer." + std::to_string(layer);
     const Src q = b.linear(p + ".attention.self.query", x, s, h, h);
     const Src k = b.linear(p + ".attention.self.key", x, s, h, h);
@@ -133,6 +151,7 @@ std::optional<Model> build_bert(std::string_view name) {
     b.residual_add(s * h, attention);
     x = b.layernorm(p + ".output.LayerNorm", b.last(), s, h);
   }
+  block_starts.push_back(b.last() + 1);
   const Src pooled = b.linear("bert.pooler.dense", x, 1, h, h); // first token only
   b.tanh(h);
   b.begin_group("cls.predictions", "linear", x);
@@ -145,7 +164,9 @@ std::optional<Model> build_bert(std::string_view name) {
   b.end_group();
   b.linear("cls.seq_relationship", pooled, 1, h, 2);
   b.cross_entropy(2); // next-sentence loss
-  return std::move(b).finish();
+  Model model = std::move(b).finish();
+  tag_blocks(model, block_starts);
+  return model;
 }
 
 } // namespace detail
