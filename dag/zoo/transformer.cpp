@@ -51,6 +51,7 @@ Model build_transformer_lm(const TransformerSpec& spec, std::string name) {
   Src residual = b.embedding("transformer.wpe", s, s, h);
   b.residual_add(s * h, wte); // inputs_embeds + position_embeds
   b.dropout(s * h);           // drop
+  const int first_block_layer = b.last() + 1;
   for (int layer = 0; layer < spec.layers; ++layer) {
     const std::string p = "transformer.h." + std::to_string(layer);
     const Src ln_1 = b.layernorm(p + ".ln_1", residual, s, h);
@@ -68,10 +69,13 @@ Model build_transformer_lm(const TransformerSpec& spec, std::string name) {
     b.residual_add(s * h, residual);
     residual = mlp_out;
   }
+  const int block_layers = b.last() + 1 - first_block_layer;
   const Src ln_f = b.layernorm("transformer.ln_f", residual, s, h);
   b.linear("lm_head", ln_f, s, h, v, {false, WeightLayout::tied}); // tied to transformer.wte.weight
   b.cross_entropy(s * v);
-  return std::move(b).finish();
+  Model model = std::move(b).finish();
+  model.transformer = TransformerShape{spec, first_block_layer, block_layers / spec.layers};
+  return model;
 }
 
 namespace detail {
@@ -79,16 +83,16 @@ namespace detail {
 namespace {
 
 struct BertConfig {
-  std::int64_t layers = 12;
-  std::int64_t hidden = 768;
-  std::int64_t heads = 12;
-  std::int64_t intermediate = 3072;
+  int layers = 12;
+  int hidden = 768;
+  int heads = 12;
+  int intermediate = 3072;
 };
 
-constexpr std::int64_t kBertVocabulary = 30522; // bert-base-uncased / bert-large-uncased
+constexpr int kBertVocabulary = 30522; // bert-base-uncased / bert-large-uncased
 constexpr std::int64_t kBertPositions = 512;
 constexpr std::int64_t kBertTokenTypes = 2;
-constexpr std::int64_t kBertSequence = 128; // phase-1 pre-training sequence length
+constexpr int kBertSequence = 128; // phase-1 pre-training sequence length
 
 } // namespace
 
@@ -116,6 +120,7 @@ std::optional<Model> build_bert(std::string_view name) {
   const Src embeddings = b.end_group();
   Src x = b.layernorm("bert.embeddings.LayerNorm", embeddings, s, h);
   b.dropout(s * h);
+  const int first_block_layer = b.last() + 1;
   for (std::int64_t layer = 0; layer < cfg.layers; ++layer) {
     const std::string p = "bert.encoder.layer." + std::to_string(layer);
     const Src q = b.linear(p + ".attention.self.query", x, s, h, h);
@@ -133,6 +138,7 @@ std::optional<Model> build_bert(std::string_view name) {
     b.residual_add(s * h, attention);
     x = b.layernorm(p + ".output.LayerNorm", b.last(), s, h);
   }
+  const int block_layers = b.last() + 1 - first_block_layer;
   const Src pooled = b.linear("bert.pooler.dense", x, 1, h, h); // first token only
   b.tanh(h);
   b.begin_group("cls.predictions", "linear", x);
@@ -145,7 +151,10 @@ std::optional<Model> build_bert(std::string_view name) {
   b.end_group();
   b.linear("cls.seq_relationship", pooled, 1, h, 2);
   b.cross_entropy(2); // next-sentence loss
-  return std::move(b).finish();
+  Model model = std::move(b).finish();
+  const TransformerSpec spec{cfg.layers, cfg.hidden, cfg.heads, kBertSequence, kBertVocabulary};
+  model.transformer = TransformerShape{spec, first_block_layer, block_layers / cfg.layers};
+  return model;
 }
 
 } // namespace detail
