@@ -3,6 +3,10 @@
 
 namespace ddlsim::dag {
 
+double dtype_bytes(DType d) {
+  return d == DType::fp32 ? 4.0 : 2.0;
+}
+
 std::int64_t Model::param_count() const {
   std::int64_t total = 0;
   for (const Layer& layer : layers) {

@@ -4,10 +4,18 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ddlsim::dag {
+
+/// Number format of the gradients (scenario `model.gradient_dtype`). fp16 and bf16 mean mixed precision: weights
+/// and activations in 16 bits, fp32 master weights in the optimizer (see dag/memory.hpp).
+enum class DType { fp32, fp16, bf16 };
+
+/// Bytes of one element: 4 for fp32, 2 for fp16 and bf16.
+[[nodiscard]] double dtype_bytes(DType d);
 
 /// One parameter tensor as the framework registers it (e.g. torchvision's `layer1.0.conv1.weight`).
 struct ParamTensor {
@@ -31,10 +39,29 @@ struct Layer {
   int block = -1;
 };
 
+/// The shape of a transformer (GPT-2/GPT-3-style LM or BERT): the quantities of Korthikanti et al.'s activation
+/// memory (arXiv:2205.05198) and Megatron's FLOP count. Also the argument of the parametric LM builder (zoo.hpp).
+struct TransformerSpec {
+  int layers = 12;        ///< L, transformer blocks
+  int hidden = 768;       ///< h, hidden size (the MLP is 4h wide)
+  int heads = 12;         ///< a, attention heads
+  int sequence = 1024;    ///< s, tokens per sample
+  int vocabulary = 50257; ///< V, tokens in the vocabulary
+};
+
+/// A built transformer model's shape and where its blocks lie in `Model::layers`: block k (0-based) is the
+/// `layers_per_block` consecutive layers starting at index `first_block_layer + k * layers_per_block`. Layers
+/// outside the blocks are the embeddings before them and the final norm and heads after them.
+struct TransformerShape : TransformerSpec {
+  int first_block_layer = 0; ///< index in Model::layers of block 0's first layer
+  int layers_per_block = 1;  ///< layers of one block in Model::layers (GPT-2-style 9, BERT 11)
+};
+
 struct Model {
   std::string name;                  ///< zoo name, e.g. "resnet50"
   std::vector<Layer> layers;         ///< forward execution order
   double input_bytes_per_sample = 0; ///< bytes of one input sample as copied host->device (fp32 image, int64 tokens)
+  std::optional<TransformerShape> transformer; ///< set for transformer models (zoo LMs, BERT); absent otherwise
 
   [[nodiscard]] std::int64_t param_count() const;
   [[nodiscard]] std::size_t tensor_count() const;

@@ -18,14 +18,8 @@ namespace ddlsim::dag {
 [[nodiscard]] std::optional<Model> build_zoo_model(std::string_view name);
 
 /// The parametric transformer language model (GPT-2 style: token + position embeddings, `layers` blocks of
-/// LayerNorm, attention (fused qkv), LayerNorm, MLP with 4x hidden, final LayerNorm, tied LM head).
-struct TransformerSpec {
-  int layers = 12;
-  int hidden = 768;
-  int heads = 12;
-  int sequence = 1024;
-  int vocabulary = 50257;
-};
+/// LayerNorm, attention (fused qkv), LayerNorm, MLP with 4x hidden, final LayerNorm, tied LM head). The model's
+/// `transformer` records `spec` and where the blocks are.
 [[nodiscard]] Model build_transformer_lm(const TransformerSpec& spec, std::string name = "transformer");
 
 } // namespace ddlsim::dag

@@ -35,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <queue>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -472,9 +473,26 @@ Dependencies with_stream_order(const dag::IterationGraph& graph, const std::vect
   for (std::size_t v = 0; v < n; ++v)
     for (std::size_t w : graph.successors(v))
       edges.emplace(v, w);
+  // Tasks that start at one instant go in a topological order (the smallest id first among those ready), so that a
+  // zero-duration task keeps its place before what depends on it.
+  std::vector<std::size_t> rank(n, 0), indegree(n, 0);
+  for (const auto& [v, w] : edges)
+    ++indegree[w];
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+  for (std::size_t v = 0; v < n; ++v)
+    if (indegree[v] == 0)
+      ready.push(v);
+  for (std::size_t next = 0; !ready.empty(); ++next) {
+    const std::size_t v = ready.top();
+    ready.pop();
+    rank[v] = next;
+    for (auto it = edges.lower_bound({v, 0}); it != edges.end() && it->first == v; ++it)
+      if (--indegree[it->second] == 0)
+        ready.push(it->second);
+  }
   for (auto& tasks : by_resource) {
     std::sort(tasks.begin(), tasks.end(), [&](std::size_t a, std::size_t b) {
-      return order[a].start_s != order[b].start_s ? order[a].start_s < order[b].start_s : a < b;
+      return order[a].start_s != order[b].start_s ? order[a].start_s < order[b].start_s : rank[a] < rank[b];
     });
     // In that order within a lane; a lane -1 task after every lane's previous task and before every next one.
     std::optional<std::size_t> last_all;

@@ -351,10 +351,6 @@ std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std
 
 } // namespace
 
-double dtype_bytes(DType d) {
-  return d == DType::fp32 ? 4.0 : 2.0;
-}
-
 void apply_override(Json& doc, const std::string& dotted_key, const Json& value, const std::string& origin) {
   if (dotted_key.empty())
     throw InputError(origin, "", "empty key in override");

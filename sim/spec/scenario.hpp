@@ -18,8 +18,8 @@
 
 namespace ddlsim::sim {
 
-enum class DType { fp32, fp16, bf16 };
-[[nodiscard]] double dtype_bytes(DType d);
+using dag::DType; // the DAG layer's memory model needs it too (dag/model.hpp)
+using dag::dtype_bytes;
 
 struct GpuSpec {
   std::optional<GpuPreset> preset;

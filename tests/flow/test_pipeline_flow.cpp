@@ -28,7 +28,7 @@ Scenario pipelined(int nodes, int gpus, int pipeline, const std::string& schedul
     doc["model"]["layers"].push_back({{"name", "l" + std::to_string(l)},
                                       {"params", 100000},
                                       {"fwd_flops", "20 GFLOP"},
-                                      {"activation_bytes", "256 KB"}});
+                                      {"activation_bytes", "256 kB"}});
   doc["cluster"]["nodes"] = nodes;
   doc["cluster"]["gpus_per_node"] = gpus;
   doc["parallelism"] = {{"pipeline", pipeline}};
@@ -46,6 +46,7 @@ std::vector<double> flow_run(const Scenario& s) {
         longest = std::max(longest, r.timing[v].end_s - r.timing[v].start_s);
     out.values = {r.iteration_time_s, longest, static_cast<double>(r.replicas.size() + 1)};
   });
+  INFO(report.error);
   REQUIRE(report.error.empty());
   REQUIRE(report.values.size() == 3);
   return report.values;
@@ -87,5 +88,6 @@ TEST_CASE("flow: a hybrid pipeline's replicas share the NIC that their transfers
   const double bytes = 256e3 * 4; // the cut layer's activations for a micro-batch of 4
   CHECK_THAT(alone, WithinRel(2 * 25e-6 + bytes / 1.25e9, 1e-9));
   CHECK_THAT(flow[1], WithinRel(2 * 25e-6 + 4 * bytes / 1.25e9, 0.01));
-  CHECK(flow[0] > analytic.iteration_time_s * 1.05);
+  // At least the first forward transfer and the last backward one are on the critical path, each longer by 3 n / B.
+  CHECK(flow[0] - analytic.iteration_time_s > 2 * 3 * bytes / 1.25e9);
 }

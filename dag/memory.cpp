@@ -1,0 +1,214 @@
+// Memory per GPU of a pipeline stage (see memory.hpp). Sources: Megatron-Core, docs/source/api-guide/dist_optimizer.md
+// (bytes per parameter: non-distributed fp16 20, bf16 18, fp32 16 for Adam; distributed 4 + 16/d, 6 + 12/d,
+// 8 + 8/d); Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198,
+// §4 and Table 2 (activations per transformer layer) and §4.2.3 (interleaved schedule).
+#include "dag/memory.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ddlsim::dag {
+
+namespace {
+
+constexpr double kFp32Bytes = 4;
+constexpr double kMaskBytes = 1; // a dropout mask element (torch.bool / uint8)
+
+void require(bool condition, const std::string& message) {
+  if (!condition) {
+    throw std::invalid_argument("memory model: " + message);
+  }
+}
+
+void check_config(const ActivationConfig& config) {
+  require(config.micro_batch > 0, fmt::format("micro-batch size must be positive, got {}", config.micro_batch));
+  require(config.tensor_parallel > 0,
+          fmt::format("tensor-parallel size must be positive, got {}", config.tensor_parallel));
+}
+
+// Per block and micro-batch with no recomputation, or with selective recomputation (memory.hpp). Activations are in
+// the training format (dtype_bytes: 2 bytes an element for fp16/bf16, 4 for fp32).
+double stored_block_bytes(const TransformerSpec& shape, const ActivationConfig& config) {
+  const double s = shape.sequence, b = config.micro_batch, h = shape.hidden, a = shape.heads;
+  const double t = config.tensor_parallel, e = dtype_bytes(config.dtype);
+  // Outside the tensor-parallel regions: the two LayerNorms' inputs (2e), the QKV and first-MLP inputs (2e) and
+  // the two dropout masks after the attention projection and the MLP; split by t with sequence parallelism.
+  const double replicated = 4 * e + 2 * kMaskBytes;
+  // Inside them: Q and K (2e), V (e), the projection's input (e), GeLU's input and output (4e each).
+  const double split = 12 * e;
+  // Per attention score (a·s² per sample): softmax output (e), its dropout mask and the dropout's output (e).
+  const double scores = config.recompute == Recompute::selective ? 0 : (2 * e + kMaskBytes) * a * s / h;
+  return s * b * h * ((config.sequence_parallel ? replicated / t : replicated) + split / t + scores / t);
+}
+
+std::string range_text(const StageChunk& chunk) {
+  return fmt::format("[{}, {}]", chunk.first_layer, chunk.last_layer);
+}
+
+// What a recomputed chunk keeps per sample: the outputs of earlier layers that its layers read (in the training
+// format), and the model's input sample (as copied to the device) when it holds layer 0.
+double chunk_input_bytes(const Model& model, const StageChunk& chunk, double element_scale) {
+  double bytes = chunk.first_layer == 0 ? model.input_bytes_per_sample : 0;
+  std::vector<bool> read(static_cast<std::size_t>(chunk.first_layer), false);
+  for (int i = chunk.first_layer; i <= chunk.last_layer; ++i) {
+    const auto& inputs = model.layers[static_cast<std::size_t>(i)].inputs;
+    if (inputs.empty() && i > 0 && i - 1 < chunk.first_layer) {
+      read[static_cast<std::size_t>(i - 1)] = true;
+    }
+    for (const int j : inputs) {
+      if (j < chunk.first_layer) {
+        read[static_cast<std::size_t>(j)] = true;
+      }
+    }
+  }
+  for (std::size_t j = 0; j < read.size(); ++j) {
+    if (read[j]) {
+      bytes += model.layers[j].activation_bytes * element_scale;
+    }
+  }
+  return bytes;
+}
+
+double chunk_activation_bytes(const Model& model, const StageChunk& chunk, const ActivationConfig& config) {
+  const double n = chunk.in_flight_micro_batches;
+  if (n == 0) {
+    return 0;
+  }
+  const double b = config.micro_batch;
+  const double element_scale = dtype_bytes(config.dtype) / kFp32Bytes; // activation_bytes is fp32
+  const auto layer_outputs = [&](int first, int last) {
+    double bytes = 0;
+    for (int i = first; i <= last; ++i) {
+      bytes += model.layers[static_cast<std::size_t>(i)].activation_bytes * element_scale;
+    }
+    return bytes;
+  };
+  if (model.transformer) {
+    const TransformerShape& shape = *model.transformer;
+    const int blocks_begin = shape.first_block_layer;
+    const int blocks_end = blocks_begin + shape.layers * shape.layers_per_block; // one past the last block layer
+    const int begin = std::max(chunk.first_layer, blocks_begin);
+    const int end = std::min(chunk.last_layer + 1, blocks_end);
+    const int block_layers = std::max(0, end - begin);
+    double other = layer_outputs(chunk.first_layer, std::min(chunk.last_layer, blocks_begin - 1));
+    other += layer_outputs(std::max(chunk.first_layer, blocks_end), chunk.last_layer);
+    const double blocks = static_cast<double>(block_layers) / shape.layers_per_block;
+    return transformer_stage_activation_bytes(shape, blocks, n, config) + n * b * other;
+  }
+  require(config.tensor_parallel == 1, "tensor parallelism needs a transformer model");
+  require(config.recompute != Recompute::selective, "selective recomputation needs a transformer model");
+  const double outputs = b * layer_outputs(chunk.first_layer, chunk.last_layer);
+  const double input = b * chunk_input_bytes(model, chunk, element_scale);
+  switch (config.recompute) {
+  case Recompute::full:
+    return n * input + outputs; // checkpoints, and the micro-batch being recomputed
+  case Recompute::except_last:
+    return (n - 1) * input + outputs;
+  case Recompute::none:
+  case Recompute::selective:
+    break;
+  }
+  return n * outputs;
+}
+
+} // namespace
+
+double bytes_per_parameter(Optimizer optimizer, DType dtype, int optimizer_shards) {
+  require(optimizer_shards > 0, fmt::format("distributed-optimizer shards must be positive, got {}", optimizer_shards));
+  // State: SGD none, momentum one fp32 buffer, Adam two (Megatron's table counts Adam's 8 bytes).
+  const double state = optimizer == Optimizer::adam ? 8 : optimizer == Optimizer::sgd_momentum ? 4 : 0;
+  double replicated = 0; // model weights and the gradients the backward writes: on every data-parallel rank
+  double sharded = 0;    // fp32 master weights and main gradients, optimizer state: split by the distributed optimizer
+  switch (dtype) {
+  case DType::fp32:
+    replicated = 4 + 4; // fp32 weights (the optimizer updates them directly) and fp32 gradients
+    break;
+  case DType::fp16:
+    replicated = 2 + 2; // fp16 weights and gradients
+    sharded = 4 + 4;    // fp32 master weights and fp32 main gradients
+    break;
+  case DType::bf16:
+    replicated = 2 + 4; // bf16 weights, gradients accumulated in fp32 main-gradient buffers
+    sharded = 4;        // fp32 master weights
+    break;
+  }
+  return replicated + (sharded + state) / optimizer_shards;
+}
+
+double transformer_layer_activation_bytes(const TransformerSpec& shape, const ActivationConfig& config) {
+  check_config(config);
+  if (config.recompute == Recompute::full || config.recompute == Recompute::except_last) {
+    const double s = shape.sequence, b = config.micro_batch, h = shape.hidden;
+    return dtype_bytes(config.dtype) * s * b * h; // the block's input
+  }
+  return stored_block_bytes(shape, config);
+}
+
+double interleaved_activation_factor(int stages, int virtual_stages) {
+  require(stages > 0, fmt::format("pipeline stages must be positive, got {}", stages));
+  require(virtual_stages > 0, fmt::format("virtual stages must be positive, got {}", virtual_stages));
+  if (virtual_stages == 1) {
+    return 1;
+  }
+  const double p = stages, v = virtual_stages;
+  return 1 + (p - 1) / (p * v);
+}
+
+double transformer_stage_activation_bytes(const TransformerSpec& shape, double layers, double in_flight,
+                                          const ActivationConfig& config) {
+  require(layers >= 0, fmt::format("transformer layers on a stage must not be negative, got {}", layers));
+  require(in_flight >= 0, fmt::format("micro-batches in flight must not be negative, got {}", in_flight));
+  const double per_layer = transformer_layer_activation_bytes(shape, config);
+  if (config.recompute != Recompute::except_last) {
+    return layers * per_layer * in_flight;
+  }
+  ActivationConfig last = config;
+  last.recompute = Recompute::none;
+  const double kept = std::min(in_flight, 1.0); // the last micro-batch, when there is one
+  return layers * (per_layer * (in_flight - kept) + stored_block_bytes(shape, last) * kept);
+}
+
+double StageMemory::total_bytes() const {
+  return model_state_bytes + weight_version_bytes + activation_bytes;
+}
+
+StageMemory stage_memory(const Model& model, const StageMemoryInput& input) {
+  const ActivationConfig& config = input.activations;
+  check_config(config);
+  require(!input.chunks.empty(), "a stage needs at least one chunk of layers");
+  require(input.extra_weight_versions >= 0,
+          fmt::format("extra weight versions must not be negative, got {}", input.extra_weight_versions));
+  const int layer_count = static_cast<int>(model.layers.size());
+  std::vector<bool> placed(model.layers.size(), false);
+  std::int64_t parameters = 0;
+  double activations = 0;
+  for (const StageChunk& chunk : input.chunks) {
+    require(0 <= chunk.first_layer && chunk.first_layer <= chunk.last_layer && chunk.last_layer < layer_count,
+            fmt::format("chunk {} is not a layer range of {} ({} layers)", range_text(chunk), model.name, layer_count));
+    require(chunk.in_flight_micro_batches >= 0,
+            fmt::format("chunk {} has a negative micro-batch count", range_text(chunk)));
+    for (int i = chunk.first_layer; i <= chunk.last_layer; ++i) {
+      const auto index = static_cast<std::size_t>(i);
+      require(!placed[index], fmt::format("chunk {} overlaps another chunk at layer {}", range_text(chunk), i));
+      placed[index] = true;
+      for (const ParamTensor& tensor : model.layers[index].params) {
+        parameters += tensor.numel;
+      }
+    }
+    activations += chunk_activation_bytes(model, chunk, config);
+  }
+  StageMemory memory;
+  memory.parameters = static_cast<double>(parameters) / config.tensor_parallel;
+  memory.model_state_bytes =
+      memory.parameters * bytes_per_parameter(input.optimizer, config.dtype, input.optimizer_shards);
+  memory.weight_version_bytes = memory.parameters * input.extra_weight_versions * dtype_bytes(config.dtype);
+  memory.activation_bytes = activations;
+  return memory;
+}
+
+} // namespace ddlsim::dag

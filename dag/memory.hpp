@@ -1,0 +1,109 @@
+// Memory per GPU of a pipeline stage: weights, gradients and optimizer state at the optimizer's bytes per
+// parameter (Megatron-Core's distributed-optimizer table), extra stashed or predicted weight versions, and the
+// activations of the micro-batches in flight (transformer layers: Korthikanti et al. 2022, arXiv:2205.05198).
+#pragma once
+
+#include "dag/model.hpp"
+
+#include <vector>
+
+namespace ddlsim::dag {
+
+/// The optimizer whose state is counted (scenario `optimizer`).
+enum class Optimizer {
+  sgd,          ///< no state
+  sgd_momentum, ///< one fp32 momentum buffer
+  adam,         ///< two fp32 buffers (first and second moments)
+};
+
+/// Activation recomputation (scenario `pipeline.recompute`).
+enum class Recompute {
+  none,        ///< every layer keeps what its backward needs
+  full,        ///< transformer blocks keep only their input and recompute the rest in backward
+  selective,   ///< transformer blocks recompute the attention core (QK^T, softmax, dropout, AV): Korthikanti §5
+  except_last, ///< as `full` for every micro-batch but the last one in flight (torchgpipe's default checkpoint)
+};
+
+/// Bytes per parameter of weights + gradients + optimizer state, as Megatron-Core counts them
+/// (docs/source/api-guide/dist_optimizer.md): fp32 keeps fp32 weights and gradients; fp16 keeps fp16 weights and
+/// gradients plus fp32 master weights and fp32 main gradients; bf16 keeps bf16 weights, fp32 main gradients and fp32
+/// master weights. Adam: 16, 20, 18 for fp32, fp16, bf16 (the table's figures). SGD with momentum (one fp32 buffer)
+/// and SGD (none) are not in the table; the same accounting gives them 4 and 8 bytes less.
+/// `optimizer_shards` is d of Megatron's distributed optimizer (ZeRO-1): master weights, fp16's main gradients and
+/// the optimizer state are divided by it (Adam 8 + 8/d, 4 + 16/d, 6 + 12/d); 1 = not distributed.
+[[nodiscard]] double bytes_per_parameter(Optimizer optimizer, DType dtype, int optimizer_shards = 1);
+
+/// What shapes a stage's activation memory.
+struct ActivationConfig {
+  int micro_batch = 1;            ///< b, samples per micro-batch
+  int tensor_parallel = 1;        ///< t, GPUs of the tensor-parallel group
+  bool sequence_parallel = false; ///< LayerNorm and dropout activations split over t too (Korthikanti §4.2.2)
+  Recompute recompute = Recompute::none;
+  DType dtype = DType::fp32; ///< training format: 16-bit activations for fp16/bf16, 32-bit for fp32
+};
+
+/// Activation bytes of one transformer block for one micro-batch held for its backward (Korthikanti Table 2, with
+/// e bytes per element: e = 2 for fp16/bf16 reproduces the paper, e = 4 for fp32; dropout masks are 1 byte):
+///   none       sbh·(4e + 2 + 12e/t + (2e + 1)·as/(ht)) without sequence parallelism,
+///              sbh·((4e + 2)/t + 12e/t + (2e + 1)·as/(ht)) with it; at e = 2: sbh(10 + 24/t + 5as/(ht)) and
+///              sbh(34 + 5as/h)/t, and sbh(34 + 5as/h) for t = 1;
+///   selective  the same without the as/(ht) term: sbh(10 + 24/t), or 34·sbh/t with sequence parallelism;
+///   full       e·sbh, the block's input (2sbh at e = 2);
+///   except_last  what `full` holds, for a recomputed micro-batch (transformer_stage_activation_bytes adds the last).
+/// Throws std::invalid_argument when b or t is not positive.
+[[nodiscard]] double transformer_layer_activation_bytes(const TransformerSpec& shape, const ActivationConfig& config);
+
+/// Korthikanti's factor on the first stage's activations under the interleaved schedule with v model chunks per
+/// GPU: 1 + (p - 1)/(p·v) (§4.2.3); 1 for v = 1, the non-interleaved schedule.
+/// Throws std::invalid_argument when p or v is not positive.
+[[nodiscard]] double interleaved_activation_factor(int stages, int virtual_stages);
+
+/// Activation bytes of `layers` transformer blocks with `in_flight` micro-batches held at once:
+/// layers × per-block bytes × in_flight, except that with `except_last` the last micro-batch (min(in_flight, 1) of
+/// them) holds the `none` figure and the others the `full` one. Korthikanti's first stage of the 1F1B schedule is
+/// layers = L/p, in_flight = p (× interleaved_activation_factor with interleaving). 0 when in_flight is 0.
+/// Throws std::invalid_argument when layers or in_flight is negative.
+[[nodiscard]] double transformer_stage_activation_bytes(const TransformerSpec& shape, double layers, double in_flight,
+                                                        const ActivationConfig& config);
+
+/// Consecutive layers of a model placed on one GPU (a stage, or one of an interleaved stage's v model chunks).
+struct StageChunk {
+  int first_layer = 0;             ///< index in Model::layers
+  int last_layer = 0;              ///< index in Model::layers, inclusive
+  int in_flight_micro_batches = 0; ///< micro-batches whose activations in this chunk are held at the stage's peak
+};
+
+/// A stage's placement, schedule and training setup, as stage_memory reads them.
+struct StageMemoryInput {
+  std::vector<StageChunk> chunks; ///< at least one; they must not overlap
+  ActivationConfig activations;   ///< its dtype also sets the weights' format and the optimizer's bytes
+  Optimizer optimizer = Optimizer::sgd;
+  int optimizer_shards = 1;      ///< d of Megatron's distributed optimizer; 1 = not distributed
+  int extra_weight_versions = 0; ///< stashed (PipeDream) or predicted (SpecTrain) copies beside the live one
+};
+
+/// Memory of one GPU of a stage, in bytes (and parameters).
+struct StageMemory {
+  double parameters = 0;           ///< parameters on the GPU: the chunks' parameters / t
+  double model_state_bytes = 0;    ///< weights + gradients + optimizer state: parameters × bytes_per_parameter
+  double weight_version_bytes = 0; ///< extra weight versions: parameters × versions × weight bytes (4 fp32, else 2)
+  double activation_bytes = 0;     ///< activations held at the stage's peak
+
+  /// model_state_bytes + weight_version_bytes + activation_bytes.
+  [[nodiscard]] double total_bytes() const;
+};
+
+/// The memory of one GPU holding `input.chunks` of `model`. Activations per chunk:
+/// - transformer models (`model.transformer` set): the blocks on the chunk (a block split between chunks counts by
+///   its share of layers) by transformer_stage_activation_bytes; the other layers (embeddings, final norm, heads)
+///   keep their outputs (`activation_bytes` × e/4 × b per micro-batch, not divided by t, never recomputed, as
+///   Megatron recomputes transformer layers only);
+/// - other models: the layers' outputs (`activation_bytes` × e/4 × b) per micro-batch; recomputation checkpoints
+///   the chunk's input (the outputs of earlier layers it reads, or the model's input sample for the first chunk) as
+///   torchgpipe does, so `full` holds n inputs plus one micro-batch's outputs while it is recomputed, and
+///   `except_last` n − 1 inputs plus the last micro-batch's outputs.
+/// Throws std::invalid_argument for an empty or out-of-range chunk, overlapping chunks, a negative count, t > 1 or
+/// `selective` on a model that is not a transformer.
+[[nodiscard]] StageMemory stage_memory(const Model& model, const StageMemoryInput& input);
+
+} // namespace ddlsim::dag
