@@ -2,10 +2,12 @@
 #include "sim/plan/pipeline.hpp"
 
 #include "core/units.hpp"
+#include "dag/memory.hpp"
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/schedule.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -27,13 +29,13 @@ double recompute_s(const Scenario& s, const dag::WorkerCosts& costs, int first, 
   for (int l = first; l < end; ++l) {
     const auto i = static_cast<std::size_t>(l);
     switch (s.pipeline->recompute) {
-    case RecomputeKind::none:
+    case dag::Recompute::none:
       break;
-    case RecomputeKind::full:
-    case RecomputeKind::except_last:
+    case dag::Recompute::full:
+    case dag::Recompute::except_last:
       out += costs.fwd_s[i];
       break;
-    case RecomputeKind::selective:
+    case dag::Recompute::selective:
       if (s.model.layers[i].kind == "attention")
         out += costs.fwd_s[i];
       break;
@@ -91,23 +93,66 @@ RankModel rank_model(const Scenario& s, const dag::WorkerCosts& costs, const std
   return out;
 }
 
+// Passes of each chunk held at the instant the rank holds the most (its activations' peak).
+std::vector<int> in_flight_at_peak(const std::vector<dag::PipelineOp>& ops, int chunks) {
+  std::vector<int> held(static_cast<std::size_t>(chunks), 0), at_peak = held;
+  int total = 0, most = 0;
+  for (const auto& op : ops) {
+    held[static_cast<std::size_t>(op.chunk)] += op.forward ? 1 : -1;
+    total += op.forward ? 1 : -1;
+    if (total > most) {
+      most = total;
+      at_peak = held;
+    }
+  }
+  return at_peak;
+}
+
+// Where a stage may begin: at a layer for most models, at a block for a model of repeated blocks (a transformer's
+// layers; Megatron cuts between them), the layers before the first block going with it and a layer outside a block
+// with the block before it (as partition_uniform places them).
+std::vector<int> unit_starts(const dag::Model& model) {
+  const bool blocks =
+      std::any_of(model.layers.begin(), model.layers.end(), [](const dag::Layer& l) { return l.block >= 0; });
+  std::vector<int> starts{0};
+  int seen = 0; // the last block met
+  for (std::size_t l = 1; l < model.layers.size(); ++l) {
+    const int b = model.layers[l].block;
+    if (!blocks || (b > 0 && b != seen))
+      starts.push_back(static_cast<int>(l));
+    if (b >= 0)
+      seen = b;
+  }
+  return starts;
+}
+
 } // namespace
 
 std::vector<dag::StageSpan> partition_stages(const Scenario& s, const dag::WorkerCosts& costs) {
   const auto& pl = *s.pipeline;
   const int stages = s.parallelism.pipeline * pl.virtual_stages;
-  std::vector<double> cost(s.model.layers.size());
-  for (std::size_t l = 0; l < cost.size(); ++l)
-    cost[l] = costs.fwd_s[l] + costs.bwd_s[l] + recompute_s(s, costs, static_cast<int>(l), static_cast<int>(l) + 1);
-  switch (pl.partition) {
-  case PartitionKind::uniform:
+  const int layers = static_cast<int>(s.model.layers.size());
+  if (pl.partition == PartitionKind::uniform)
     return dag::partition_uniform(s.model, stages);
-  case PartitionKind::balanced:
-    return dag::partition_balanced(cost, stages);
-  case PartitionKind::pipedream: {
-    auto cut = dag::cut_activation_bytes(s.model);
-    for (double& b : cut)
-      b *= s.batch_per_gpu * activation_scale(s);
+  if (pl.partition == PartitionKind::explicit_layers)
+    return dag::partition_explicit(pl.layers_per_stage, layers);
+  // The min-max partitions run over units: layers, or blocks with the layers around them.
+  auto starts = unit_starts(s.model);
+  starts.push_back(layers);
+  const std::size_t units = starts.size() - 1;
+  std::vector<double> cost(units, 0.0);
+  for (std::size_t u = 0; u < units; ++u)
+    for (int l = starts[u]; l < starts[u + 1]; ++l)
+      cost[u] += costs.fwd_s[static_cast<std::size_t>(l)] + costs.bwd_s[static_cast<std::size_t>(l)] +
+                 recompute_s(s, costs, l, l + 1);
+  std::vector<dag::StageSpan> spans;
+  if (pl.partition == PartitionKind::balanced) {
+    spans = dag::partition_balanced(cost, stages);
+  } else {
+    const auto layer_cut = dag::cut_activation_bytes(s.model);
+    std::vector<double> cut(units - 1);
+    for (std::size_t u = 0; u + 1 < units; ++u)
+      cut[u] = layer_cut[static_cast<std::size_t>(starts[u + 1] - 1)] * s.batch_per_gpu * activation_scale(s);
     // The transfers cross the slowest link between two stages' GPUs: the NIC when a stage boundary leaves a node.
     const auto& par = s.parallelism;
     bool crosses_nodes = false;
@@ -115,12 +160,11 @@ std::vector<dag::StageSpan> partition_stages(const Scenario& s, const dag::Worke
       crosses_nodes =
           crosses_nodes || par.gpu(r, 0) / s.cluster.gpus_per_node != par.gpu(r + 1, 0) / s.cluster.gpus_per_node;
     const double bandwidth = crosses_nodes ? s.cluster.inter.bandwidth : s.cluster.intra.bandwidth;
-    return dag::partition_pipedream(cost, cut, bandwidth, stages);
+    spans = dag::partition_pipedream(cost, cut, bandwidth, stages);
   }
-  case PartitionKind::explicit_layers:
-    return dag::partition_explicit(pl.layers_per_stage, static_cast<int>(s.model.layers.size()));
-  }
-  return {};
+  for (auto& span : spans) // units back to layers
+    span = {starts[static_cast<std::size_t>(span.first)], starts[static_cast<std::size_t>(span.end)]};
+  return spans;
 }
 
 namespace detail {
@@ -150,7 +194,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
       vs.backward_s += costs.bwd_s[static_cast<std::size_t>(l)];
     }
     vs.recompute_s = recompute_s(s, costs, span.first, span.end);
-    vs.recompute_last = pl.recompute != RecomputeKind::except_last;
+    vs.recompute_last = pl.recompute != dag::Recompute::except_last;
     if (span.end < static_cast<int>(s.model.layers.size()))
       vs.activation_bytes = cut[static_cast<std::size_t>(span.end - 1)] * s.batch_per_gpu * activation_scale(s);
     plan.stages.push_back(vs);
@@ -217,10 +261,34 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     for (std::size_t v = 0; v < r.graph.size(); ++v)
       if (r.graph.task(v).device == gpu && r.graph.task(v).collective == dag::Collective::point_to_point)
         st.p2p_bytes += r.graph.task(v).bytes;
-    st.in_flight_micro_batches =
-        dag::in_flight_passes(dag::pipeline_ops(pl.schedule, stages, pl.micro_batches, pl.virtual_stages, rank));
+    const auto ops = dag::pipeline_ops(pl.schedule, stages, pl.micro_batches, pl.virtual_stages, rank);
+    st.in_flight_micro_batches = dag::in_flight_passes(ops);
+    // Memory: its chunks' weights, gradients and optimizer state, and the activations held at its peak.
+    dag::StageMemoryInput memory{.chunks = {},
+                                 .activations = {.micro_batch = s.batch_per_gpu,
+                                                 .tensor_parallel = par.tensor,
+                                                 .sequence_parallel = par.sequence_parallel,
+                                                 .recompute = pl.recompute,
+                                                 .dtype = s.gradient_dtype},
+                                 .optimizer = s.optimizer};
+    const auto held = in_flight_at_peak(ops, pl.virtual_stages);
+    for (int c = 0; c < pl.virtual_stages; ++c) {
+      const auto& span = spans[static_cast<std::size_t>(c * stages + rank)];
+      memory.chunks.push_back({span.first, span.end - 1, held[static_cast<std::size_t>(c)]});
+    }
+    st.peak_memory_bytes = dag::stage_memory(s.model, memory).total_bytes();
+    st.exceeds_gpu_memory = s.gpu.memory_bytes > 0 && st.peak_memory_bytes > s.gpu.memory_bytes;
+    r.peak_memory_bytes_per_gpu = std::max(r.peak_memory_bytes_per_gpu, st.peak_memory_bytes);
     report.per_stage.push_back(st);
   }
+  std::vector<std::string> over;
+  for (std::size_t i = 0; i < report.per_stage.size(); ++i)
+    if (report.per_stage[i].exceeds_gpu_memory)
+      over.push_back(fmt::format("{} ({})", i, format_bytes(report.per_stage[i].peak_memory_bytes)));
+  if (!over.empty())
+    r.notes.push_back(fmt::format("pipeline: stage{} {} need{} more than the GPU's {} of memory",
+                                  over.size() > 1 ? "s" : "", fmt::join(over, ", "), over.size() > 1 ? "" : "s",
+                                  format_bytes(s.gpu.memory_bytes)));
   r.pipeline = std::move(report);
   r.notes.push_back(fmt::format(
       "pipeline: {} over {} stages{} of {} partitioned layers, {} micro-batches of {} per replica, {} data-parallel "

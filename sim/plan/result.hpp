@@ -79,7 +79,8 @@ struct PipelineStageReport {
   double p2p_bytes = 0; ///< activations and gradients the stage sends per iteration
   int in_flight_micro_batches = 0;
   int weight_versions = 1;
-  double peak_memory_bytes = 0;
+  double peak_memory_bytes = 0; ///< weights, gradients, optimizer state and activations at the stage's peak
+  bool exceeds_gpu_memory = false;
 };
 struct PipelineReport {
   std::string schedule;

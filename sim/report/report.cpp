@@ -91,7 +91,8 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                         {"p2p_bytes", st.p2p_bytes},
                         {"in_flight_micro_batches", st.in_flight_micro_batches},
                         {"weight_versions", st.weight_versions},
-                        {"peak_memory_bytes", static_cast<std::int64_t>(st.peak_memory_bytes)}});
+                        {"peak_memory_bytes", static_cast<std::int64_t>(st.peak_memory_bytes)},
+                        {"exceeds_gpu_memory", st.exceeds_gpu_memory}});
     j["pipeline"] = {{"schedule", pl.schedule},
                      {"stages", pl.stages},
                      {"micro_batches", pl.micro_batches},
@@ -329,7 +330,8 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
   const auto& b = r.breakdown;
   std::size_t collectives = 0; // one per group, or a chain of them (PowerSGD)
   for (std::size_t v = 0; v < r.graph.size(); ++v)
-    if (r.graph.task(v).kind == dag::TaskKind::communication)
+    if (r.graph.task(v).kind == dag::TaskKind::communication &&
+        r.graph.task(v).collective != dag::Collective::point_to_point)
       ++collectives;
   const std::string groups =
       collectives == r.groups.size() ? std::string() : fmt::format(" in {} buckets", r.groups.size());

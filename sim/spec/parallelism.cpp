@@ -25,16 +25,28 @@ std::string_view partition_name(PartitionKind k) {
   return "?";
 }
 
-std::string_view recompute_name(RecomputeKind k) {
+std::string_view recompute_name(dag::Recompute k) {
   switch (k) {
-  case RecomputeKind::none:
+  case dag::Recompute::none:
     return "none";
-  case RecomputeKind::full:
+  case dag::Recompute::full:
     return "full";
-  case RecomputeKind::selective:
+  case dag::Recompute::selective:
     return "selective";
-  case RecomputeKind::except_last:
+  case dag::Recompute::except_last:
     return "except-last";
+  }
+  return "?";
+}
+
+std::string_view optimizer_name(dag::Optimizer k) {
+  switch (k) {
+  case dag::Optimizer::sgd:
+    return "sgd";
+  case dag::Optimizer::sgd_momentum:
+    return "sgd-momentum";
+  case dag::Optimizer::adam:
+    return "adam";
   }
   return "?";
 }
@@ -85,7 +97,11 @@ PipelineSpec parse_pipeline(ObjectReader& r, const Scenario& s, int stages) {
   } else if (partition != nullptr) {
     p.partition = enum_at<PartitionKind>(kPartitions, r.choice("partition", kPartitions));
   }
-  p.recompute = enum_at<RecomputeKind>(kRecompute, r.optional_choice("recompute", kRecompute).value_or("none"));
+  p.recompute = enum_at<dag::Recompute>(kRecompute, r.optional_choice("recompute", kRecompute).value_or("none"));
+  if (p.recompute == dag::Recompute::selective && !s.model.transformer)
+    r.fail("recompute", fmt::format("selective recomputation recomputes a transformer's attention; {} is not a "
+                                    "transformer (use full or except-last)",
+                                    s.model.name.empty() ? std::string("the model") : s.model.name));
   return p;
 }
 

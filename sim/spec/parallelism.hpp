@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/json.hpp"
+#include "dag/memory.hpp"
 #include "dag/pipeline.hpp"
 
 #include <cstdint>
@@ -34,14 +35,10 @@ enum class PartitionKind : std::uint8_t {
 };
 [[nodiscard]] std::string_view partition_name(PartitionKind k);
 
-/// Activation recomputation: what the backward pass computes again (its time; its memory in dag/memory.hpp).
-enum class RecomputeKind : std::uint8_t {
-  none,
-  full,       ///< every layer's forward again before its backward (Megatron `full`, torchgpipe `always`)
-  selective,  ///< the core attention only (Korthikanti et al. 2022); transformer layers of kind "attention"
-  except_last ///< every micro-batch's forward again but the last's (torchgpipe's default `except_last`)
-};
-[[nodiscard]] std::string_view recompute_name(RecomputeKind k);
+/// "none", "full", "selective", "except-last" (dag/memory.hpp's recomputation modes, as the scenario spells them).
+[[nodiscard]] std::string_view recompute_name(dag::Recompute k);
+/// "sgd", "sgd-momentum", "adam".
+[[nodiscard]] std::string_view optimizer_name(dag::Optimizer k);
 
 struct PipelineSpec {
   dag::PipelineSchedule schedule = dag::PipelineSchedule::one_f_one_b;
@@ -49,7 +46,7 @@ struct PipelineSpec {
   int virtual_stages = 1;
   PartitionKind partition = PartitionKind::balanced;
   std::vector<int> layers_per_stage; ///< explicit_layers: one count per virtual stage
-  RecomputeKind recompute = RecomputeKind::none;
+  dag::Recompute recompute = dag::Recompute::none;
 };
 
 struct Scenario;

@@ -404,6 +404,10 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
   parse_strategy(r.object("strategy"), s);
   if (auto d = r.optional_object("data"))
     parse_data(*d, s);
+  if (const auto o = r.optional_choice("optimizer", {"sgd", "sgd-momentum", "adam"}))
+    s.optimizer = *o == "sgd"    ? dag::Optimizer::sgd
+                  : *o == "adam" ? dag::Optimizer::adam
+                                 : dag::Optimizer::sgd_momentum;
   parse_parallelism(r.optional_object("parallelism"), r.optional_object("pipeline"), s);
   s.engine = r.optional_choice("engine", kEngines).value_or("analytic");
   if (auto f = r.optional_object("flow")) {

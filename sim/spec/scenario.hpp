@@ -67,6 +67,8 @@ struct Scenario {
   /// engine's tasks.csv and timeline.json list, in rank order; it simulates them all either way.
   int flow_report_replicas = 64;
   DataSpec data;
+  /// `optimizer`: the optimizer state per parameter in the pipeline memory model (dag/memory.hpp)
+  dag::Optimizer optimizer = dag::Optimizer::sgd_momentum;
   Parallelism parallelism;              ///< `parallelism`: data x pipeline x tensor GPUs
   std::optional<PipelineSpec> pipeline; ///< `pipeline`: absent = pure data parallelism
   std::vector<SweepAxis> sweep;

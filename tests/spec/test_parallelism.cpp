@@ -38,7 +38,7 @@ TEST_CASE("sim::parse_scenario reads parallelism and pipeline", "[sim][scenario]
     CHECK(s.pipeline->micro_batches == 8);
     CHECK(s.pipeline->virtual_stages == 1);
     CHECK(s.pipeline->partition == PartitionKind::balanced);
-    CHECK(s.pipeline->recompute == RecomputeKind::none);
+    CHECK(s.pipeline->recompute == dag::Recompute::none);
     // Megatron's rank order: stage s of replica k is GPU k + d s.
     CHECK(s.parallelism.gpu(0, 0) == 0);
     CHECK(s.parallelism.gpu(0, 1) == 1);
@@ -53,7 +53,7 @@ TEST_CASE("sim::parse_scenario reads parallelism and pipeline", "[sim][scenario]
     CHECK(s.pipeline->virtual_stages == 2);
     CHECK(s.pipeline->partition == PartitionKind::explicit_layers);
     CHECK(s.pipeline->layers_per_stage == std::vector<int>(8, 1));
-    CHECK(s.pipeline->recompute == RecomputeKind::except_last);
+    CHECK(s.pipeline->recompute == dag::Recompute::except_last);
   }
   SECTION("no parallelism object: pure data parallelism") {
     doc.erase("parallelism");
