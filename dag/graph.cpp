@@ -72,6 +72,8 @@ std::string_view task_kind_name(TaskKind k) {
     return "update";
   case TaskKind::delay:
     return "delay";
+  case TaskKind::prediction:
+    return "prediction";
   }
   return "?";
 }

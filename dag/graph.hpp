@@ -26,7 +26,18 @@ namespace ddlsim::dag {
 enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, gpu_compression, comm_pull, none, p2p };
 inline constexpr int kResourceCount = 7;
 
-enum class TaskKind : std::uint8_t { data_load, h2d, forward, backward, compression, communication, update, delay };
+/// `prediction`: a weight-prediction or restore kernel of SpecTrain (element-wise over a stage's weights).
+enum class TaskKind : std::uint8_t {
+  data_load,
+  h2d,
+  forward,
+  backward,
+  compression,
+  communication,
+  update,
+  delay,
+  prediction
+};
 
 [[nodiscard]] std::string_view resource_name(Resource r);
 [[nodiscard]] std::string_view task_kind_name(TaskKind k);

@@ -19,8 +19,37 @@ std::string_view pipeline_schedule_name(PipelineSchedule s) {
     return "1f1b";
   case PipelineSchedule::interleaved_1f1b:
     return "interleaved-1f1b";
+  case PipelineSchedule::pipedream:
+    return "pipedream";
+  case PipelineSchedule::pipedream_2bw:
+    return "pipedream-2bw";
+  case PipelineSchedule::spectrain:
+    return "spectrain";
   }
   return "?";
+}
+
+bool asynchronous(PipelineSchedule s) {
+  return s == PipelineSchedule::pipedream || s == PipelineSchedule::pipedream_2bw || s == PipelineSchedule::spectrain;
+}
+
+int weight_versions(PipelineSchedule s, int stages, int rank, bool predicts) {
+  switch (s) {
+  case PipelineSchedule::pipedream:
+    return stages - rank;
+  case PipelineSchedule::pipedream_2bw:
+    return 2;
+  case PipelineSchedule::spectrain:
+    return predicts ? 2 : 1;
+  default:
+    return 1;
+  }
+}
+
+PredictionSteps prediction_steps(WeightPrediction version, int stages, int rank) {
+  if (version == WeightPrediction::v2)
+    return {stages - rank - 1, stages - rank - 1};
+  return {rank / 2 + stages - rank - 1, rank / 2};
 }
 
 std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, int stages, int micro_batches, int chunks, int rank) {
@@ -40,7 +69,10 @@ std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, int stages, int 
     for (int i = m; i-- > 0;)
       ops.push_back({false, i, 0});
     return ops;
-  case PipelineSchedule::one_f_one_b: {
+  case PipelineSchedule::one_f_one_b:
+  case PipelineSchedule::pipedream: // the asynchronous schedules: 1F1B over the micro-batches unrolled, no flush
+  case PipelineSchedule::pipedream_2bw:
+  case PipelineSchedule::spectrain: {
     const int warmup = std::min(p - rank - 1, m);
     const int remaining = m - warmup;
     for (int i = 0; i < warmup; ++i)
@@ -90,6 +122,8 @@ int in_flight_passes(const std::vector<PipelineOp>& ops) {
 }
 
 double bubble_fraction_closed_form(PipelineSchedule schedule, int stages, int micro_batches, int chunks) {
+  if (asynchronous(schedule))
+    return 0;
   const double p = stages, m = micro_batches;
   const double v = schedule == PipelineSchedule::interleaved_1f1b ? chunks : 1;
   return (p - 1) / (v * m + p - 1);
@@ -173,33 +207,50 @@ IterationGraph build_pipeline(const PipelinePlan& plan) {
       g.depend(load, h2d[static_cast<std::size_t>(i)]);
   }
 
-  // Each rank's passes in the schedule's order; then its gradient groups and its update.
+  // Each rank's passes in the schedule's order (SpecTrain's kernels around them); its gradient groups and its update
+  // after the flush, or after every update_every-th backward.
   for (int r = 0; r < p; ++r) {
     const auto& rank = plan.ranks[static_cast<std::size_t>(r)];
-    std::optional<Id> previous;
-    for (const auto& op : pipeline_ops(plan.schedule, p, m, v, r)) {
-      const int stage = op.chunk * p + r;
-      Id next = pass(stage, op.micro_batch, op.forward);
-      if (op.forward && stage == 0) { // the copy goes first on the compute stream
-        const Id copy = h2d[static_cast<std::size_t>(op.micro_batch)];
-        if (previous)
-          g.depend(*previous, copy);
-        g.depend(copy, next);
-        previous = copy;
-      }
+    const Device gpu = Device::gpu(rank.gpu);
+    const int communicator = rank.groups.empty() ? -1 : g.add_communicator(rank.data_parallel);
+    std::optional<Id> previous; // the last task on the compute stream
+    const auto chain = [&](Id next) {
       if (previous)
         g.depend(*previous, next);
       previous = next;
+    };
+    const auto kernel = [&](double seconds, const PipelineOp& op, int stage) {
+      chain(g.add({.kind = TaskKind::prediction,
+                   .resource = Resource::gpu_compute,
+                   .duration_s = seconds,
+                   .device = gpu,
+                   .micro_batch = op.micro_batch,
+                   .stage = stage}));
+    };
+    const auto update = [&] {
+      const Id last = *previous;
+      const auto step = g.add(
+          {.kind = TaskKind::update, .resource = Resource::gpu_compute, .duration_s = rank.update_s, .device = gpu});
+      add_group_chains(
+          g, rank.groups, [last](const GradientGroup&) { return last; }, step, gpu, communicator);
+      chain(step);
+    };
+    int backwards = 0;
+    for (const auto& op : pipeline_ops(plan.schedule, p, m, v, r)) {
+      const int stage = op.chunk * p + r;
+      if (op.forward && stage == 0) // the copy goes first on the compute stream
+        chain(h2d[static_cast<std::size_t>(op.micro_batch)]);
+      const double predict = op.forward ? rank.predict_forward_s : rank.predict_backward_s;
+      if (predict > 0)
+        kernel(predict, op, stage);
+      chain(pass(stage, op.micro_batch, op.forward));
+      if (predict > 0 && rank.restore_s > 0)
+        kernel(rank.restore_s, op, stage);
+      if (!op.forward && plan.update_every > 0 && ++backwards % plan.update_every == 0)
+        update();
     }
-    const auto update = g.add({.kind = TaskKind::update,
-                               .resource = Resource::gpu_compute,
-                               .duration_s = rank.update_s,
-                               .device = Device::gpu(rank.gpu)});
-    g.depend(*previous, update);
-    const Id flush = *previous;
-    add_group_chains(
-        g, rank.groups, [flush](const GradientGroup&) { return flush; }, update, Device::gpu(rank.gpu),
-        rank.groups.empty() ? -1 : g.add_communicator(rank.data_parallel));
+    if (plan.update_every == 0)
+      update();
   }
 
   std::vector<IterationGraph::ReplicaGroup> replicas;

@@ -13,6 +13,15 @@
 //     forward runs chunk (k mod p v) div p on micro-batch (k div p v) p + k mod p, the k-th backward the chunks in
 //     reverse.
 // The flushing schedules end with every stage's gradients reduced over its data-parallel group, then its update.
+// The asynchronous ones run 1F1B's steady state without a flush:
+//   - PipeDream (Narayanan et al., SOSP 2019): each backward is followed by the stage's update (weight stashing: stage
+//     r keeps p - r weight versions for the micro-batches in flight).
+//   - PipeDream-2BW (Narayanan et al., ICML 2021): the gradients of m micro-batches are accumulated and applied once
+//     (2 weight versions, double-buffered).
+//   - SpecTrain (Chen, Yang, Cheng, arXiv:1809.02839): PipeDream's order without stashing; before a pass the stage
+//     predicts the weights s steps ahead, W' = W - s lr v (v the momentum), and restores W after it. GPU k of N: v1
+//     predicts s = floor(k/2) + N - k - 1 steps for the forward and floor(k/2) for the backward; v2 s = N - k - 1 for
+//     both (the forward's s reused).
 #pragma once
 
 #include "dag/graph.hpp"
@@ -23,8 +32,29 @@
 
 namespace ddlsim::dag {
 
-enum class PipelineSchedule : std::uint8_t { gpipe, one_f_one_b, interleaved_1f1b };
+enum class PipelineSchedule : std::uint8_t {
+  gpipe,
+  one_f_one_b,
+  interleaved_1f1b,
+  pipedream,
+  pipedream_2bw,
+  spectrain
+};
 [[nodiscard]] std::string_view pipeline_schedule_name(PipelineSchedule s);
+/// PipeDream, PipeDream-2BW and SpecTrain: no flush; an iteration is m micro-batches of the steady state.
+[[nodiscard]] bool asynchronous(PipelineSchedule s);
+/// Weight copies rank `rank` of `stages` holds at its peak: p - r (PipeDream's stash), 2 (2BW's double buffer, and
+/// a SpecTrain stage that predicts: the live weights kept aside while the predicted ones are used), else 1.
+/// `predicts`: SpecTrain's stage predicts for some pass.
+[[nodiscard]] int weight_versions(PipelineSchedule s, int stages, int rank, bool predicts);
+
+/// SpecTrain's version difference s for GPU k of N (k = rank, N = stages): {forward, backward}.
+enum class WeightPrediction : std::uint8_t { v1, v2 };
+struct PredictionSteps {
+  int forward = 0;
+  int backward = 0;
+};
+[[nodiscard]] PredictionSteps prediction_steps(WeightPrediction version, int stages, int rank);
 
 /// One pass of one micro-batch through one model chunk of a pipeline rank.
 struct PipelineOp {
@@ -45,7 +75,8 @@ struct PipelineOp {
 [[nodiscard]] int in_flight_passes(const std::vector<PipelineOp>& ops);
 
 /// The bubble of the ideal schedule (equal stages, free transfers): the idle share of the stages' compute time,
-/// (p - 1) / (m + p - 1) for GPipe and 1F1B, (p - 1) / (v m + p - 1) interleaved (Narayanan et al. 2021, §2.2).
+/// (p - 1) / (m + p - 1) for GPipe and 1F1B, (p - 1) / (v m + p - 1) interleaved (Narayanan et al. 2021, §2.2), 0 for
+/// the asynchronous schedules (their steady state has none).
 [[nodiscard]] double bubble_fraction_closed_form(PipelineSchedule schedule, int stages, int micro_batches, int chunks);
 
 /// One virtual stage: consecutive layers, their cost per micro-batch, and what crosses to the next virtual stage.
@@ -63,9 +94,13 @@ struct VirtualStage {
 /// over its own layers), the optimizer step of its parameters, and its data-parallel group.
 struct PipelineRank {
   int gpu = 0;                       ///< global GPU rank
-  std::vector<GradientGroup> groups; ///< reduced after the flush, in order, over `data_parallel`
+  std::vector<GradientGroup> groups; ///< reduced before each update, in order, over `data_parallel`
   double update_s = 0;
   Communicator data_parallel; ///< the GPUs that hold the same stage in the other replicas
+  /// SpecTrain's kernels around a pass (0: none): predict the weights before it, restore them after it.
+  double predict_forward_s = 0;
+  double predict_backward_s = 0;
+  double restore_s = 0;
 };
 
 /// Everything build_pipeline needs: the schedule, the virtual stages (p x v of them; virtual stage c p + r runs on
@@ -82,14 +117,18 @@ struct PipelinePlan {
   double data_load_s = 0;
   double h2d_s = 0;
   bool prefetch = true;
+  /// Asynchronous schedules: a stage updates after every `update_every`-th backward (1: PipeDream and SpecTrain; m:
+  /// 2BW) instead of once after the flush; `micro_batches` is then the number unrolled.
+  int update_every = 0;
 };
 
-/// The DAG of one replica: on each rank's GPU its passes in pipeline_ops' order on the compute stream; a
+/// The DAG of one replica: on each rank's GPU its passes in pipeline_ops' order on the compute stream (SpecTrain's
+/// prediction and restore kernels around them); a
 /// point-to-point transfer (stream p2p of the sender) after each forward whose next virtual stage is on another rank
 /// and after each backward whose previous one is; the loads on the host and the copies before each micro-batch's first
 /// forward; after a rank's last pass its gradient groups (their kernels and collectives over its data-parallel
-/// group, in order) and then its update. The DAG is replicated (IterationGraph::replicate) over the ranks'
-/// data-parallel groups.
+/// group, in order) and then its update (asynchronous schedules: after every update_every-th backward, in the pass
+/// order). The DAG is replicated (IterationGraph::replicate) over the ranks' data-parallel groups.
 [[nodiscard]] IterationGraph build_pipeline(const PipelinePlan& plan);
 
 } // namespace ddlsim::dag

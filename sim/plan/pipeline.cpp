@@ -13,6 +13,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 
 namespace ddlsim::sim {
 
@@ -178,9 +179,13 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   const auto spans = partition_stages(s, costs);
   const auto cut = dag::cut_activation_bytes(s.model);
 
+  // The asynchronous schedules run their steady state: m + 3p micro-batches unrolled, an iteration measured over m of
+  // them after 2p (finalize_pipeline), well clear of the warm-up and of the cool-down's last p.
+  const bool async = dag::asynchronous(pl.schedule);
   dag::PipelinePlan plan;
   plan.schedule = pl.schedule;
-  plan.micro_batches = pl.micro_batches;
+  plan.micro_batches = async ? pl.micro_batches + 3 * stages : pl.micro_batches;
+  plan.update_every = pl.schedule == dag::PipelineSchedule::pipedream_2bw ? pl.micro_batches : async ? 1 : 0;
   plan.chunks = pl.virtual_stages;
   plan.gpus_per_node = s.cluster.gpus_per_node;
   plan.host_node = par.gpu(0, 0) / s.cluster.gpus_per_node;
@@ -206,6 +211,18 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
       pr.data_parallel.ranks.push_back(par.gpu(rank, k));
     auto sub = rank_model(s, costs, spans, rank, stages);
     pr.update_s = sub.costs.update_s;
+    if (pl.schedule == dag::PipelineSchedule::spectrain) {
+      // W' = W - s lr v reads W and v and writes W' (3 words per parameter); the restore copies W back (2 words):
+      // memory-bound kernels, costed like the compression kernels (dag/compression.hpp).
+      const auto steps = dag::prediction_steps(pl.weight_prediction, stages, rank);
+      const double words = static_cast<double>(sub.model.param_count()) * 4;
+      const auto kernel = [&](double traffic) {
+        return traffic * words / costs.memory_bandwidth + dag::kKernelLaunchS;
+      };
+      pr.predict_forward_s = steps.forward > 0 ? kernel(3) : 0;
+      pr.predict_backward_s = steps.backward > 0 ? kernel(3) : 0;
+      pr.restore_s = kernel(2);
+    }
     if (par.data > 1) {
       const auto layout = layout_of(pr.data_parallel.ranks, s.cluster);
       const auto allreduce = group_allreduce(s, layout);
@@ -245,6 +262,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   report.schedule = std::string(dag::pipeline_schedule_name(pl.schedule));
   report.stages = stages;
   report.micro_batches = pl.micro_batches;
+  report.micro_batches_simulated = plan.micro_batches;
   report.virtual_stages = pl.virtual_stages;
   report.partition = std::string(partition_name(pl.partition));
   report.bubble_fraction_closed_form =
@@ -261,7 +279,10 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     for (std::size_t v = 0; v < r.graph.size(); ++v)
       if (r.graph.task(v).device == gpu && r.graph.task(v).collective == dag::Collective::point_to_point)
         st.p2p_bytes += r.graph.task(v).bytes;
-    const auto ops = dag::pipeline_ops(pl.schedule, stages, pl.micro_batches, pl.virtual_stages, rank);
+    const auto ops = dag::pipeline_ops(pl.schedule, stages, plan.micro_batches, pl.virtual_stages, rank);
+    const auto& pr = plan.ranks[static_cast<std::size_t>(rank)];
+    st.weight_versions =
+        dag::weight_versions(pl.schedule, stages, rank, pr.predict_forward_s > 0 || pr.predict_backward_s > 0);
     st.in_flight_micro_batches = dag::in_flight_passes(ops);
     // Memory: its chunks' weights, gradients and optimizer state, and the activations held at its peak.
     dag::StageMemoryInput memory{.chunks = {},
@@ -270,7 +291,9 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
                                                  .sequence_parallel = par.sequence_parallel,
                                                  .recompute = pl.recompute,
                                                  .dtype = s.gradient_dtype},
-                                 .optimizer = s.optimizer};
+                                 .optimizer = s.optimizer,
+                                 .optimizer_shards = 1,
+                                 .extra_weight_versions = st.weight_versions - 1};
     const auto held = in_flight_at_peak(ops, pl.virtual_stages);
     for (int c = 0; c < pl.virtual_stages; ++c) {
       const auto& span = spans[static_cast<std::size_t>(c * stages + rank)];
@@ -293,12 +316,27 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   r.notes.push_back(fmt::format(
       "pipeline: {} over {} stages{} of {} partitioned layers, {} micro-batches of {} per replica, {} data-parallel "
       "replica{}; activations and their gradients cross between stages as point-to-point transfers in {} on a "
-      "stream of their own; each stage's gradients are reduced by {} over its data-parallel group after the flush, "
-      "then its optimizer step; recomputation {}",
+      "stream of their own; each stage's gradients are reduced by {} over its data-parallel group {}, then its "
+      "optimizer step; recomputation {}{}",
       pipeline_schedule_name(pl.schedule), stages,
       pl.virtual_stages > 1 ? fmt::format(" x {} virtual stages", pl.virtual_stages) : std::string(),
       partition_name(pl.partition), pl.micro_batches, s.batch_per_gpu, par.data, par.data == 1 ? "" : "s",
-      s.gradient_dtype == DType::fp32 ? "fp32" : "16-bit", s.strategy.kind(), recompute_name(pl.recompute)));
+      s.gradient_dtype == DType::fp32 ? "fp32" : "16-bit", s.strategy.kind(),
+      !async                   ? std::string("after the flush")
+      : plan.update_every == 1 ? std::string("after every backward")
+                               : fmt::format("after every {} backwards", plan.update_every),
+      recompute_name(pl.recompute),
+      async
+          ? fmt::format("; no flush: {} micro-batches unrolled, the iteration is the steady state's m = {} between the "
+                        "ends of stage 0's backwards of micro-batches {} and {}{}",
+                        plan.micro_batches, pl.micro_batches, 2 * stages - 1, 2 * stages - 1 + pl.micro_batches,
+                        pl.schedule == dag::PipelineSchedule::spectrain
+                            ? fmt::format("; SpecTrain {} weight prediction, a prediction kernel before and a "
+                                          "restore kernel after each pass that predicts (memory-bound, at the GPU's "
+                                          "memory bandwidth)",
+                                          pl.weight_prediction == dag::WeightPrediction::v1 ? "v1" : "v2")
+                            : std::string())
+          : std::string()));
 }
 
 void finalize_pipeline(const Scenario& s, Prepared& p) {
@@ -306,19 +344,41 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
   auto& report = *r.pipeline;
   const auto& par = s.parallelism;
   const int stages = par.pipeline;
-  r.iteration_time_s = makespan_of(r.timing);
-  r.critical_path_s = r.graph.critical_path().length_s;
-
-  // The window of the passes: from the replica's first forward to its last backward.
-  double from = r.iteration_time_s, to = 0;
-  for (std::size_t v = 0; v < r.graph.size(); ++v) {
-    const auto kind = r.graph.task(v).kind;
-    if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward) {
-      from = std::min(from, r.timing[v].start_s);
-      to = std::max(to, r.timing[v].end_s);
+  // The window an iteration is measured over. Flushing schedules: the whole DAG (the bubble over the passes, from the
+  // replica's first forward to its last backward). Asynchronous ones: between the ends of stage 0's backwards of
+  // micro-batches 2p - 1 and 2p - 1 + m, in the steady state.
+  double from = 0, to = 0;
+  if (dag::asynchronous(s.pipeline->schedule)) {
+    const int first = 2 * stages - 1, last = first + report.micro_batches;
+    std::optional<std::size_t> a, b;
+    for (std::size_t v = 0; v < r.graph.size(); ++v) {
+      const auto& t = r.graph.task(v);
+      if (t.kind == dag::TaskKind::backward && t.stage == 0 && t.micro_batch == first)
+        a = v;
+      if (t.kind == dag::TaskKind::backward && t.stage == 0 && t.micro_batch == last)
+        b = v;
+    }
+    if (!a || !b)
+      throw std::logic_error(fmt::format("pipeline: no backward of micro-batches {} and {} on stage 0", first, last));
+    from = r.timing[*a].end_s;
+    to = r.timing[*b].end_s;
+    r.iteration_time_s = to - from;
+    const auto longest = longest_finish(r.graph);
+    r.critical_path_s = longest[*b] - longest[*a];
+  } else {
+    r.iteration_time_s = makespan_of(r.timing);
+    r.critical_path_s = r.graph.critical_path().length_s;
+    from = r.iteration_time_s;
+    for (std::size_t v = 0; v < r.graph.size(); ++v) {
+      const auto kind = r.graph.task(v).kind;
+      if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward) {
+        from = std::min(from, r.timing[v].start_s);
+        to = std::max(to, r.timing[v].end_s);
+      }
     }
   }
   const double window = std::max(0.0, to - from);
+  const bool async = dag::asynchronous(s.pipeline->schedule);
   Breakdown mean;
   for (int rank = 0; rank < stages; ++rank) {
     auto& st = report.per_stage[static_cast<std::size_t>(rank)];
@@ -327,10 +387,11 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     for (std::size_t v = 0; v < r.graph.size(); ++v) {
       const auto& t = r.graph.task(v);
       if (t.device == gpu && (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward))
-        st.compute_s += r.timing[v].end_s - r.timing[v].start_s;
+        st.compute_s += std::max(0.0, std::min(r.timing[v].end_s, to) - std::max(r.timing[v].start_s, from));
     }
     st.idle_s = std::max(0.0, window - st.compute_s);
-    const auto b = breakdown_in(r.graph, r.timing, 0, r.iteration_time_s, gpu);
+    const auto b = async ? breakdown_in(r.graph, r.timing, from, to, gpu)
+                         : breakdown_in(r.graph, r.timing, 0, r.iteration_time_s, gpu);
     mean.compute_s += b.compute_s / stages;
     mean.compression_s += b.compression_s / stages;
     mean.exposed_communication_s += b.exposed_communication_s / stages;

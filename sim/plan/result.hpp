@@ -86,6 +86,7 @@ struct PipelineReport {
   std::string schedule;
   int stages = 0;
   int micro_batches = 0;
+  int micro_batches_simulated = 0; ///< asynchronous schedules unroll more than an iteration's m
   int virtual_stages = 1;
   std::string partition;
   double bubble_fraction = 0; ///< idle share of the stages' compute streams in the window of the passes

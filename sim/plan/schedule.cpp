@@ -78,7 +78,8 @@ Breakdown breakdown_in(const dag::IterationGraph& g, const std::vector<TaskTimin
       continue;
     const auto kind = g.task(v).kind;
     int cls = -1;
-    if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward || kind == dag::TaskKind::update)
+    if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward || kind == dag::TaskKind::update ||
+        kind == dag::TaskKind::prediction)
       cls = 0;
     if (kind == dag::TaskKind::compression)
       cls = 1;

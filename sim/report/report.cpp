@@ -96,6 +96,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     j["pipeline"] = {{"schedule", pl.schedule},
                      {"stages", pl.stages},
                      {"micro_batches", pl.micro_batches},
+                     {"micro_batches_simulated", pl.micro_batches_simulated},
                      {"virtual_stages", pl.virtual_stages},
                      {"partition", pl.partition},
                      {"bubble_fraction", pl.bubble_fraction},

@@ -53,7 +53,8 @@ std::string_view optimizer_name(dag::Optimizer k) {
 
 namespace {
 
-const std::vector<std::string> kSchedules{"gpipe", "1f1b", "interleaved-1f1b"};
+const std::vector<std::string> kSchedules{"gpipe",     "1f1b",          "interleaved-1f1b",
+                                          "pipedream", "pipedream-2bw", "spectrain"};
 const std::vector<std::string> kPartitions{"uniform", "balanced", "pipedream"};
 const std::vector<std::string> kRecompute{"none", "full", "selective", "except-last"};
 
@@ -98,6 +99,11 @@ PipelineSpec parse_pipeline(ObjectReader& r, const Scenario& s, int stages) {
     p.partition = enum_at<PartitionKind>(kPartitions, r.choice("partition", kPartitions));
   }
   p.recompute = enum_at<dag::Recompute>(kRecompute, r.optional_choice("recompute", kRecompute).value_or("none"));
+  if (r.has("weight_prediction") && p.schedule != dag::PipelineSchedule::spectrain)
+    r.fail("weight_prediction", "only spectrain predicts weights");
+  p.weight_prediction = r.optional_choice("weight_prediction", {"v1", "v2"}).value_or("v1") == "v2"
+                            ? dag::WeightPrediction::v2
+                            : dag::WeightPrediction::v1;
   if (p.recompute == dag::Recompute::selective && !s.model.transformer)
     r.fail("recompute", fmt::format("selective recomputation recomputes a transformer's attention; {} is not a "
                                     "transformer (use full or except-last)",

@@ -47,6 +47,7 @@ struct PipelineSpec {
   PartitionKind partition = PartitionKind::balanced;
   std::vector<int> layers_per_stage; ///< explicit_layers: one count per virtual stage
   dag::Recompute recompute = dag::Recompute::none;
+  dag::WeightPrediction weight_prediction = dag::WeightPrediction::v1; ///< spectrain only
 };
 
 struct Scenario;

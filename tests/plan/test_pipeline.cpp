@@ -1,7 +1,9 @@
 // Pipeline schedules (dag/pipeline.hpp) timed by the analytic scheduler against the closed forms of issue #11:
 // uniform stages, per-micro-batch stage forward t_f and backward t_b, free or fixed-cost transfers.
 #include "dag/pipeline.hpp"
+#include "sim/analytic/analytic.hpp"
 #include "sim/plan/schedule.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -113,4 +115,84 @@ TEST_CASE("pipeline: the bubble of the simulated schedule is the closed form's",
     const double t = makespan(build_pipeline(uniform(schedule, p, m, v, 1, 2)));
     CHECK_THAT(1 - m * 3.0 / t, WithinRel(bubble_fraction_closed_form(schedule, p, m, v), 1e-9));
   }
+}
+
+TEST_CASE("pipeline: PipeDream's steady state has no bubble: m (t_f + t_b) per iteration", "[pipeline][async]") {
+  // p = 4, m = 8, t_f = 2, t_b = 4 per stage, free updates: unrolled m + 3p micro-batches, measured between the ends
+  // of stage 0's backwards of micro-batches 2p - 1 and 2p - 1 + m.
+  for (auto schedule : {PipelineSchedule::pipedream, PipelineSchedule::pipedream_2bw, PipelineSchedule::spectrain}) {
+    CAPTURE(pipeline_schedule_name(schedule));
+    const int p = 4, m = 8;
+    auto plan = uniform(schedule, p, m + 3 * p, 1, 2, 4);
+    plan.update_every = schedule == PipelineSchedule::pipedream_2bw ? m : 1;
+    const auto g = build_pipeline(plan);
+    const auto timing = sim::schedule(g);
+    std::vector<double> ends(static_cast<std::size_t>(m + 3 * p), -1);
+    for (std::size_t v = 0; v < g.size(); ++v)
+      if (g.task(v).kind == TaskKind::backward && g.task(v).stage == 0)
+        ends[static_cast<std::size_t>(g.task(v).micro_batch)] = timing[v].end_s;
+    const auto first = static_cast<std::size_t>(2 * p - 1);
+    CHECK_THAT(ends[first + m] - ends[first], WithinRel(48.0, 1e-9));
+    // Every period in the window is t_f + t_b: no stage waits.
+    for (std::size_t j = first; j < first + m; ++j)
+      CHECK_THAT(ends[j + 1] - ends[j], WithinRel(6.0, 1e-9));
+    CHECK(bubble_fraction_closed_form(schedule, p, m, 1) == 0);
+  }
+}
+
+TEST_CASE("pipeline: weight versions and SpecTrain's prediction steps", "[pipeline][async]") {
+  std::vector<int> pipedream, two_bw, gpipe;
+  for (int r = 0; r < 4; ++r) {
+    pipedream.push_back(weight_versions(PipelineSchedule::pipedream, 4, r, false));
+    two_bw.push_back(weight_versions(PipelineSchedule::pipedream_2bw, 4, r, false));
+    gpipe.push_back(weight_versions(PipelineSchedule::gpipe, 4, r, false));
+  }
+  CHECK(pipedream == std::vector<int>{4, 3, 2, 1});
+  CHECK(two_bw == std::vector<int>{2, 2, 2, 2});
+  CHECK(gpipe == std::vector<int>{1, 1, 1, 1});
+  CHECK(weight_versions(PipelineSchedule::spectrain, 4, 0, true) == 2);
+  std::vector<int> forward, backward, forward2, backward2;
+  for (int k = 0; k < 4; ++k) {
+    const auto v1 = prediction_steps(WeightPrediction::v1, 4, k);
+    const auto v2 = prediction_steps(WeightPrediction::v2, 4, k);
+    forward.push_back(v1.forward);
+    backward.push_back(v1.backward);
+    forward2.push_back(v2.forward);
+    backward2.push_back(v2.backward);
+  }
+  CHECK(forward == std::vector<int>{3, 2, 2, 1});
+  CHECK(backward == std::vector<int>{0, 0, 1, 1});
+  CHECK(forward2 == std::vector<int>{3, 2, 1, 0});
+  CHECK(backward2 == forward2);
+}
+
+namespace {
+// SpecTrain's setting (Chen, Yang, Cheng 2018, §5): VGG-16 on one server of 4 GPUs.
+sim::Scenario vgg16_pipeline(const std::string& schedule) {
+  Json doc = Json::parse(R"({
+    "name": "vgg16-pipe",
+    "model": {"zoo": "vgg16", "batch_per_gpu": 32},
+    "gpu": {"preset": "V100-PCIe-16GB"},
+    "cluster": {"nodes": 1, "gpus_per_node": 4, "intra_node": {"bandwidth": "12 GB/s", "latency": "5 us"},
+                "inter_node": {"bandwidth": "10 Gbps", "latency": "25 us"}},
+    "strategy": {"kind": "wfbp"},
+    "parallelism": {"pipeline": 4}
+  })");
+  doc["pipeline"] = {{"schedule", schedule}, {"micro_batches", 8}};
+  return sim::parse_scenario(doc, "vgg16-pipe.json");
+}
+} // namespace
+
+TEST_CASE("pipeline: SpecTrain keeps PipeDream's pace with fewer weight versions", "[pipeline][async]") {
+  const auto pipedream = sim::run_analytic(vgg16_pipeline("pipedream"));
+  const auto spectrain = sim::run_analytic(vgg16_pipeline("spectrain"));
+  REQUIRE(pipedream.pipeline);
+  REQUIRE(spectrain.pipeline);
+  CHECK_THAT(spectrain.iteration_time_s, WithinRel(pipedream.iteration_time_s, 0.02));
+  CHECK(spectrain.iteration_time_s > pipedream.iteration_time_s); // its kernels cost something
+  CHECK(pipedream.pipeline->per_stage[0].weight_versions == 4);
+  CHECK(spectrain.pipeline->per_stage[0].weight_versions == 2);
+  CHECK(spectrain.pipeline->per_stage[0].peak_memory_bytes < pipedream.pipeline->per_stage[0].peak_memory_bytes);
+  // One iteration is m micro-batches: throughput b m / iteration.
+  CHECK_THAT(pipedream.throughput_samples_per_s, WithinRel(32.0 * 8 / pipedream.iteration_time_s, 1e-12));
 }

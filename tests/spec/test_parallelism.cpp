@@ -106,3 +106,15 @@ TEST_CASE("sim::parse_scenario rejects pipelines it cannot run, naming the JSON 
       parse_scenario(no_pipeline, "p.json"),
       "p.json: /pipeline: parallelism.pipeline > 1 needs a pipeline object with at least micro_batches");
 }
+
+TEST_CASE("sim::parse_scenario reads the asynchronous schedules", "[sim][scenario][pipeline]") {
+  Json doc = eight_layers();
+  doc["pipeline"] = Json::parse(R"({"schedule": "spectrain", "micro_batches": 8, "weight_prediction": "v2"})");
+  const auto s = parse_scenario(doc, "p.json");
+  REQUIRE(s.pipeline);
+  CHECK(s.pipeline->schedule == dag::PipelineSchedule::spectrain);
+  CHECK(s.pipeline->weight_prediction == dag::WeightPrediction::v2);
+  doc["pipeline"] = Json::parse(R"({"schedule": "pipedream", "micro_batches": 8, "weight_prediction": "v1"})");
+  REQUIRE_THROWS_WITH(parse_scenario(doc, "p.json"),
+                      "p.json: /pipeline/weight_prediction: only spectrain predicts weights");
+}
