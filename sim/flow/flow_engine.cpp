@@ -173,17 +173,18 @@ public:
 private:
   struct Collective;
 
-  // One flow of a phase. An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments)
-  // consecutive segments, each carrying 1/S of the bytes and paying its share of the r path latencies after its
-  // transfer: the latencies stay interleaved with the transfer as in per-message simulation, so under contention
-  // other traffic uses the link during them (tests/flow_engine: within 0.5 % of per-message). The comm of the
-  // segment in flight carries a pointer to its Flow as its data.
+  // A route between two ranks, looked up once.
   struct Route {
     std::vector<sg4::Link*> links;
     std::vector<flow::LinkNote*> notes; ///< the links' statistics (flow::link_notes)
     double latency_s = 0;
   };
 
+  // One flow of a phase. An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments)
+  // consecutive segments, each carrying 1/S of the bytes and paying its share of the r path latencies after its
+  // transfer: the latencies stay interleaved with the transfer as in per-message simulation, so under contention
+  // other traffic uses the link during them (tests/flow_engine: within 0.5 % of per-message). The comm of the
+  // segment in flight carries a pointer to its Flow as its data.
   struct Flow {
     Collective* run;
     const Route* path; ///< src to dst (an element of routes_, whose addresses are stable)
