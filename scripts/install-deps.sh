@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libsimgrid-dev        # flow-level engine (SimGrid 3.32)
+  libmimalloc-dev       # allocator for the flow engine (optional: without it, slower)
   libboost-graph-dev    # iteration DAG
   nlohmann-json3-dev    # JSON
   libfmt-dev            # formatting

@@ -176,6 +176,13 @@ public:
 private:
   struct Collective;
 
+  // A route between two ranks, looked up once.
+  struct Route {
+    std::vector<sg4::Link*> links;
+    std::vector<flow::LinkNote*> notes; ///< the links' statistics (flow::link_notes)
+    double latency_s = 0;
+  };
+
   // One flow of a phase. An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments)
   // consecutive segments, each carrying 1/S of the bytes and paying its share of the r path latencies after its
   // transfer: the latencies stay interleaved with the transfer as in per-message simulation, so under contention
@@ -183,6 +190,7 @@ private:
   // segment in flight carries a pointer to its Flow as its data.
   struct Flow {
     Collective* run;
+    const Route* path; ///< src to dst (an element of routes_, whose addresses are stable)
     int src, dst;
     double bytes_per_segment;
     int repeats, segments, sent;
@@ -225,17 +233,14 @@ private:
     handler_graveyard_.push_back(std::move(fn));
   }
 
-  struct Route {
-    std::vector<sg4::Link*> links;
-    double latency_s = 0;
-  };
-
   const Route& route(int src, int dst) {
     const auto key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(dst);
     auto [it, fresh] = routes_.try_emplace(key);
-    if (fresh)
+    if (fresh) {
       platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)],
                                                               it->second.links, &it->second.latency_s);
+      it->second.notes = flow::link_notes(it->second.links);
+    }
     return it->second;
   }
 
@@ -259,7 +264,8 @@ private:
     for (const auto& f : phase.flows) {
       const int repeats = std::max(1, f.latency_repeats);
       const int segments = std::min(repeats, segments_);
-      run.flows.push_back(Flow{&run, f.src, f.dst, f.bytes / segments, repeats, segments, 0, 0, nullptr});
+      run.flows.push_back(
+          Flow{&run, &route(f.src, f.dst), f.src, f.dst, f.bytes / segments, repeats, segments, 0, 0, nullptr});
     }
     for (auto& flow : run.flows)
       send_segment(flow);
@@ -278,7 +284,7 @@ private:
     int share = 0;
     for (int k = i; k < i + count; ++k)
       share += flow.repeats / flow.segments + (k < flow.repeats % flow.segments ? 1 : 0);
-    const Route& path = route(flow.src, flow.dst);
+    const Route& path = *flow.path;
     flow.extra_s = share > 1 ? (share - 1) * path.latency_s : 0.0;
     flow.comm = maestro_.adopt([&] {
       return sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(flow.src)],
@@ -286,7 +292,7 @@ private:
     });
     flow.comm->set_payload_size(static_cast<std::uint64_t>(flow.bytes_per_segment * count + 0.5));
     flow.comm->set_data(&flow);
-    flow::note_links_in_use(path.links);
+    flow::note_links_in_use(path.notes);
     ++flows_;
     flow.comm->start();
   }

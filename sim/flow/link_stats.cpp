@@ -23,13 +23,16 @@
 #include <utility>
 
 namespace ddlsim::sim::flow {
-namespace {
 
 namespace sg4 = simgrid::s4u;
 
+namespace {
 struct Tracker;
+} // namespace
 
-struct Accumulator {
+// A tracked link's figures, owned by the link (an extension).
+struct LinkNote {
+  sg4::Link* link = nullptr;
   double bytes = 0;
   double busy_s = 0;
   double peak = 0;     ///< B/s
@@ -38,12 +41,12 @@ struct Accumulator {
   bool visited = false; ///< LinkVisits::noted_links: in Tracker::visited
 };
 
-using Entry = std::pair<sg4::Link*, Accumulator*>;
+namespace {
 
-// The slot of our Accumulator in every s4u::Link: SimGrid's own plugins keep this id in a static too, as the
+// The slot of our LinkNote in every s4u::Link: SimGrid's own plugins keep this id in a static too, as the
 // Engine is one per process.
-simgrid::xbt::Extension<sg4::Link, Accumulator>& accumulator_slot() {
-  static simgrid::xbt::Extension<sg4::Link, Accumulator> slot;
+simgrid::xbt::Extension<sg4::Link, LinkNote>& accumulator_slot() {
+  static simgrid::xbt::Extension<sg4::Link, LinkNote> slot;
   return slot;
 }
 
@@ -55,28 +58,28 @@ simgrid::xbt::Extension<sg4::Link, Accumulator>& accumulator_slot() {
 // it starts, so the links left out carry nothing. Each link's figures are integrated alone: the visiting order does
 // not matter.
 struct Tracker {
-  std::vector<Entry> links; ///< every tracked link
-  bool noted_only = false;  ///< LinkVisits::noted_links
-  std::vector<Entry> noted; ///< noted_only: the links that may carry flows
+  std::vector<LinkNote*> links; ///< every tracked link
+  bool noted_only = false;      ///< LinkVisits::noted_links
+  std::vector<LinkNote*> noted; ///< noted_only: the links that may carry flows
   bool snapshot_valid = false;
   double snapshot_clock = -1;
 
-  std::vector<Entry>& visited() { return noted_only ? noted : links; }
+  std::vector<LinkNote*>& visited() { return noted_only ? noted : links; }
 
-  void note(sg4::Link* link, Accumulator* acc) {
+  void note(LinkNote* acc) {
     if (acc->visited)
       return;
     acc->visited = true;
     acc->snapshot = 0; // unused until now: no usage at the last snapshot
-    noted.emplace_back(link, acc);
+    noted.push_back(acc);
   }
 
   void snapshot() {
     const double now = sg4::Engine::get_clock();
     if (snapshot_valid && snapshot_clock == now)
       return;
-    for (auto& [link, acc] : visited())
-      acc->snapshot = link->is_used() ? link->get_usage() : 0.0;
+    for (LinkNote* acc : visited())
+      acc->snapshot = acc->link->is_used() ? acc->link->get_usage() : 0.0;
     snapshot_valid = true;
     snapshot_clock = now;
   }
@@ -84,22 +87,25 @@ struct Tracker {
   void advance(double delta) {
     const bool use_snapshot = snapshot_valid && snapshot_clock == sg4::Engine::get_clock();
     snapshot_valid = false;
-    for (auto& [link, acc] : visited()) {
-      const double usage = use_snapshot ? acc->snapshot : link->is_used() ? link->get_usage() : 0.0;
-      if (usage <= 0)
-        continue;
-      acc->bytes += usage * delta;
-      if (delta > 0)
-        acc->busy_s += delta;
-      acc->peak = std::max(acc->peak, usage);
+    // One pass: integrate each link and, with noted_only, forget the links no flow crosses any more (noted again
+    // when one starts).
+    auto& visiting = visited();
+    std::size_t kept = 0;
+    for (LinkNote* acc : visiting) {
+      const bool used = acc->link->is_used();
+      const double usage = use_snapshot ? acc->snapshot : used ? acc->link->get_usage() : 0.0;
+      if (usage > 0) {
+        acc->bytes += usage * delta;
+        if (delta > 0)
+          acc->busy_s += delta;
+        acc->peak = std::max(acc->peak, usage);
+      }
+      if (noted_only && !used)
+        acc->visited = false;
+      else
+        visiting[kept++] = acc;
     }
-    if (noted_only) // forget the links no flow crosses any more (noted again when one starts)
-      std::erase_if(noted, [](const Entry& e) {
-        if (e.first->is_used())
-          return false;
-        e.second->visited = false;
-        return true;
-      });
+    visiting.resize(kept);
   }
 };
 
@@ -111,7 +117,7 @@ void enable_link_stats(LinkVisits visits) {
     throw std::logic_error("flow link stats: enable_link_stats() called twice in this process");
   if (sg4::Engine::get_instance()->get_link_count() > 0)
     throw std::logic_error("flow link stats: enable_link_stats() must be called before build_platform()");
-  slot = sg4::Link::extension_create<Accumulator>();
+  slot = sg4::Link::extension_create<LinkNote>();
   auto tracker = std::make_shared<Tracker>();
   tracker->noted_only = visits == LinkVisits::noted_links;
   sg4::Link::on_creation_cb([tracker](sg4::Link& link) {
@@ -120,10 +126,11 @@ void enable_link_stats(LinkVisits visits) {
     if (link.get_sharing_policy() == sg4::Link::SharingPolicy::SPLITDUPLEX || link.get_name() == "__loopback__" ||
         link.extension(id) != nullptr)
       return;
-    auto* acc = new Accumulator; // owned by the link (extension deleter)
+    auto* acc = new LinkNote; // owned by the link (extension deleter)
+    acc->link = &link;
     acc->tracker = tracker.get();
     link.extension_set(id, acc);
-    tracker->links.emplace_back(&link, acc);
+    tracker->links.push_back(acc);
   });
   sg4::Link::on_communication_state_change_cb([tracker](simgrid::kernel::resource::NetworkAction& /*action*/,
                                                         simgrid::kernel::resource::Action::State previous) {
@@ -134,12 +141,24 @@ void enable_link_stats(LinkVisits visits) {
 }
 
 void note_links_in_use(const std::vector<sg4::Link*>& links) {
+  note_links_in_use(link_notes(links));
+}
+
+std::vector<LinkNote*> link_notes(const std::vector<sg4::Link*>& links) {
+  std::vector<LinkNote*> notes;
   const auto& slot = accumulator_slot();
   if (!slot.valid())
-    return;
+    return notes;
   for (sg4::Link* link : links)
-    if (auto* acc = link->extension(slot); acc != nullptr && acc->tracker->noted_only)
-      acc->tracker->note(link, acc);
+    if (auto* acc = link->extension(slot); acc != nullptr)
+      notes.push_back(acc);
+  return notes;
+}
+
+void note_links_in_use(const std::vector<LinkNote*>& notes) {
+  for (LinkNote* acc : notes)
+    if (acc->tracker->noted_only)
+      acc->tracker->note(acc);
 }
 
 std::vector<LinkStats> collect_link_stats(const Platform& p, double makespan_s) {
@@ -149,7 +168,7 @@ std::vector<LinkStats> collect_link_stats(const Platform& p, double makespan_s) 
   std::vector<LinkStats> out;
   out.reserve(p.links.size());
   for (const LinkInfo& l : p.links) {
-    const Accumulator* acc = l.link->extension(slot);
+    const LinkNote* acc = l.link->extension(slot);
     if (acc == nullptr)
       throw std::logic_error("flow link stats: link " + l.name + " is not tracked (built before enable_link_stats?)");
     const double bandwidth = l.link->get_bandwidth();

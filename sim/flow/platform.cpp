@@ -10,9 +10,10 @@
 // no network (no NIC, no topology); a node with one GPU has no intra link.
 //
 // Routes (links crossed, in order; the route latency is the sum of their latencies):
-// - same node, GPU a -> GPU b: a-intra_UP, b-intra_DOWN (a bypass route; the NIC is not crossed).
+// - same node, GPU a -> GPU b: a-intra_UP, b-intra_DOWN (a rule of NodeStarZone, or a bypass route in SimGrid's
+//   zones; the NIC is not crossed).
 // - star, other node: nic(a)_UP, nic(b)_DOWN, where nic(x) is x's node NIC or x's own NIC. The intra links are not on
-//   inter-node routes (GPUDirect RDMA). One flat StarZone holds every GPU: each GPU's star route is its NIC.
+//   inter-node routes (GPUDirect RDMA). One flat NodeStarZone holds every GPU: each GPU's star route is its NIC.
 // - fat-tree (SimGrid's FatTreeZone, d-mod-k routing): the leaves are the endpoints and a leaf's links to its parent
 //   switches ARE its NIC links: created by create_fatTree_zone with `topology.link`, then retuned to `inter_node`
 //   bandwidth and latency (SimGrid gives every tree link the same characteristics, and its limiter callback would
@@ -27,13 +28,15 @@
 //   sub-zone `node<n>-gpu<k>-port` (GPU, gateway `-gw` behind the NIC, router `-ip` reached over no link) and
 //   same-node routes are zone-level bypass routes between the `-ip` routers over the intra links.
 // Zones: root "platform" (a StarZone that routes nothing, holds ddlsim's links, left unsealed) > "network" (the
-// topology's zone) > node or port sub-zones where listed above. Memory is linear in the number of GPUs plus g(g-1)
-// bypass routes per node (no full routing table); building is linear too, except that SimGrid 3.32 checks every
-// new host and link name against every zone, so with one sub-zone per endpoint (fat-tree with NIC per node, torus)
-// it grows with endpoints x (hosts + links): ~0.5 s for 1,024 nodes x 8 GPUs, ~5 s for a torus of 8,192 GPUs with
-// a NIC each (8,192 sub-zones).
+// topology's zone) > node or port sub-zones where listed above (node zones are NodeStarZones). Memory is linear in
+// the number of GPUs (no full routing table; g(g-1) bypass routes per node only with a NIC per GPU on a fat-tree or
+// torus); building is linear too, except that SimGrid 3.32 checks every new host and link name against every zone,
+// so with one sub-zone per endpoint (fat-tree with NIC per node, torus) it grows with endpoints x (hosts + links):
+// ~0.5 s for 1,024 nodes x 8 GPUs, ~5 s for a torus of 8,192 GPUs with a NIC each (8,192 sub-zones).
 #include "sim/flow/platform.hpp"
 
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
@@ -89,6 +92,90 @@ bool parse_tree_link(std::string_view name, TreeLinkName& out) {
     return false;
   out = {fields[0], fields[2], name == "UP"};
   return true;
+}
+
+// The star of GPU hosts (the star network, and each node's sub-zone in a fat-tree or torus): SimGrid's StarZone
+// routing (a route is the source's links up, then the destination's links down) with the same-node routes over the
+// intra links given by a rule instead of g(g-1) bypass routes per node. SimGrid 3.32 looks every route's bypass up
+// in one std::map of the zone's bypass routes (NetZoneImpl::get_bypass_route), 57,000 of them for 8,192 GPUs, and
+// StarZone::get_local_route builds an unordered_set per route: with a route lookup per flow that was ~5 % of the
+// instructions of a 1,024-GPU run without node symmetry, and ~40 % of the wall time at 8,192 GPUs (cache misses).
+// The routes (links, order, latencies) are the same.
+class NodeStarZone final : public simgrid::kernel::routing::NetZoneImpl {
+public:
+  explicit NodeStarZone(const std::string& name) : NetZoneImpl(name) {}
+
+  /// As StarZone::add_route(point, nullptr, gateway, nullptr, {up}, true): `point` reaches the centre over `up` and
+  /// is reached over `down`.
+  void set_links(const NetPoint* point, sg4::Link* up, sg4::Link* down, NetPoint* gateway = nullptr) {
+    auto& v = vertex(point);
+    v.up = Hop(up);
+    v.down = Hop(down);
+    v.gateway = gateway;
+  }
+  /// A GPU of `node`: another GPU of the same node is reached over this GPU's intra link up, then the other's down.
+  void set_intra(const NetPoint* point, int node, const sg4::SplitDuplexLink* intra) {
+    auto& v = vertex(point);
+    v.node = node;
+    v.intra_up = Hop(intra->get_link_up());
+    v.intra_down = Hop(intra->get_link_down());
+  }
+
+protected:
+  void get_local_route(const NetPoint* src, const NetPoint* dst, simgrid::kernel::routing::Route* into,
+                       double* latency) override {
+    const Vertex& a = points_[src->id()];
+    const Vertex& b = points_[dst->id()];
+    if (src != dst && a.node >= 0 && a.node == b.node) {
+      a.intra_up.add_to(into, latency);
+      b.intra_down.add_to(into, latency);
+      return;
+    }
+    a.up.add_to(into, latency);
+    if (b.down.impl != a.up.impl)
+      b.down.add_to(into, latency);
+    into->gw_src_ = a.gateway;
+    into->gw_dst_ = b.gateway;
+  }
+
+private:
+  void do_seal() override { points_.resize(get_table_size()); } // every point without links: empty star routes
+
+  // A link of a route; its implementation looked up once (Link::get_impl is a dynamic_cast).
+  struct Hop {
+    sg4::Link* link = nullptr;
+    simgrid::kernel::resource::StandardLinkImpl* impl = nullptr;
+    Hop() = default;
+    explicit Hop(sg4::Link* l) : link(l), impl(l != nullptr ? l->get_impl() : nullptr) {}
+    void add_to(simgrid::kernel::routing::Route* into, double* latency) const {
+      if (link == nullptr)
+        return;
+      into->link_list_.push_back(impl);
+      if (latency != nullptr)
+        *latency += link->get_latency();
+    }
+  };
+  struct Vertex {
+    Hop up, down;
+    NetPoint* gateway = nullptr;
+    int node = -1;
+    Hop intra_up, intra_down;
+  };
+
+  Vertex& vertex(const NetPoint* point) {
+    require(point->get_englobing_zone() == this, "a route's end point is not in its zone");
+    if (point->id() >= points_.size())
+      points_.resize(point->id() + 1);
+    return points_[point->id()];
+  }
+
+  std::vector<Vertex> points_;
+};
+
+NodeStarZone* create_node_star_zone(const std::string& name, sg4::NetZone* parent) {
+  auto* zone = new NodeStarZone(name); // owned by its parent zone
+  zone->get_iface()->set_parent(parent);
+  return zone;
 }
 
 class Builder {
@@ -169,7 +256,8 @@ private:
     return {sg4::LinkInRoute(intra_[a], Direction::UP), sg4::LinkInRoute(intra_[b], Direction::DOWN)};
   }
 
-  // Same-node routes between GPU hosts that are direct members of `zone`.
+  // Same-node routes between GPU hosts that are direct members of `zone` (SimGrid's zones: the fat-tree with a NIC per
+  // GPU).
   void add_host_bypasses(sg4::NetZone* zone, int node) const {
     for (int a = 0; a < g_; ++a)
       for (int b = 0; b < g_; ++b)
@@ -178,46 +266,57 @@ private:
                                  nullptr, nullptr, intra_route(rank(node, a), rank(node, b)));
   }
 
+  // The same in a NodeStarZone: a rule per GPU.
+  void add_intra_routes(NodeStarZone* zone, int node) const {
+    if (g_ > 1)
+      for (int k = 0; k < g_; ++k)
+        zone->set_intra(p_.gpus[rank(node, k)]->get_netpoint(), node, intra_[rank(node, k)]);
+  }
+
   // In a StarZone a route is src's links up + dst's links down. Giving a gateway router the NIC reversed makes
   // GPU -> gateway cross nic_UP and gateway -> GPU cross nic_DOWN, while GPU -> GPU crosses no NIC.
   static void put_behind(sg4::NetZone* zone, NetPoint* gw, const sg4::SplitDuplexLink* nic) {
     zone->add_route(gw, nullptr, nullptr, nullptr, {sg4::LinkInRoute(nic, Direction::DOWN)}, true);
   }
+  static void put_behind(NodeStarZone* zone, NetPoint* gw, const sg4::SplitDuplexLink* nic) {
+    zone->set_links(gw, nic->get_link_down(), nic->get_link_up());
+  }
 
   // A node's sub-zone: its GPUs reach the gateway router `node<n>-gw` over no link (their star routes are empty),
-  // or over the node's NIC when `nic` is given; same-node pairs use bypass routes over the intra links.
+  // or over the node's NIC when `nic` is given; same-node pairs go over the intra links.
   std::pair<NetPoint*, NetPoint*> make_node_zone(sg4::NetZone* parent, int node, const sg4::SplitDuplexLink* nic) {
-    auto* zone = sg4::create_star_zone(fmt::format("node{}", node));
-    zone->set_parent(parent);
+    auto* impl = create_node_star_zone(fmt::format("node{}", node), parent);
+    auto* zone = impl->get_iface();
     NetPoint* gw = zone->create_router(fmt::format("node{}-gw", node));
     if (nic != nullptr)
-      put_behind(zone, gw, nic);
+      put_behind(impl, gw, nic);
     for (int k = 0; k < g_; ++k)
       make_gpu(zone, node, k);
-    add_host_bypasses(zone, node);
+    add_intra_routes(impl, node);
     zone->seal();
     return {zone->get_netpoint(), gw};
   }
 
-  // One flat StarZone: every GPU's route to the centre is its NIC (its node's, or its own).
+  // One flat star: every GPU's route to the centre is its NIC (its node's, or its own).
   void build_star() {
-    auto* net = sg4::create_star_zone("network");
-    net->set_parent(root_);
+    auto* impl = create_node_star_zone("network", root_);
+    auto* net = impl->get_iface();
     for (int node = 0; node < c_.nodes; ++node) {
       for (int k = 0; k < g_; ++k) {
         auto* host = make_gpu(net, node, k);
-        if (!nics_.empty())
-          net->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
-                         {sg4::LinkInRoute(nics_[endpoint(node, k)], Direction::UP)}, true);
+        if (!nics_.empty()) {
+          const auto* nic = nics_[endpoint(node, k)];
+          impl->set_links(host->get_netpoint(), nic->get_link_up(), nic->get_link_down());
+        }
       }
-      add_host_bypasses(net, node);
+      add_intra_routes(impl, node);
     }
     // Dedicated parameter servers: one host each, behind its own NIC, ranks after the workers.
     for (int sv = 0; sv < c_.server_hosts; ++sv) {
       auto* host = net->create_host(fmt::format("server{}", sv), kHostSpeedFlops)->set_core_count(kHostCores);
       p_.gpus[static_cast<size_t>(c_.workers() + sv)] = host;
-      net->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
-                     {sg4::LinkInRoute(server_nics_[static_cast<size_t>(sv)], Direction::UP)}, true);
+      const auto* nic = server_nics_[static_cast<size_t>(sv)];
+      impl->set_links(host->get_netpoint(), nic->get_link_up(), nic->get_link_down());
     }
     net->seal();
   }

@@ -72,6 +72,14 @@ void enable_link_stats(LinkVisits visits = LinkVisits::every_link);
 /// must be noted before it starts, or its links' figures are missed. Untracked links are ignored.
 void note_links_in_use(const std::vector<simgrid::s4u::Link*>& links);
 
+/// A tracked link's statistics (link_stats.cpp), as note_links_in_use needs them.
+struct LinkNote;
+/// The notes of a route's tracked links, looked up once: a caller that starts many flows over the same route notes
+/// them with the overload below without finding each link's statistics again (empty when stats are not enabled).
+[[nodiscard]] std::vector<LinkNote*> link_notes(const std::vector<simgrid::s4u::Link*>& links);
+/// note_links_in_use(links) with link_notes(links).
+void note_links_in_use(const std::vector<LinkNote*>& notes);
+
 struct LinkStats {
   std::string name;
   std::string role;
