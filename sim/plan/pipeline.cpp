@@ -248,6 +248,22 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   }
   r.graph = dag::build_pipeline(plan);
 
+  // The reference for scaling efficiency: the same model on one GPU over the iteration's m micro-batches (gradient
+  // accumulation), one update, no recomputation.
+  dag::PipelinePlan alone = plan;
+  alone.schedule = dag::PipelineSchedule::one_f_one_b;
+  alone.micro_batches = pl.micro_batches;
+  alone.chunks = 1;
+  alone.update_every = 0;
+  alone.stages = {{.first_layer = 0, .end_layer = static_cast<int>(s.model.layers.size())}};
+  for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
+    alone.stages[0].forward_s += costs.fwd_s[l];
+    alone.stages[0].backward_s += costs.bwd_s[l];
+  }
+  alone.ranks = {
+      {.gpu = plan.ranks[0].gpu, .groups = {}, .update_s = costs.update_s, .data_parallel = {{plan.ranks[0].gpu}}}};
+  r.single_gpu_iteration_s = makespan_of(schedule(dag::build_pipeline(alone)));
+
   // Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported.
   std::vector<double> sent;
   cost_communication(s, *p.allreduce, r.graph, &sent);
@@ -399,12 +415,10 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     report.bubble_fraction += window > 0 ? st.idle_s / window / stages : 0;
   }
   r.breakdown = mean;
-  // The same model on one GPU, one micro-batch: the reference for scaling efficiency.
-  const auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
-  r.single_gpu_iteration_s = makespan_of(schedule(alone));
-  r.throughput_samples_per_s =
-      static_cast<double>(s.batch_per_gpu) * report.micro_batches * par.data / r.iteration_time_s;
-  r.scaling_efficiency = r.throughput_samples_per_s * r.single_gpu_iteration_s / (r.workers * s.batch_per_gpu);
+  // Throughput b m d per iteration; efficiency against the same m micro-batches on one GPU (prepare_pipeline).
+  const double samples = static_cast<double>(s.batch_per_gpu) * report.micro_batches;
+  r.throughput_samples_per_s = samples * par.data / r.iteration_time_s;
+  r.scaling_efficiency = r.throughput_samples_per_s * r.single_gpu_iteration_s / (r.workers * samples);
 }
 
 } // namespace detail
