@@ -108,6 +108,55 @@ constexpr Field kFields[] = {
     {"critical_path_s", "/critical_path_s"},
 };
 
+// With a pipeline in some point (docs/pipelines.md "Report"), these follow the fields above, then one peak-memory
+// column per stage of the deepest pipeline: a data-parallel table keeps exactly the columns above.
+constexpr Field kPipelineFields[] = {
+    {"parallelism.data", "/parallelism/data"},
+    {"parallelism.pipeline", "/parallelism/pipeline"},
+    {"parallelism.tensor", "/parallelism/tensor"},
+    {"pipeline.schedule", "/pipeline/schedule"},
+    {"pipeline.stages", "/pipeline/stages"},
+    {"pipeline.micro_batches", "/pipeline/micro_batches"},
+    {"pipeline.virtual_stages", "/pipeline/virtual_stages"},
+    {"pipeline.partition", "/pipeline/partition"},
+    {"pipeline.bubble_fraction", "/pipeline/bubble_fraction"},
+    {"pipeline.bubble_fraction_closed_form", "/pipeline/bubble_fraction_closed_form"},
+};
+
+// The pipeline columns a table needs: whether any point ran a pipeline, and the stages of the deepest one.
+struct PipelineColumns {
+  bool any = false;
+  std::size_t stages = 0;
+};
+PipelineColumns pipeline_columns(const std::vector<PointResult>& results) {
+  PipelineColumns c;
+  for (const auto& r : results) {
+    if (!r.ok || !r.summary.contains("pipeline"))
+      continue;
+    c.any = true;
+    const auto& pipeline = r.summary.at("pipeline");
+    if (pipeline.contains("per_stage"))
+      c.stages = std::max(c.stages, pipeline.at("per_stage").size());
+  }
+  return c;
+}
+
+// A point's cell for a pipeline column; a point without a pipeline is pure data parallelism: data = workers,
+// pipeline = tensor = 1, the pipeline's own figures empty.
+std::string pipeline_cell(const OrderedJson& summary, const Field& f) {
+  const OrderedJson::json_pointer ptr(f.pointer);
+  if (summary.contains(ptr))
+    return csv_cell(number_text(summary.at(ptr)));
+  if (summary.contains("pipeline") || !summary.contains("workers"))
+    return "";
+  const std::string_view column(f.column);
+  if (column == "parallelism.data")
+    return number_text(summary.at("workers"));
+  if (column == "parallelism.pipeline" || column == "parallelism.tensor")
+    return "1";
+  return "";
+}
+
 // ---- running one point -------------------------------------------------------------------------------------------
 
 OrderedJson result_json(const PointResult& r) {
@@ -494,6 +543,13 @@ std::string results_csv(const std::vector<std::string>& keys, const std::vector<
   out += ",status";
   for (const auto& f : kFields)
     out += std::string(",") + f.column;
+  const auto [pipelines, stages] = pipeline_columns(results);
+  if (pipelines) {
+    for (const auto& f : kPipelineFields)
+      out += std::string(",") + f.column;
+    for (std::size_t st = 0; st < stages; ++st)
+      fmt::format_to(std::back_inserter(out), ",pipeline.per_stage.{}.peak_memory_bytes", st);
+  }
   out += ",error\n";
   for (const auto& r : results) {
     out += std::to_string(r.index);
@@ -506,6 +562,16 @@ std::string results_csv(const std::vector<std::string>& keys, const std::vector<
         const OrderedJson::json_pointer ptr(f.pointer);
         if (r.summary.contains(ptr))
           out += csv_cell(number_text(r.summary.at(ptr)));
+      }
+    }
+    if (pipelines) {
+      for (const auto& f : kPipelineFields)
+        out += "," + (r.ok ? pipeline_cell(r.summary, f) : std::string());
+      for (std::size_t st = 0; st < stages; ++st) {
+        out += ",";
+        const OrderedJson::json_pointer ptr(fmt::format("/pipeline/per_stage/{}/peak_memory_bytes", st));
+        if (r.ok && r.summary.contains(ptr))
+          out += number_text(r.summary.at(ptr));
       }
     }
     fmt::format_to(std::back_inserter(out), ",{}\n", csv_cell(r.error));

@@ -53,7 +53,9 @@ struct PointResult {
   OrderedJson summary; ///< summary.json without per-link statistics, when ok
 };
 
-/// The results table (results.csv): `point`, the swept keys, `status`, the summary fields, `error`.
+/// The results table (results.csv): `point`, the swept keys, `status`, the summary fields, `error`. When some point
+/// ran a pipeline, the summary fields continue with `parallelism.*`, `pipeline.*` (schedule, stages, micro-batches,
+/// virtual stages, partition, measured and closed-form bubble) and `pipeline.per_stage.<i>.peak_memory_bytes`.
 [[nodiscard]] std::string results_csv(const std::vector<std::string>& keys, const std::vector<PointResult>& results);
 /// results.json: {"scenario", "swept_keys", "points": [{"point", "params", "status", "error"?, "summary"?}]}.
 [[nodiscard]] OrderedJson results_json(const std::string& scenario, const std::vector<std::string>& keys,

@@ -167,7 +167,7 @@ std::string key_position(const LineFigure& f, const Range& x, const Range& y) {
     std::set<double> xs;
     for (const auto& p : b.points)
       xs.insert(p[0]);
-    const bool lines = b.reference || xs.size() == b.points.size();
+    const bool lines = b.reference || b.closed_form || xs.size() == b.points.size();
     for (std::size_t i = 0; i < b.points.size(); ++i) {
       const auto& p = b.points[i];
       if (!std::isfinite(p[1]) || (y.log && p[1] <= 0))
@@ -255,6 +255,12 @@ Figure line_figure(const LineFigure& f, std::string_view source) {
     if (block.reference) {
       reference.push_back(fmt::format("data index {} using 1:2 with lines lw 2 dt 2 lc rgb 'black' title {}", b,
                                       gp_quote(block.title)));
+      continue;
+    }
+    if (block.closed_form) {
+      measured.push_back(fmt::format("data index {} using 1:2 with lines lw 2 dt 2 lc rgb '{}' {}", b,
+                                     kColors[block.color % kColors.size()],
+                                     f.legend.factored ? std::string("notitle") : "title " + gp_quote(block.title)));
       continue;
     }
     // A line through points that share an x would zigzag; such blocks are drawn as markers only.

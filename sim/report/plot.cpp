@@ -142,6 +142,22 @@ std::vector<std::string> sweep_plots(const ResultsTable& t, const std::string& d
     add(key_figure(t, rows, dir, scenario, *measure(t, *axis, rows), *axis, iteration, "iteration_time",
                    "")); // its lines may rise or fall: the key goes outside
   }
+
+  // Pipelines: the measured bubble beside its closed form, against the micro-batch count where it is swept, else
+  // against the numeric key of the iteration-time plot.
+  const int bubble = summary_field(t, "pipeline.bubble_fraction");
+  const int closed = summary_field(t, "pipeline.bubble_fraction_closed_form");
+  if (bubble >= 0 && closed >= 0 && measure(t, static_cast<std::size_t>(bubble), rows) &&
+      measure(t, static_cast<std::size_t>(closed), rows)) {
+    std::optional<std::size_t> axis;
+    for (const std::size_t k : axes)
+      if (t.columns[k] == "pipeline.micro_batches")
+        axis = k;
+    if (!axis)
+      axis = most_values(axes);
+    if (axis)
+      add(bubble_figure(t, rows, dir, scenario, *measure(t, *axis, rows), *axis));
+  }
   return images;
 }
 

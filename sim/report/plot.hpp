@@ -54,7 +54,9 @@ std::string make_plot(const ResultsTable& t, const PlotRequest& r, const std::st
 ///     clustered by the other varying keys;
 ///   - a data-rate key varies: throughput_vs_bandwidth.* (Gb/s);
 ///   - another numeric key varies (a bucket cap, a batch size; not one that a zip ties to a plotted or a named key):
-///     iteration_time.* vs that key.
+///     iteration_time.* vs that key;
+///   - a pipeline sweep (pipeline.bubble_fraction filled on every row) with a numeric key (the micro-batch count when
+///     swept): bubble.*, the measured bubble and its closed form (dashed, same colour) vs that key.
 /// Keys that a zip ties together label lines once (model.zoo, not also the model's gpu.single_gpu_iteration).
 /// Returns the image paths written; empty when nothing sensible can be plotted (e.g. a single point).
 std::vector<std::string> sweep_plots(const ResultsTable& t, const std::string& dir);

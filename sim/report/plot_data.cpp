@@ -49,6 +49,14 @@ constexpr std::array kKnownColumns{
     KnownColumn{"sim.flows", "simulated flows", "", 1},
     KnownColumn{"single_gpu_iteration_s", "single-GPU iteration time", "ms", 1e3},
     KnownColumn{"critical_path_s", "critical path", "ms", 1e3},
+    KnownColumn{"parallelism.data", "data-parallel replicas", "", 1},
+    KnownColumn{"parallelism.pipeline", "pipeline stages", "", 1},
+    KnownColumn{"parallelism.tensor", "tensor-parallel ranks", "", 1},
+    KnownColumn{"pipeline.stages", "pipeline stages", "", 1},
+    KnownColumn{"pipeline.micro_batches", "micro-batches", "", 1},
+    KnownColumn{"pipeline.virtual_stages", "virtual stages per GPU", "", 1},
+    KnownColumn{"pipeline.bubble_fraction", "pipeline bubble", "%", 100},
+    KnownColumn{"pipeline.bubble_fraction_closed_form", "pipeline bubble (closed form)", "%", 100},
     KnownColumn{"cluster.nodes", "nodes", "", 1},
     KnownColumn{"cluster.gpus_per_node", "GPUs per node", "", 1},
     KnownColumn{"model.batch_per_gpu", "batch per GPU", "", 1},
@@ -137,6 +145,9 @@ std::optional<Measure> measure(const ResultsTable& t, std::size_t col, const std
     } else if (m.column.ends_with("_s")) { // summary convention: a suffix _s is seconds
       m.unit = "ms";
       factor = 1e3;
+    } else if (m.column.ends_with(".peak_memory_bytes")) { // pipeline.per_stage.<i>.peak_memory_bytes
+      m.unit = "GiB";
+      factor = 1.0 / 1073741824;
     }
     for (const std::size_t r : rows)
       m.values.push_back(*parse_number(t.rows[r][col]) * factor);

@@ -131,6 +131,7 @@ struct Block {
   std::string title;
   std::vector<std::array<double, 3>> points; // x, y, sweep point (NaN for reference lines)
   bool reference = false;                    // an ideal line: dashed, black, no markers
+  bool closed_form = false;                  // a closed form beside a measured line: dashed, in its colour
   std::size_t color = 0, marker = 0;         // palette indices of a measured line
 };
 
@@ -181,6 +182,8 @@ std::vector<std::string> gpu_figures(const ResultsTable& t, const std::vector<st
 std::vector<std::string> key_figure(const ResultsTable& t, const std::vector<std::size_t>& rows, const fs::path& dir,
                                     const std::string& scenario, const Measure& key, std::size_t key_col,
                                     const Measure& y, const std::string& base, std::string_view corner);
+std::vector<std::string> bubble_figure(const ResultsTable& t, const std::vector<std::size_t>& rows, const fs::path& dir,
+                                       const std::string& scenario, const Measure& key, std::size_t key_col);
 std::vector<std::string> breakdown_figure(const ResultsTable& t, const std::vector<std::size_t>& all_rows,
                                           const fs::path& dir, const std::string& scenario, bool gpus_swept);
 

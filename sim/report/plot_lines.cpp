@@ -237,4 +237,33 @@ std::vector<std::string> key_figure(const ResultsTable& t, const std::vector<std
   return render(dir, line_figure(f, source), {Format::png, Format::svg}, Size{}, source);
 }
 
+// A pipeline's bubble against one swept number (the micro-batch count): the measured idle share of the stages'
+// compute streams, one line per combination of the other varying keys, each with its closed form dashed in its
+// colour ((p - 1)/(m + p - 1), or (p - 1)/(v m + p - 1) interleaved; docs/pipelines.md "Report").
+std::vector<std::string> bubble_figure(const ResultsTable& t, const std::vector<std::size_t>& rows, const fs::path& dir,
+                                       const std::string& scenario, const Measure& key, std::size_t key_col) {
+  const Measure measured = summary_measure(t, "pipeline.bubble_fraction", rows, "the pipeline bubble");
+  const Measure closed =
+      summary_measure(t, "pipeline.bubble_fraction_closed_form", rows, "the pipeline bubble's closed form");
+  const Grouping groups = group_rows(t, label_keys(t, rows, {key_col}), rows);
+  auto simulated = blocks_of(groups, rows, key.values, measured.values, t, "simulated");
+  auto formula = blocks_of(groups, rows, key.values, closed.values, t, "closed form");
+  std::vector<Block> blocks;
+  for (std::size_t k = 0; k < simulated.size(); ++k) {
+    blocks.push_back(std::move(simulated[k]));
+    Block& c = formula[k];
+    c.closed_form = true;
+    if (!groups.labels[k].empty())
+      c.title = groups.labels[k] + ", closed form";
+    blocks.push_back(std::move(c));
+  }
+  LineFigure f =
+      line_plot("bubble", titled(scenario, fmt::format("pipeline bubble vs {}", key.name)),
+                numeric_axis(key.label(), key.values, 2), key.described(), measured.label(),
+                fmt::format("{}; closed-form blocks: {}", measured.described(), closed.described()), std::move(blocks));
+  f.legend = legend_of(groups);
+  const std::string source = fs::path(t.file).filename().string();
+  return render(dir, line_figure(f, source), {Format::png, Format::svg}, Size{}, source);
+}
+
 } // namespace ddlsim::sim::detail

@@ -67,9 +67,10 @@ PipelineSpec parse_pipeline(ObjectReader& r, const Scenario& s, int stages) {
   p.schedule = enum_at<dag::PipelineSchedule>(kSchedules, r.optional_choice("schedule", kSchedules).value_or("1f1b"));
   p.micro_batches = static_cast<int>(r.integer("micro_batches", 1, 1 << 20));
   const bool interleaved = p.schedule == dag::PipelineSchedule::interleaved_1f1b;
-  if (r.has("virtual_stages") && !interleaved)
-    r.fail("virtual_stages", "only interleaved-1f1b runs virtual stages");
   p.virtual_stages = static_cast<int>(r.optional_integer("virtual_stages", 1, 1 << 10).value_or(interleaved ? 2 : 1));
+  // v = 1 (one chunk per GPU) is every schedule's own, so that a sweep can zip schedules with their v.
+  if (p.virtual_stages > 1 && !interleaved)
+    r.fail("virtual_stages", "only interleaved-1f1b runs virtual stages");
   if (interleaved && p.micro_batches % stages != 0)
     r.fail("micro_batches", fmt::format("interleaved-1f1b needs micro-batches divisible by the {} pipeline stages "
                                         "(as Megatron-LM), got {}",

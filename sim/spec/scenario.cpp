@@ -292,20 +292,39 @@ void parse_data(ObjectReader r, Scenario& s) {
 
 // ---- sweep ---------------------------------------------------------------------------------------------------
 
-void check_axis_values(const Json& doc_without_sweep, const std::string& key, const Json& values,
-                       const std::string& file, const std::string& pointer) {
-  if (!values.is_array() || values.empty())
-    throw InputError(file, pointer, "expected a non-empty array of values");
-  for (std::size_t i = 0; i < values.size(); ++i) {
+// An axis: its key, its values and where they are in the file.
+struct AxisText {
+  std::string key;
+  const Json* values;
+  std::string pointer;
+};
+
+// Validates an axis, or the axes of one zip group together: the i-th value of every axis of the group is set at
+// once (a zip pairs values that are only valid together, e.g. pipeline.schedule with pipeline.virtual_stages). An
+// error points at the value of the axis whose key it concerns (else the group's first), and names every value set.
+void check_axis_values(const Json& doc_without_sweep, const std::vector<AxisText>& group, const std::string& file) {
+  for (const auto& a : group)
+    if (!a.values->is_array() || a.values->empty())
+      throw InputError(file, a.pointer, "expected a non-empty array of values");
+  for (std::size_t i = 0; i < group.front().values->size(); ++i) {
     Json point = doc_without_sweep;
-    const std::string at = json_pointer_append(pointer, i);
+    std::string assigned;
+    for (const auto& a : group)
+      assigned += fmt::format("{}{} = {}", assigned.empty() ? "" : ", ", a.key, (*a.values)[i].dump());
     try {
-      apply_override(point, key, values[i], file);
+      for (const auto& a : group)
+        apply_override(point, a.key, (*a.values)[i], file);
       (void)parse_scenario(point, file);
     } catch (const InputError& e) {
-      throw InputError(file, at,
-                       fmt::format("{} = {}: {}{}", key, values[i].dump(),
-                                   e.pointer().empty() ? "" : e.pointer() + ": ", e.detail()));
+      const AxisText* at = &group.front();
+      for (const auto& a : group) {
+        std::string key_pointer = "/" + a.key;
+        std::replace(key_pointer.begin(), key_pointer.end(), '.', '/');
+        if (e.pointer() == key_pointer || e.pointer().starts_with(key_pointer + "/"))
+          at = &a;
+      }
+      throw InputError(file, json_pointer_append(at->pointer, i),
+                       fmt::format("{}: {}{}", assigned, e.pointer().empty() ? "" : e.pointer() + ": ", e.detail()));
     }
   }
 }
@@ -319,7 +338,6 @@ std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std
   auto add_axis = [&](const std::string& key, const Json& values, const std::string& pointer, int group) {
     if (!seen.insert(key).second)
       throw InputError(file, pointer, fmt::format("'{}' is swept twice", key));
-    check_axis_values(base, key, values, file, pointer);
     axes.push_back({key, values.get<std::vector<Json>>(), group});
   };
   for (const auto& [key, values] : sweep.items()) {
@@ -331,19 +349,28 @@ std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std
         const std::string gp = json_pointer_append(r.path("zip"), g);
         ObjectReader zr(zip[g], file, gp);
         std::size_t length = 0;
+        std::vector<AxisText> group;
         for (const auto& [zkey, zvalues] : zip[g].items()) {
           zr.optional(zkey);
           const std::string zp = json_pointer_append(gp, zkey);
           if (zvalues.is_array() && length != 0 && zvalues.size() != length)
             throw InputError(file, zp,
                              fmt::format("zipped axes must have equal lengths ({} vs {})", zvalues.size(), length));
-          add_axis(zkey, zvalues, zp, static_cast<int>(g));
+          if (!zvalues.is_array() || zvalues.empty())
+            throw InputError(file, zp, "expected a non-empty array of values");
+          group.push_back({zkey, &zvalues, zp});
           length = zvalues.size();
         }
+        if (group.empty())
+          continue;
+        check_axis_values(base, group, file);
+        for (const auto& a : group)
+          add_axis(a.key, *a.values, a.pointer, static_cast<int>(g));
       }
       continue;
     }
     r.optional(key);
+    check_axis_values(base, {{key, &values, r.path(key)}}, file);
     add_axis(key, values, r.path(key), -1);
   }
   return axes;

@@ -75,3 +75,48 @@ TEST_CASE("sweep: results.csv quotes what needs quoting and leaves failed rows' 
   CHECK(j["points"][1]["error"] == bad.error);
   CHECK(j["points"][1]["params"]["strategy"] == "a,b");
 }
+
+TEST_CASE("sweep: results.csv keeps the data-parallel columns and adds the pipeline figures after them",
+          "[sweep][pipeline]") {
+  PointResult dp;
+  dp.index = 0;
+  dp.params = OrderedJson{{"parallelism.pipeline", 1}};
+  dp.ok = true;
+  dp.summary = OrderedJson{{"scenario", "s"}, {"workers", 8}, {"iteration_time_s", 0.5}};
+  const std::string kDataParallelHeader =
+      "point,parallelism.pipeline,status,scenario,engine,workers,iteration_time_s,throughput_samples_per_s,"
+      "scaling_efficiency,breakdown_s.compute,breakdown_s.compression,breakdown_s.exposed_communication,"
+      "breakdown_s.idle,communication_bytes_per_worker,peak_memory_bytes_per_gpu,sim.wall_s,sim.events,sim.flows,"
+      "model,strategy,allreduce,compute_source,single_gpu_iteration_s,critical_path_s";
+  SECTION("no point runs a pipeline: exactly the data-parallel columns") {
+    const auto csv = results_csv({"parallelism.pipeline"}, {dp});
+    CHECK(csv.substr(0, csv.find('\n')) == kDataParallelHeader + ",error");
+  }
+  SECTION("a pipeline point: parallelism, pipeline and per-stage memory columns, before error") {
+    PointResult pp;
+    pp.index = 1;
+    pp.params = OrderedJson{{"parallelism.pipeline", 2}};
+    pp.ok = true;
+    pp.summary = OrderedJson::parse(R"({"scenario": "s", "workers": 8, "iteration_time_s": 0.25,
+      "parallelism": {"data": 4, "pipeline": 2, "tensor": 1},
+      "pipeline": {"schedule": "gpipe", "stages": 2, "micro_batches": 8, "virtual_stages": 1, "partition": "balanced",
+                   "bubble_fraction": 0.125, "bubble_fraction_closed_form": 0.1111111111111111,
+                   "per_stage": [{"peak_memory_bytes": 1000}, {"peak_memory_bytes": 2000}]}})");
+    PointResult failed;
+    failed.index = 2;
+    failed.params = OrderedJson{{"parallelism.pipeline", 3}};
+    failed.error = "s.json: /parallelism: not divisible";
+    const auto csv = results_csv({"parallelism.pipeline"}, {dp, pp, failed});
+    CHECK(csv.substr(0, csv.find('\n')) ==
+          kDataParallelHeader +
+              ",parallelism.data,parallelism.pipeline,parallelism.tensor,pipeline.schedule,pipeline.stages,"
+              "pipeline.micro_batches,pipeline.virtual_stages,pipeline.partition,pipeline.bubble_fraction,"
+              "pipeline.bubble_fraction_closed_form,pipeline.per_stage.0.peak_memory_bytes,"
+              "pipeline.per_stage.1.peak_memory_bytes,error");
+    // The data-parallel point: 8 replicas of one stage, no pipeline figures.
+    CHECK_THAT(csv, Contains("\n0,1,ok,s,,8,0.5,") && Contains(",,8,1,1,,,,,,,,,,\n"));
+    CHECK_THAT(csv, Contains("\n1,2,ok,s,,8,0.25,") &&
+                        Contains(",,4,2,1,gpipe,2,8,1,balanced,0.125,0.1111111111111111,1000,2000,\n"));
+    CHECK_THAT(csv, Contains("\n2,3,failed,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,s.json: /parallelism: not divisible\n"));
+  }
+}

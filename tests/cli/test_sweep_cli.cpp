@@ -92,6 +92,10 @@ bool is_svg(const fs::path& p) {
   return data.find("<svg") != std::string::npos && data.rfind("</svg>") != std::string::npos;
 }
 
+std::string stage_memory_column(int stage) {
+  return "pipeline.per_stage." + std::to_string(stage) + ".peak_memory_bytes";
+}
+
 const std::string kNodesByStrategy = R"(sweep={"cluster.nodes": [1, 2, 4], "strategy.kind": ["wfbp", "ddp"]})";
 
 } // namespace
@@ -281,6 +285,82 @@ TEST_CASE("plot: a custom plot of a results table as SVG or PNG, with its data a
   const auto bad = run_ddlsim({"plot", out + "/results.csv", "--y", "no_such_column"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("results.csv") && Contains("no_such_column") && Contains("iteration_time_s"));
+}
+
+TEST_CASE("sweep: pipeline keys sweep (schedules zipped with their virtual stages), the table carries the bubble, "
+          "the plots draw it",
+          "[cli][sweep][pipeline]") {
+  TempDir tmp;
+  const std::string out = tmp / "pipeline";
+  // The quickstart's 8 GPUs as 2 replicas of a 4-stage ResNet-50 pipeline.
+  const auto o = run_ok({"sweep", kQuickstart, "--out", out, "-j", "2", "--set", R"(parallelism={"pipeline": 4})",
+                         "--set", R"(pipeline={"micro_batches": 4})", "--set",
+                         R"(sweep={"pipeline.micro_batches": [4, 8, 16], "zip": [{"pipeline.schedule":
+                            ["gpipe", "1f1b", "interleaved-1f1b"], "pipeline.virtual_stages": [1, 1, 2]}]})"});
+  CHECK_THAT(o.out, Contains("9 points: 9 run now, 0 already done, 0 failed"));
+  const auto rows = results(out);
+  REQUIRE(rows.size() == 10);
+  CHECK(rows[0][1] == "pipeline.micro_batches");
+  CHECK(rows[0][2] == "pipeline.schedule");
+  CHECK(rows[0][3] == "pipeline.virtual_stages");
+  CHECK(rows[0][4] == "status");
+  // The summary's own columns come after status (the swept keys of the same name come first).
+  const auto summary_column = [&](const std::string& name) {
+    const auto& header = rows[0];
+    const auto it = std::find(header.begin() + 5, header.end(), name);
+    REQUIRE(it != header.end());
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  CHECK(rows[0].back() == "error");
+  CHECK(std::find(rows[0].begin(), rows[0].end(), "pipeline.per_stage.3.peak_memory_bytes") != rows[0].end());
+  CHECK(std::find(rows[0].begin(), rows[0].end(), "pipeline.per_stage.4.peak_memory_bytes") == rows[0].end());
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    CAPTURE(r);
+    const auto& row = rows[r];
+    REQUIRE(row[4] == "ok");
+    CHECK(row[summary_column("parallelism.data")] == "2");
+    CHECK(row[summary_column("parallelism.pipeline")] == "4");
+    CHECK(row[summary_column("parallelism.tensor")] == "1");
+    CHECK(row[summary_column("pipeline.schedule")] == row[2]);
+    CHECK(row[summary_column("pipeline.micro_batches")] == row[1]);
+    CHECK(row[summary_column("pipeline.virtual_stages")] == row[3]);
+    // Closed form: (p - 1)/(v m + p - 1) (Narayanan et al. 2021, section 2.2).
+    const double m = std::stod(row[1]), v = std::stod(row[3]);
+    CHECK_THAT(std::stod(row[summary_column("pipeline.bubble_fraction_closed_form")]),
+               WithinRel(3 / (v * m + 3), 1e-12));
+    const double bubble = std::stod(row[summary_column("pipeline.bubble_fraction")]);
+    CHECK(bubble > 0);
+    CHECK(bubble < 1);
+    double peak = 0;
+    for (int st = 0; st < 4; ++st)
+      peak = std::max(peak, std::stod(row[summary_column(stage_memory_column(st))]));
+    CHECK(peak > 0);
+  }
+  // A point is what `ddlsim run` predicts for it, the whole summary in results.json.
+  const std::string single = tmp / "single";
+  run_ok({"run", kQuickstart, "--out", single, "--no-trace", "--set", R"(parallelism={"pipeline": 4})", "--set",
+          R"(pipeline={"schedule": "interleaved-1f1b", "micro_batches": 16, "virtual_stages": 2})"});
+  const auto summary = json::parse(read_text(fs::path(single) / "summary.json"));
+  CHECK(rows[9][1] == "16");
+  CHECK(rows[9][2] == "interleaved-1f1b");
+  CHECK_THAT(std::stod(rows[9][summary_column("pipeline.bubble_fraction")]),
+             WithinRel(summary["pipeline"]["bubble_fraction"].get<double>(), 1e-15));
+  CHECK_THAT(std::stod(rows[9][summary_column("iteration_time_s")]),
+             WithinRel(summary["iteration_time_s"].get<double>(), 1e-15));
+  const auto j = json::parse(read_text(fs::path(out) / "results.json"));
+  CHECK(j["points"][8]["summary"]["pipeline"]["per_stage"] == summary["pipeline"]["per_stage"]);
+  // The standard plots include the bubble against the micro-batch count, with its closed form.
+  CHECK(is_png(fs::path(out) / "bubble.png"));
+  CHECK(is_svg(fs::path(out) / "bubble.svg"));
+  const std::string dat = read_text(fs::path(out) / "bubble.dat");
+  CHECK_THAT(dat, Contains("gpipe, closed form") && Contains("pipeline.schedule=interleaved-1f1b, closed form"));
+  // A custom plot of the bubble against the micro-batch count, one line per schedule.
+  const std::string svg = tmp / "bubble.svg";
+  run_ok({"plot", out + "/results.csv", "--x", "pipeline.micro_batches", "--y", "pipeline.bubble_fraction", "--group",
+          "pipeline.schedule", "--out", svg});
+  CHECK(is_svg(svg));
+  const std::string custom = read_text(tmp / "bubble.dat");
+  CHECK_THAT(custom, Contains("pipeline.schedule=gpipe") && Contains("pipeline.schedule=interleaved-1f1b"));
 }
 
 TEST_CASE("scenarios: every shipped scenario is valid, listed in the README, and its sweep runs without a failure",

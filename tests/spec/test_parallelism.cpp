@@ -84,6 +84,10 @@ TEST_CASE("sim::parse_scenario rejects pipelines it cannot run, naming the JSON 
   CHECK(error("/pipeline/schedule", "zero-bubble").find("/pipeline/schedule: ") != std::string::npos);
   CHECK(error("/pipeline/virtual_stages", 2) ==
         "p.json: /pipeline/virtual_stages: only interleaved-1f1b runs virtual stages");
+  // v = 1 is every schedule's own: accepted with any schedule, so that a sweep can zip schedules with their v.
+  CHECK(error("/pipeline/virtual_stages", 1) == "accepted");
+  CHECK(error("/pipeline", Json::parse(R"({"schedule": "gpipe", "micro_batches": 8, "virtual_stages": 1})")) ==
+        "accepted");
   CHECK(error("/pipeline", Json::parse(R"({"schedule": "interleaved-1f1b", "micro_batches": 6})")) ==
         "p.json: /pipeline/micro_batches: interleaved-1f1b needs micro-batches divisible by the 4 pipeline stages (as "
         "Megatron-LM), got 6");

@@ -99,6 +99,18 @@ TEST_CASE("sim::parse_scenario validates the sweep block point by point", "[sim]
     doc["sweep"] = Json::parse(R"({"zip": [{"cluster.nodes": [1, 2], "model.batch_per_gpu": [8]}]})");
     REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"), Catch::Contains("equal lengths"));
   }
+  SECTION("zipped values are validated together: a schedule with its virtual stages") {
+    doc["pipeline"] = Json::parse(R"({"micro_batches": 2})");
+    doc["sweep"] = Json::parse(
+        R"({"zip": [{"pipeline.schedule": ["gpipe", "interleaved-1f1b"], "pipeline.virtual_stages": [1, 2]}]})");
+    CHECK(parse_scenario(doc, "t.json").sweep.size() == 2); // v = 2 alone would not be valid with the base's 1f1b
+    doc["sweep"] =
+        Json::parse(R"({"zip": [{"pipeline.schedule": ["gpipe", "1f1b"], "pipeline.virtual_stages": [1, 2]}]})");
+    REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"),
+                        "t.json: /sweep/zip/0/pipeline.virtual_stages/1: pipeline.schedule = \"1f1b\", "
+                        "pipeline.virtual_stages = 2: /pipeline/virtual_stages: only interleaved-1f1b runs virtual "
+                        "stages");
+  }
 }
 
 TEST_CASE("sim::parse_scenario takes an inline calibration and checks its layer names", "[sim][scenario]") {
