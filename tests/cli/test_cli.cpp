@@ -468,7 +468,8 @@ TEST_CASE("cli: run writes summary.json and tasks.csv that agree with each other
 
 TEST_CASE("cli: timeline.json is a Chrome trace with one event per non-empty task", "[cli][run][trace]") {
   // The analytic engine's representative worker, and the flow engine's 8 replicas on 2 nodes (each host serves 4).
-  const auto engine = GENERATE(std::vector<std::string>{}, std::vector<std::string>{"--engine", "flow", "--set", "flow.symmetry=off"});
+  const auto engine =
+      GENERATE(std::vector<std::string>{}, std::vector<std::string>{"--engine", "flow", "--set", "flow.symmetry=off"});
   CAPTURE(engine);
   TempDir tmp;
   const fs::path dir = tmp / "reports";
@@ -558,7 +559,7 @@ TEST_CASE("cli: timeline.json is a Chrome trace with one event per non-empty tas
   std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> spans;
   for (const auto& e : complete_events)
     spans[{e["pid"].get<int>(), e["tid"].get<int>()}].emplace_back(e["ts"].get<double>(),
-                                                                  e["ts"].get<double>() + e["dur"].get<double>());
+                                                                   e["ts"].get<double>() + e["dur"].get<double>());
   for (auto& [thread, list] : spans) {
     CAPTURE(thread.first, thread.second);
     std::sort(list.begin(), list.end());
