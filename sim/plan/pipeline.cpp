@@ -415,6 +415,18 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     report.bubble_fraction += window > 0 ? st.idle_s / window / stages : 0;
   }
   r.breakdown = mean;
+  // Unequal stages keep the bubble above the closed form's (equal stages, free transfers): say by how much.
+  double slowest = 0, total = 0;
+  for (const auto& st : report.per_stage) {
+    slowest = std::max(slowest, st.compute_s);
+    total += st.compute_s;
+  }
+  if (total > 0 && slowest > 1.02 * total / stages)
+    r.notes.push_back(fmt::format("pipeline: the slowest stage computes {:.0f} % longer than the mean ({} vs {} in the "
+                                  "window): with unequal stages the bubble exceeds the closed form's, which assumes "
+                                  "equal ones",
+                                  100 * (slowest * stages / total - 1), format_time(slowest),
+                                  format_time(total / stages)));
   // Throughput b m d per iteration; efficiency against the same m micro-batches on one GPU (prepare_pipeline).
   const double samples = static_cast<double>(s.batch_per_gpu) * report.micro_batches;
   r.throughput_samples_per_s = samples * par.data / r.iteration_time_s;
