@@ -2,11 +2,13 @@
 // uniform stages, per-micro-batch stage forward t_f and backward t_b, free or fixed-cost transfers.
 #include "dag/pipeline.hpp"
 #include "sim/analytic/analytic.hpp"
+#include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/schedule.hpp"
 #include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <vector>
 
 using namespace ddlsim;
@@ -195,4 +197,52 @@ TEST_CASE("pipeline: SpecTrain keeps PipeDream's pace with fewer weight versions
   CHECK(spectrain.pipeline->per_stage[0].peak_memory_bytes < pipedream.pipeline->per_stage[0].peak_memory_bytes);
   // One iteration is m micro-batches: throughput b m / iteration.
   CHECK_THAT(pipedream.throughput_samples_per_s, WithinRel(32.0 * 8 / pipedream.iteration_time_s, 1e-12));
+}
+
+TEST_CASE("pipeline: a hybrid's stages reduce over their own data-parallel groups", "[pipeline][hybrid]") {
+  // 2 nodes x 4 GPUs, 2 stages, 4 replicas: stage 0 is GPUs 0-3 (node 0), stage 1 GPUs 4-7 (node 1) (Megatron's
+  // order); each stage's allreduces run over its node's 4 GPUs, the ring's closed form on 1 x 4 intra-node links.
+  Json doc = Json::parse(R"({
+    "name": "hybrid",
+    "model": {"layers": [], "batch_per_gpu": 2},
+    "gpu": {"peak_flops": "10 TFLOPS", "memory_bandwidth": "900 GB/s"},
+    "cluster": {"nodes": 2, "gpus_per_node": 4, "intra_node": {"bandwidth": "100 GB/s", "latency": "2 us"},
+                "inter_node": {"bandwidth": "10 Gbps", "latency": "25 us"}},
+    "strategy": {"kind": "bsp"},
+    "parallelism": {"pipeline": 2},
+    "pipeline": {"schedule": "1f1b", "micro_batches": 4, "partition": [2, 2]}
+  })");
+  for (int l = 0; l < 4; ++l)
+    doc["model"]["layers"].push_back(
+        {{"name", "l" + std::to_string(l)}, {"params", 1000000 * (l + 1)}, {"fwd_flops", "1 GFLOP"}});
+  const auto s = sim::parse_scenario(doc, "hybrid.json");
+  const auto r = sim::run_analytic(s);
+  sim::Network node;
+  node.nodes = 1;
+  node.gpus_per_node = 4;
+  node.intra = s.cluster.intra;
+  node.inter = s.cluster.inter;
+  const auto ring = sim::make_cost_model(*s.allreduce.algorithm, node);
+  std::map<int, double> reduced; // bytes allreduced by each stage's GPU
+  int transfers = 0;
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto& t = r.graph.task(v);
+    if (t.collective == Collective::allreduce) {
+      CAPTURE(t.device.index, t.bytes);
+      CHECK_THAT(t.duration_s, WithinRel(ring->cost(t.bytes).time_s, 1e-12));
+      reduced[t.device.index] += t.bytes;
+      const auto& group = r.graph.communicator(t.communicator).ranks;
+      CHECK(group == (t.device.index == 0 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{4, 5, 6, 7}));
+    }
+    if (t.collective == Collective::point_to_point) {
+      ++transfers;
+      CHECK(((t.src == 0 && t.dst == 4) || (t.src == 4 && t.dst == 0)));
+    }
+  }
+  // bsp: one allreduce of each stage's whole gradient (layers 0-1: 3 M parameters, layers 2-3: 7 M), fp32.
+  CHECK(reduced == std::map<int, double>{{0, 3e6 * 4}, {4, 7e6 * 4}});
+  CHECK(transfers == 2 * 4); // one forward and one backward crossing per micro-batch
+  CHECK(r.data_parallel == 4);
+  CHECK(r.graph.replicas() == 4);
+  CHECK(r.graph.replica_device(3, dag::Device::gpu(4)) == dag::Device::gpu(7));
 }
