@@ -565,8 +565,11 @@ std::string results_csv(const std::vector<std::string>& keys, const std::vector<
       }
     }
     if (pipelines) {
-      for (const auto& f : kPipelineFields)
-        out += "," + (r.ok ? pipeline_cell(r.summary, f) : std::string());
+      for (const auto& f : kPipelineFields) {
+        out += ',';
+        if (r.ok)
+          out += pipeline_cell(r.summary, f);
+      }
       for (std::size_t st = 0; st < stages; ++st) {
         out += ",";
         const OrderedJson::json_pointer ptr(fmt::format("/pipeline/per_stage/{}/peak_memory_bytes", st));

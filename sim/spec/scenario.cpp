@@ -435,7 +435,13 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
     s.optimizer = *o == "sgd"    ? dag::Optimizer::sgd
                   : *o == "adam" ? dag::Optimizer::adam
                                  : dag::Optimizer::sgd_momentum;
-  parse_parallelism(r.optional_object("parallelism"), r.optional_object("pipeline"), s);
+  // `null` is the key left out (a sweep can switch a pipeline off: "pipeline": [null, {...}]).
+  const auto object_or_null = [&r](std::string_view key) -> std::optional<ObjectReader> {
+    if (const Json* j = r.optional(key); j != nullptr && j->is_null())
+      return std::nullopt;
+    return r.optional_object(key);
+  };
+  parse_parallelism(object_or_null("parallelism"), object_or_null("pipeline"), s);
   s.engine = r.optional_choice("engine", kEngines).value_or("analytic");
   if (auto f = r.optional_object("flow")) {
     s.flow_per_message =

@@ -122,3 +122,15 @@ TEST_CASE("sim::parse_scenario reads the asynchronous schedules", "[sim][scenari
   REQUIRE_THROWS_WITH(parse_scenario(doc, "p.json"),
                       "p.json: /pipeline/weight_prediction: only spectrain predicts weights");
 }
+
+TEST_CASE("sim::parse_scenario takes null for an absent parallelism or pipeline", "[sim][scenario][pipeline]") {
+  Json doc = eight_layers();
+  doc["parallelism"] = nullptr;
+  doc["pipeline"] = nullptr;
+  const auto s = parse_scenario(doc, "p.json");
+  CHECK_FALSE(s.pipeline);
+  CHECK(s.parallelism.pipeline == 1);
+  doc["parallelism"] = {{"pipeline", 4}};
+  REQUIRE_THROWS_WITH(parse_scenario(doc, "p.json"),
+                      "p.json: /pipeline: parallelism.pipeline > 1 needs a pipeline object with at least micro_batches");
+}
