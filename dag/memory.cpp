@@ -89,16 +89,20 @@ double chunk_activation_bytes(const Model& model, const StageChunk& chunk, const
     return bytes;
   };
   if (model.transformer) {
-    const TransformerShape& shape = *model.transformer;
-    const int blocks_begin = shape.first_block_layer;
-    const int blocks_end = blocks_begin + shape.layers * shape.layers_per_block; // one past the last block layer
-    const int begin = std::max(chunk.first_layer, blocks_begin);
-    const int end = std::min(chunk.last_layer + 1, blocks_end);
-    const int block_layers = std::max(0, end - begin);
-    double other = layer_outputs(chunk.first_layer, std::min(chunk.last_layer, blocks_begin - 1));
-    other += layer_outputs(std::max(chunk.first_layer, blocks_end), chunk.last_layer);
-    const double blocks = static_cast<double>(block_layers) / shape.layers_per_block;
-    return transformer_stage_activation_bytes(shape, blocks, n, config) + n * b * other;
+    // Layers of block k carry Layer::block = k; a block split between chunks counts by its share of layers.
+    std::vector<int> block_layers(static_cast<std::size_t>(model.transformer->layers), 0);
+    for (const auto& layer : model.layers)
+      if (layer.block >= 0 && layer.block < model.transformer->layers)
+        ++block_layers[static_cast<std::size_t>(layer.block)];
+    double blocks = 0, other = 0;
+    for (int i = chunk.first_layer; i <= chunk.last_layer; ++i) {
+      const int k = model.layers[static_cast<std::size_t>(i)].block;
+      if (k >= 0 && k < model.transformer->layers)
+        blocks += 1.0 / block_layers[static_cast<std::size_t>(k)];
+      else
+        other += layer_outputs(i, i);
+    }
+    return transformer_stage_activation_bytes(*model.transformer, blocks, n, config) + n * b * other;
   }
   require(config.tensor_parallel == 1, "tensor parallelism needs a transformer model");
   require(config.recompute != Recompute::selective, "selective recomputation needs a transformer model");

@@ -49,19 +49,12 @@ struct TransformerSpec {
   int vocabulary = 50257; ///< V, tokens in the vocabulary
 };
 
-/// A built transformer model's shape and where its blocks lie in `Model::layers`: block k (0-based) is the
-/// `layers_per_block` consecutive layers starting at index `first_block_layer + k * layers_per_block`. Layers
-/// outside the blocks are the embeddings before them and the final norm and heads after them.
-struct TransformerShape : TransformerSpec {
-  int first_block_layer = 0; ///< index in Model::layers of block 0's first layer
-  int layers_per_block = 1;  ///< layers of one block in Model::layers (GPT-2-style 9, BERT 11)
-};
-
 struct Model {
   std::string name;                  ///< zoo name, e.g. "resnet50"
   std::vector<Layer> layers;         ///< forward execution order
   double input_bytes_per_sample = 0; ///< bytes of one input sample as copied host->device (fp32 image, int64 tokens)
-  std::optional<TransformerShape> transformer; ///< set for transformer models (zoo LMs, BERT); absent otherwise
+  /// Set for transformer models (zoo LMs, BERT); absent otherwise. Where the blocks lie: Layer::block.
+  std::optional<TransformerSpec> transformer;
 
   [[nodiscard]] std::int64_t param_count() const;
   [[nodiscard]] std::size_t tensor_count() const;

@@ -63,7 +63,6 @@ Model build_transformer_lm(const TransformerSpec& spec, std::string name) {
   b.residual_add(s * h, wte); // inputs_embeds + position_embeds
   b.dropout(s * h);           // drop
   std::vector<int> block_starts;
-  const int first_block_layer = b.last() + 1;
   for (int layer = 0; layer < spec.layers; ++layer) {
     block_starts.push_back(b.last() + 1);
     const std::string p = "transformer.h." + std::to_string(layer);
@@ -83,13 +82,12 @@ Model build_transformer_lm(const TransformerSpec& spec, std::string name) {
     residual = mlp_out;
   }
   block_starts.push_back(b.last() + 1);
-  const int block_layers = b.last() + 1 - first_block_layer;
   const Src ln_f = b.layernorm("transformer.ln_f", residual, s, h);
   b.linear("lm_head", ln_f, s, h, v, {false, WeightLayout::tied}); // tied to transformer.wte.weight
   b.cross_entropy(s * v);
   Model model = std::move(b).finish();
   tag_blocks(model, block_starts);
-  model.transformer = TransformerShape{spec, first_block_layer, block_layers / spec.layers};
+  model.transformer = spec;
   return model;
 }
 
@@ -136,7 +134,6 @@ std::optional<Model> build_bert(std::string_view name) {
   Src x = b.layernorm("bert.embeddings.LayerNorm", embeddings, s, h);
   b.dropout(s * h);
   std::vector<int> block_starts;
-  const int first_block_layer = b.last() + 1;
   for (std::int64_t layer = 0; layer < cfg.layers; ++layer) {
     block_starts.push_back(b.last() + 1);
     const std::string p = "bert.encoder.layer." + std::to_string(layer);
@@ -156,7 +153,6 @@ std::optional<Model> build_bert(std::string_view name) {
     x = b.layernorm(p + ".output.LayerNorm", b.last(), s, h);
   }
   block_starts.push_back(b.last() + 1);
-  const int block_layers = b.last() + 1 - first_block_layer;
   const Src pooled = b.linear("bert.pooler.dense", x, 1, h, h); // first token only
   b.tanh(h);
   b.begin_group("cls.predictions", "linear", x);
@@ -172,7 +168,7 @@ std::optional<Model> build_bert(std::string_view name) {
   Model model = std::move(b).finish();
   tag_blocks(model, block_starts);
   const TransformerSpec spec{cfg.layers, cfg.hidden, cfg.heads, kBertSequence, kBertVocabulary};
-  model.transformer = TransformerShape{spec, first_block_layer, block_layers / cfg.layers};
+  model.transformer = spec;
   return model;
 }
 

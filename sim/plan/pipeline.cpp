@@ -215,13 +215,11 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
       // W' = W - s lr v reads W and v and writes W' (3 words per parameter); the restore copies W back (2 words):
       // memory-bound kernels, costed like the compression kernels (dag/compression.hpp).
       const auto steps = dag::prediction_steps(pl.weight_prediction, stages, rank);
-      const double words = static_cast<double>(sub.model.param_count()) * 4;
-      const auto kernel = [&](double traffic) {
-        return traffic * words / costs.memory_bandwidth + dag::kKernelLaunchS;
-      };
-      pr.predict_forward_s = steps.forward > 0 ? kernel(3) : 0;
-      pr.predict_backward_s = steps.backward > 0 ? kernel(3) : 0;
-      pr.restore_s = kernel(2);
+      const double weights = static_cast<double>(sub.model.param_count()) * 4;
+      const double predict = dag::KernelCost{3 * weights, 1}.seconds(costs.memory_bandwidth);
+      pr.predict_forward_s = steps.forward > 0 ? predict : 0;
+      pr.predict_backward_s = steps.backward > 0 ? predict : 0;
+      pr.restore_s = dag::KernelCost{2 * weights, 1}.seconds(costs.memory_bandwidth);
     }
     if (par.data > 1) {
       const auto layout = layout_of(pr.data_parallel.ranks, s.cluster);
@@ -363,8 +361,9 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
   // The window an iteration is measured over. Flushing schedules: the whole DAG (the bubble over the passes, from the
   // replica's first forward to its last backward). Asynchronous ones: between the ends of stage 0's backwards of
   // micro-batches 2p - 1 and 2p - 1 + m, in the steady state.
+  const bool async = dag::asynchronous(s.pipeline->schedule);
   double from = 0, to = 0;
-  if (dag::asynchronous(s.pipeline->schedule)) {
+  if (async) {
     const int first = 2 * stages - 1, last = first + report.micro_batches;
     std::optional<std::size_t> a, b;
     for (std::size_t v = 0; v < r.graph.size(); ++v) {
@@ -394,7 +393,6 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     }
   }
   const double window = std::max(0.0, to - from);
-  const bool async = dag::asynchronous(s.pipeline->schedule);
   Breakdown mean;
   for (int rank = 0; rank < stages; ++rank) {
     auto& st = report.per_stage[static_cast<std::size_t>(rank)];
@@ -421,7 +419,7 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     slowest = std::max(slowest, st.compute_s);
     total += st.compute_s;
   }
-  if (total > 0 && slowest > 1.02 * total / stages)
+  if (total > 0 && report.bubble_fraction > report.bubble_fraction_closed_form && slowest * stages > total)
     r.notes.push_back(fmt::format("pipeline: the slowest stage computes {:.0f} % longer than the mean ({} vs {} in the "
                                   "window): with unequal stages the bubble exceeds the closed form's, which assumes "
                                   "equal ones",

@@ -253,7 +253,8 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
     return static_cast<std::size_t>(std::lower_bound(own.begin(), own.end(), d) - own.begin());
   };
 
-  OrderedJson events = OrderedJson::array();
+  // One pass: each task's event, and the names of the threads they use; the metadata goes first.
+  OrderedJson slices = OrderedJson::array();
   std::vector<std::map<int, std::string>> threads(devices.size());
   for (std::size_t i = 0; i < replicas.size(); ++i)
     for (std::size_t v = 0; v < r.graph.size(); ++v) {
@@ -261,15 +262,28 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
       const auto& timing = (*replicas[i].timing)[v];
       if (timing.end_s <= timing.start_s)
         continue;
-      const auto device = r.graph.replica_device(replicas[i].replica, t.device);
-      const int res = static_cast<int>(t.resource);
-      const int base = thread_base[i][own_index(t.device)];
-      std::string name =
-          t.resource == dag::Resource::none ? std::string("waits") : std::string(dag::resource_name(t.resource));
-      if (sharing[pid_of(device)] > 1)
-        name += " (" + dag::device_name(r.graph.replica_device(replicas[i].replica, own.front())) + ")";
-      threads[pid_of(device)].emplace(base + res, std::move(name));
+      const auto pid = pid_of(r.graph.replica_device(replicas[i].replica, t.device));
+      const int tid = thread_base[i][own_index(t.device)] + static_cast<int>(t.resource);
+      if (!threads[pid].contains(tid)) {
+        std::string name =
+            t.resource == dag::Resource::none ? std::string("waits") : std::string(dag::resource_name(t.resource));
+        if (sharing[pid] > 1)
+          name += " (" + dag::device_name(r.graph.replica_device(replicas[i].replica, own.front())) + ")";
+        threads[pid].emplace(tid, std::move(name));
+      }
+      OrderedJson e;
+      e["name"] = task_label(s, t);
+      e["cat"] = dag::task_kind_name(t.kind);
+      e["ph"] = "X";
+      e["ts"] = timing.start_s * 1e6;
+      e["dur"] = (timing.end_s - timing.start_s) * 1e6;
+      e["pid"] = pid;
+      e["tid"] = tid;
+      if (t.bytes > 0)
+        e["args"] = {{"bytes", t.bytes}};
+      slices.push_back(std::move(e));
     }
+  OrderedJson events = OrderedJson::array();
   for (std::size_t d = 0; d < devices.size(); ++d) {
     events.push_back({{"name", "process_name"},
                       {"ph", "M"},
@@ -279,24 +293,8 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
     for (const auto& [tid, name] : threads[d])
       events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", tid}, {"args", {{"name", name}}}});
   }
-  for (std::size_t i = 0; i < replicas.size(); ++i)
-    for (std::size_t v = 0; v < r.graph.size(); ++v) {
-      const auto& t = r.graph.task(v);
-      const auto& timing = (*replicas[i].timing)[v];
-      if (timing.end_s <= timing.start_s)
-        continue;
-      OrderedJson e;
-      e["name"] = task_label(s, t);
-      e["cat"] = dag::task_kind_name(t.kind);
-      e["ph"] = "X";
-      e["ts"] = timing.start_s * 1e6;
-      e["dur"] = (timing.end_s - timing.start_s) * 1e6;
-      e["pid"] = pid_of(r.graph.replica_device(replicas[i].replica, t.device));
-      e["tid"] = thread_base[i][own_index(t.device)] + static_cast<int>(t.resource);
-      if (t.bytes > 0)
-        e["args"] = {{"bytes", t.bytes}};
-      events.push_back(std::move(e));
-    }
+  for (auto& e : slices)
+    events.push_back(std::move(e));
   OrderedJson j;
   j["traceEvents"] = std::move(events);
   j["displayTimeUnit"] = "ms";

@@ -39,18 +39,6 @@ std::string_view recompute_name(dag::Recompute k) {
   return "?";
 }
 
-std::string_view optimizer_name(dag::Optimizer k) {
-  switch (k) {
-  case dag::Optimizer::sgd:
-    return "sgd";
-  case dag::Optimizer::sgd_momentum:
-    return "sgd-momentum";
-  case dag::Optimizer::adam:
-    return "adam";
-  }
-  return "?";
-}
-
 namespace {
 
 const std::vector<std::string> kSchedules{"gpipe",     "1f1b",          "interleaved-1f1b",

@@ -37,8 +37,6 @@ enum class PartitionKind : std::uint8_t {
 
 /// "none", "full", "selective", "except-last" (dag/memory.hpp's recomputation modes, as the scenario spells them).
 [[nodiscard]] std::string_view recompute_name(dag::Recompute k);
-/// "sgd", "sgd-momentum", "adam".
-[[nodiscard]] std::string_view optimizer_name(dag::Optimizer k);
 
 struct PipelineSpec {
   dag::PipelineSchedule schedule = dag::PipelineSchedule::one_f_one_b;

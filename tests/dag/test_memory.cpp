@@ -32,9 +32,21 @@ dag::Model blocks_only(const dag::TransformerSpec& spec) {
   const std::int64_t block_params = 12 * static_cast<std::int64_t>(spec.hidden) * spec.hidden;
   for (int i = 0; i < spec.layers; ++i) {
     model.layers.push_back({"block." + std::to_string(i), "block", {{"w", {block_params}, block_params}}, 0, 0, 0, {}});
+    model.layers.back().block = i;
   }
-  model.transformer = dag::TransformerShape{spec, 0, 1};
+  model.transformer = spec;
   return model;
+}
+
+// Where the zoo's blocks lie (Layer::block).
+int first_block_layer(const dag::Model& m) {
+  for (std::size_t i = 0; i < m.layers.size(); ++i)
+    if (m.layers[i].block == 0)
+      return static_cast<int>(i);
+  return -1;
+}
+long layers_in_block(const dag::Model& m, int k) {
+  return std::count_if(m.layers.begin(), m.layers.end(), [k](const dag::Layer& l) { return l.block == k; });
 }
 
 // The first stage's chunk-micro-batches in flight at its peak under (interleaved) 1F1B, per chunk: p without
@@ -219,15 +231,16 @@ TEST_CASE("dag::zoo transformers carry their shape and where their blocks are", 
     CAPTURE(name);
     const dag::Model m = *dag::build_zoo_model(name);
     REQUIRE(m.transformer.has_value());
-    const dag::TransformerShape& shape = *m.transformer;
+    const dag::TransformerSpec& shape = *m.transformer;
     CHECK(shape.layers == L);
     CHECK(shape.hidden == h);
     CHECK(shape.heads == a);
     CHECK(shape.sequence == s);
     CHECK(shape.vocabulary == 50257);
-    CHECK(shape.first_block_layer == 2);
-    CHECK(shape.layers_per_block == 9);
-    const auto block_end = static_cast<std::size_t>(shape.first_block_layer + L * shape.layers_per_block);
+    CHECK(first_block_layer(m) == 2);
+    CHECK(layers_in_block(m, 0) == 9);
+    CHECK(layers_in_block(m, L - 1) == 9);
+    const auto block_end = static_cast<std::size_t>(2 + L * 9);
     CHECK(m.layers[2].name == "transformer.h.0.ln_1");
     CHECK(m.layers[block_end - 1].name == "transformer.h." + std::to_string(L - 1) + ".mlp.c_proj");
     CHECK(m.layers[block_end].name == "transformer.ln_f");
@@ -238,15 +251,16 @@ TEST_CASE("dag::zoo transformers carry their shape and where their blocks are", 
     CAPTURE(name);
     const dag::Model m = *dag::build_zoo_model(name);
     REQUIRE(m.transformer.has_value());
-    const dag::TransformerShape& shape = *m.transformer;
+    const dag::TransformerSpec& shape = *m.transformer;
     CHECK(shape.layers == L);
     CHECK(shape.hidden == h);
     CHECK(shape.heads == a);
     CHECK(shape.sequence == 128);     // phase-1 pre-training
     CHECK(shape.vocabulary == 30522); // bert-*-uncased
-    CHECK(shape.layers_per_block == 11);
-    const auto first = static_cast<std::size_t>(shape.first_block_layer);
-    const auto block_end = first + static_cast<std::size_t>(L * shape.layers_per_block);
+    CHECK(layers_in_block(m, 0) == 11);
+    CHECK(layers_in_block(m, L - 1) == 11);
+    const auto first = static_cast<std::size_t>(first_block_layer(m));
+    const auto block_end = first + static_cast<std::size_t>(L * 11);
     CHECK(m.layers[first].name == "bert.encoder.layer.0.attention.self.query");
     CHECK(m.layers[block_end - 1].name == "bert.encoder.layer." + std::to_string(L - 1) + ".output.LayerNorm");
     CHECK(m.layers[block_end].name == "bert.pooler.dense");
@@ -255,7 +269,7 @@ TEST_CASE("dag::zoo transformers carry their shape and where their blocks are", 
     const dag::Model lm = dag::build_transformer_lm({3, 64, 4, 16, 100});
     REQUIRE(lm.transformer.has_value());
     CHECK(lm.transformer->layers == 3);
-    CHECK(lm.transformer->layers_per_block == 9);
+    CHECK(layers_in_block(lm, 2) == 9);
     CHECK_FALSE(dag::build_zoo_model("resnet50")->transformer.has_value());
   }
 }

@@ -131,6 +131,7 @@ TEST_CASE("sim::parse_scenario takes null for an absent parallelism or pipeline"
   CHECK_FALSE(s.pipeline);
   CHECK(s.parallelism.pipeline == 1);
   doc["parallelism"] = {{"pipeline", 4}};
-  REQUIRE_THROWS_WITH(parse_scenario(doc, "p.json"),
-                      "p.json: /pipeline: parallelism.pipeline > 1 needs a pipeline object with at least micro_batches");
+  REQUIRE_THROWS_WITH(
+      parse_scenario(doc, "p.json"),
+      "p.json: /pipeline: parallelism.pipeline > 1 needs a pipeline object with at least micro_batches");
 }
