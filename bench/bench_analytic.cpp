@@ -1,6 +1,7 @@
 // Benchmark: analytic-engine scenario points per second on one core (issue #2 target: >= 1,000 points/s for
-// ResNet-50 with WFBP on 64 GPUs). Each point parses the scenario document (as a sweep point would), builds the
-// model, the DAG and runs the engine. Prints a table; not a test.
+// ResNet-50 with WFBP on 64 GPUs; issue #11: >= 50 points/s for GPT-3 175B with t 8, p 8, d 16, m 64, v 2). Each point
+// parses the scenario document (as a sweep point would), builds the model, the DAG and runs the engine. Prints a table;
+// not a test.
 #include "sim/cli/run.hpp"
 #include "sim/spec/scenario.hpp"
 
@@ -63,5 +64,35 @@ int main(int argc, char** argv) {
                row.points_per_s, row.iteration_s * 1e3, row.points_per_s / 1000.0);
   }
   fmt::print("target: >= 1000 points/s for resnet50 wfbp on 64 GPUs (ratio column = points/s / 1000)\n");
+
+  // Issue #11: GPT-3 175B with t = 8, p = 8, d = 16 (1,024 GPUs), m = 64, interleaved v = 2; >= 50 points/s.
+  Json gpt3 = Json::parse(R"({"model": {"zoo": "gpt3-175b", "batch_per_gpu": 1, "gradient_dtype": "bf16"},
+    "gpu": {"preset": "A100-SXM4-80GB", "efficiency": 0.52},
+    "cluster": {"nodes": 128, "gpus_per_node": 8, "nic": "per-gpu",
+                "intra_node": {"bandwidth": "300 GB/s", "latency": "1 us"},
+                "inter_node": {"bandwidth": "200 Gbps", "latency": "1 us"}},
+    "collectives": {"allreduce": "ring"}, "strategy": {"kind": "ddp"}, "optimizer": "adam",
+    "parallelism": {"pipeline": 8, "tensor": 8, "sequence_parallel": true},
+    "pipeline": {"schedule": "interleaved-1f1b", "micro_batches": 64, "virtual_stages": 2,
+                 "partition": "uniform", "recompute": "selective"}})");
+  fmt::print("\n{:<44} {:>10} {:>12} {:>10}\n", "GPT-3 175B on 1,024 A100s (sequence parallel)", "points/s",
+             "iteration", "vs target");
+  const auto gpt3_row = [&](const std::string& label, const Json& doc) {
+    const auto row = measure(doc, seconds);
+    fmt::print("{:<44} {:>10.1f} {:>10.2f} s {:>9.2f}x\n", label, row.points_per_s, row.iteration_s,
+               row.points_per_s / 50.0);
+  };
+  gpt3_row("t 8, p 8, d 16, m 64, interleaved v 2", gpt3);
+  Json one_f_one_b = gpt3;
+  one_f_one_b["pipeline"]["schedule"] = "1f1b";
+  one_f_one_b["pipeline"]["virtual_stages"] = 1;
+  gpt3_row("t 8, p 8, d 16, m 64, 1F1B", one_f_one_b);
+  Json deep = gpt3;
+  deep["parallelism"]["tensor"] = 4;
+  deep["parallelism"]["pipeline"] = 16;
+  deep["pipeline"]["micro_batches"] = 128;
+  gpt3_row("t 4, p 16, d 16, m 128, interleaved v 2", deep);
+  fmt::print("target: >= 50 points/s for the first row, so that thousands of (t, p, d, m, v) take a minute "
+             "(ratio column = points/s / 50)\n");
   return 0;
 }

@@ -127,20 +127,42 @@ void IterationGraph::replicate(const std::vector<ReplicaGroup>& groups, int gpus
   if (gpus_per_node < 1)
     throw std::logic_error("IterationGraph::replicate: no GPUs per node");
   Replication r{{}, gpus_per_node};
-  for (const auto& [gpu, index] : groups) {
+  const auto position = [&](int gpu, int index, const char* what) {
     const auto& ranks = communicator(index).ranks;
     const auto self = std::find(ranks.begin(), ranks.end(), gpu);
     if (self == ranks.end())
-      throw std::logic_error(fmt::format("IterationGraph::replicate: GPU {} is not in its data-parallel group", gpu));
-    if (ranks.size() != communicator(groups.front().communicator).ranks.size())
-      throw std::logic_error("IterationGraph::replicate: data-parallel groups of different sizes");
-    r.gpus.push_back({gpu, index, static_cast<int>(self - ranks.begin())});
+      throw std::logic_error(fmt::format("IterationGraph::replicate: GPU {} is not in its {} group", gpu, what));
+    return static_cast<int>(self - ranks.begin());
+  };
+  for (const auto& [gpu, index, tensor] : groups) {
+    const int d = static_cast<int>(communicator(index).ranks.size());
+    const int t = tensor < 0 ? 1 : static_cast<int>(communicator(tensor).ranks.size());
+    if (r.gpus.empty()) {
+      r.data = d;
+      r.tensor = t;
+    }
+    if (d != r.data || t != r.tensor)
+      throw std::logic_error("IterationGraph::replicate: data-parallel or tensor groups of different sizes");
+    r.gpus.push_back(
+        {gpu, index, position(gpu, index, "data-parallel"), tensor, tensor < 0 ? 0 : position(gpu, tensor, "tensor")});
   }
   replication_ = std::move(r);
 }
 
 int IterationGraph::replicas() const {
-  return replication_.gpus.empty() ? 1 : static_cast<int>(communicator(replication_.gpus.front().group).ranks.size());
+  return replication_.gpus.empty() ? 1 : replication_.data * replication_.tensor;
+}
+
+int IterationGraph::tensor_peers() const {
+  return replication_.gpus.empty() ? 1 : replication_.tensor;
+}
+
+const IterationGraph::Replica& IterationGraph::replica_of(int gpu) const {
+  for (const auto& r : replication_.gpus)
+    if (r.gpu == gpu)
+      return r;
+  throw std::logic_error(
+      fmt::format("IterationGraph::replica_device: gpu{} is not a device of the replicated DAG", gpu));
 }
 
 Device IterationGraph::replica_device(int k, Device d) const {
@@ -149,23 +171,76 @@ Device IterationGraph::replica_device(int k, Device d) const {
   if (k == 0)
     return d;
   const int g = replication_.gpus_per_node;
+  const int t = replication_.tensor;
   const auto image = [&](const Replica& r) {
     const auto& ranks = communicator(r.group).ranks;
-    return ranks[static_cast<std::size_t>(r.first + k) % ranks.size()];
+    int gpu = ranks[static_cast<std::size_t>(r.first + k / t) % ranks.size()];
+    if (r.tensor >= 0) {
+      const auto& peers = communicator(r.tensor).ranks;
+      gpu += peers[static_cast<std::size_t>(r.tensor_first + k % t) % peers.size()] - r.gpu;
+    }
+    return gpu;
   };
-  for (const auto& r : replication_.gpus) {
-    if (d.kind == Device::Kind::gpu && r.gpu == d.index)
-      return Device::gpu(image(r));
-    if (d.kind == Device::Kind::host && r.gpu / g == d.index)
+  if (d.kind == Device::Kind::gpu)
+    return Device::gpu(image(replica_of(d.index)));
+  for (const auto& r : replication_.gpus)
+    if (r.gpu / g == d.index)
       return Device::host(image(r) / g);
-  }
   throw std::logic_error(
       fmt::format("IterationGraph::replica_device: {} is not a device of the replicated DAG", device_name(d)));
 }
 
-bool IterationGraph::spans_replicas(const Task& task) const {
-  return std::any_of(replication_.gpus.begin(), replication_.gpus.end(),
-                     [&](const Replica& r) { return r.group == task.communicator; });
+IterationGraph::Axis IterationGraph::axis(const Task& task) const {
+  for (const auto& r : replication_.gpus) {
+    if (r.group == task.communicator)
+      return Axis::data;
+    if (r.tensor >= 0 && r.tensor == task.communicator)
+      return Axis::tensor;
+  }
+  return Axis::copy;
+}
+
+int IterationGraph::instances(const Task& task) const {
+  switch (axis(task)) {
+  case Axis::data:
+    return replication_.gpus.empty() ? 1 : replication_.tensor;
+  case Axis::tensor:
+    return replication_.data;
+  case Axis::copy:
+    break;
+  }
+  return replicas();
+}
+
+int IterationGraph::instance_of(const Task& task, int r) const {
+  switch (axis(task)) {
+  case Axis::data:
+    return replication_.gpus.empty() ? 0 : r % replication_.tensor;
+  case Axis::tensor:
+    return r / replication_.tensor;
+  case Axis::copy:
+    break;
+  }
+  return r;
+}
+
+Communicator IterationGraph::instance_communicator(const Task& task, int i) const {
+  Communicator c = communicator(task.communicator);
+  if (i == 0)
+    return c;
+  // The copy that stands for instance i: tensor rank i (data), replica i (tensor), copy i.
+  const Axis a = axis(task);
+  const int copy = a == Axis::tensor ? i * replication_.tensor : i;
+  if (a == Axis::copy) {
+    for (int& rank : c.ranks)
+      rank = replica_device(copy, Device::gpu(rank)).index;
+    return c;
+  }
+  // A group of the DAG's GPU moves with that GPU: every member by the same offset.
+  const int offset = replica_device(copy, task.device).index - task.device.index;
+  for (int& rank : c.ranks)
+    rank += offset;
+  return c;
 }
 
 std::vector<Device> IterationGraph::devices() const {

@@ -154,27 +154,43 @@ public:
   /// other task on its GPU, every collective over its data-parallel communicator. The DAG then stands for every
   /// member of that group (its replicas; see replicas()).
   void place(const Placement& where);
-  /// One of the DAG's GPUs and the data-parallel group (a communicator index) it belongs to.
+  /// One of the DAG's GPUs, the data-parallel group (a communicator index) it belongs to, and its tensor-parallel group
+  /// (-1: none; the tensor peers run the same tasks, tensor parallelism's collectives span them).
   struct ReplicaGroup {
     int gpu = 0;
     int communicator = -1;
+    int tensor = -1;
   };
-  /// Declares the DAG one data-parallel replica of a model spread over several GPUs (a pipeline's stages): each of
-  /// its GPUs is one member of its group, all groups of one size (replicas()); place() does this for one GPU.
+  /// Declares the DAG one data-parallel replica of a model spread over several GPUs (a pipeline's stages), and on each
+  /// of them tensor rank 0 of its tensor-parallel group: each of its GPUs is one member of its data-parallel group and
+  /// of its tensor group, all data-parallel groups of one size d and all tensor groups of one size t (replicas());
+  /// place() does this for one GPU. A tensor peer sits at the same offset from its replica's GPU in every replica
+  /// (tensor groups of consecutive ranks, as Megatron lays them out).
   void replicate(const std::vector<ReplicaGroup>& groups, int gpus_per_node);
   /// The devices that run tasks, in order (GPUs by rank, then hosts).
   [[nodiscard]] std::vector<Device> devices() const;
 
-  /// Data-parallel replicas: the DAG's tasks are replica 0's; replica k (0 <= k < replicas()) runs what the DAG runs
-  /// on a GPU on the k-th member of that GPU's data-parallel group after it (in the group's order, wrapping round),
-  /// and what it runs on a node's host on the host of the node of its first GPU there. 1 when the DAG was not placed
-  /// or replicated.
+  /// Copies of the DAG, d x t: the DAG's tasks are copy 0's; copy r = k t + j (0 <= r < replicas()) runs what the DAG
+  /// runs on a GPU on tensor peer j of the k-th member of that GPU's data-parallel group after it (in the group's
+  /// order, wrapping round), and what it runs on a node's host on the host of the node of its first GPU there. 1 when
+  /// the DAG was not placed or replicated.
   [[nodiscard]] int replicas() const;
-  /// Where replica k runs what the DAG runs on `d` (replica 0: `d` itself).
+  /// Size of the tensor-parallel groups (t): copies r and r' with r div t = r' div t are one data-parallel replica.
+  [[nodiscard]] int tensor_peers() const;
+  /// Where copy k runs what the DAG runs on `d` (copy 0: `d` itself).
   [[nodiscard]] Device replica_device(int k, Device d) const;
-  /// Whether `task`'s collective is one instance shared by every replica (it runs over a data-parallel group),
-  /// rather than one per replica over that replica's devices (a point-to-point transfer between pipeline stages).
-  [[nodiscard]] bool spans_replicas(const Task& task) const;
+
+  /// A collective task runs as several instances, each shared by some copies: one over a data-parallel group per
+  /// tensor rank (shared by the d copies of that rank), one over a tensor group per data-parallel replica (shared by
+  /// its t copies), or one per copy (a point-to-point transfer between pipeline stages). How many there are:
+  [[nodiscard]] int instances(const Task& task) const;
+  /// The instance copy r's collective task `task` belongs to, 0 .. instances(task) - 1.
+  [[nodiscard]] int instance_of(const Task& task, int r) const;
+  /// The GPUs instance i of `task` runs over, in the communicator's order.
+  [[nodiscard]] Communicator instance_communicator(const Task& task, int i) const;
+  /// What a collective task's communicator spans: a data-parallel group, a tensor group, or neither (a transfer).
+  enum class Axis : std::uint8_t { data, tensor, copy };
+  [[nodiscard]] Axis axis(const Task& task) const;
 
   [[nodiscard]] std::size_t size() const { return boost::num_vertices(graph_); }
   [[nodiscard]] const Task& task(Id id) const { return graph_[id]; }
@@ -196,13 +212,18 @@ public:
 
 private:
   struct Replica {
-    int gpu = 0;   ///< one of the DAG's GPUs (replica 0)
-    int group = 0; ///< communicator index of its data-parallel group
-    int first = 0; ///< its position in the group
+    int gpu = 0;          ///< one of the DAG's GPUs (copy 0)
+    int group = 0;        ///< communicator index of its data-parallel group
+    int first = 0;        ///< its position in the group
+    int tensor = -1;      ///< communicator index of its tensor group, -1: none
+    int tensor_first = 0; ///< its position in the tensor group
   };
+  [[nodiscard]] const Replica& replica_of(int gpu) const;
   struct Replication {
     std::vector<Replica> gpus; ///< empty: not replicated
     int gpus_per_node = 1;
+    int data = 1;   ///< d, size of the data-parallel groups
+    int tensor = 1; ///< t, size of the tensor groups
   };
   Graph graph_;
   std::vector<Communicator> communicators_;

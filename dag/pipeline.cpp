@@ -142,26 +142,92 @@ IterationGraph build_pipeline(const PipelinePlan& plan) {
 
   IterationGraph g;
   using Id = IterationGraph::Id;
-  // Passes by virtual stage and micro-batch.
-  std::vector<std::vector<Id>> fwd(static_cast<std::size_t>(p * v)), bwd(static_cast<std::size_t>(p * v));
+  // The rank's tensor group, registered (-1: none).
+  std::vector<int> tensor(static_cast<std::size_t>(p), -1);
+  for (int r = 0; r < p; ++r)
+    if (plan.ranks[static_cast<std::size_t>(r)].tensor.ranks.size() > 1)
+      tensor[static_cast<std::size_t>(r)] = g.add_communicator(plan.ranks[static_cast<std::size_t>(r)].tensor);
+  // Passes by virtual stage and micro-batch: the first and the last task of each (one task, or a chain of parts).
+  struct Pass {
+    Id first, last;
+  };
+  std::vector<std::vector<Pass>> fwd(static_cast<std::size_t>(p * v)), bwd(static_cast<std::size_t>(p * v));
   for (int stage = 0; stage <= last_stage; ++stage) {
     const auto& vs = plan.stages[static_cast<std::size_t>(stage)];
+    const Task pass{.resource = Resource::gpu_compute, .device = gpu_of(stage), .stage = stage};
+    const int comm = tensor[static_cast<std::size_t>(rank_of(stage))];
+    // The parts as a chain: compute tasks of `kind`, each followed by its collective (none of zero duration).
+    const auto chain_of = [&](TaskKind kind, const std::vector<PassPart>& parts, double extra, int i) {
+      std::optional<Pass> out;
+      if (plan.fold_tensor_parts) {
+        auto folded = pass;
+        folded.kind = kind;
+        folded.micro_batch = i;
+        folded.duration_s = extra;
+        for (const auto& part : parts)
+          folded.duration_s += part.compute_s + part.collective_s;
+        const Id id = g.add(folded);
+        return Pass{id, id};
+      }
+      const auto link = [&](Id next) {
+        if (out) {
+          g.depend(out->last, next);
+          out->last = next;
+        } else {
+          out = Pass{next, next};
+        }
+      };
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        auto compute = pass;
+        compute.kind = kind;
+        compute.micro_batch = i;
+        compute.duration_s = parts[k].compute_s + (k == 0 ? extra : 0.0);
+        if (compute.duration_s > 0 || parts[k].collective == Collective::none)
+          link(g.add(compute));
+        if (parts[k].collective == Collective::none)
+          continue;
+        if (comm < 0)
+          throw std::logic_error(
+              fmt::format("build_pipeline: stage {} has tensor collectives and no tensor group", stage));
+        auto c = pass;
+        c.kind = TaskKind::communication;
+        c.micro_batch = i;
+        c.collective = parts[k].collective;
+        c.bytes = parts[k].bytes;
+        c.communicator = comm;
+        link(g.add(c));
+      }
+      if (!out)
+        throw std::logic_error(fmt::format("build_pipeline: stage {} has a pass of no parts", stage));
+      return *out;
+    };
     for (int i = 0; i < m; ++i) {
-      const Task pass{.resource = Resource::gpu_compute, .device = gpu_of(stage), .micro_batch = i, .stage = stage};
-      auto f = pass, b = pass;
-      f.kind = TaskKind::forward;
-      f.duration_s = vs.forward_s;
-      b.kind = TaskKind::backward;
-      b.duration_s = vs.backward_s + (i + 1 < m || vs.recompute_last ? vs.recompute_s : 0.0);
-      fwd[static_cast<std::size_t>(stage)].push_back(g.add(f));
-      bwd[static_cast<std::size_t>(stage)].push_back(g.add(b));
+      const bool recomputes = i + 1 < m || vs.recompute_last;
+      if (vs.forward_parts.empty()) {
+        auto f = pass, b = pass;
+        f.micro_batch = b.micro_batch = i;
+        f.kind = TaskKind::forward;
+        f.duration_s = vs.forward_s;
+        b.kind = TaskKind::backward;
+        b.duration_s = vs.backward_s + (recomputes ? vs.recompute_s : 0.0);
+        const Id fi = g.add(f), bi = g.add(b);
+        fwd[static_cast<std::size_t>(stage)].push_back({fi, fi});
+        bwd[static_cast<std::size_t>(stage)].push_back({bi, bi});
+        continue;
+      }
+      fwd[static_cast<std::size_t>(stage)].push_back(chain_of(TaskKind::forward, vs.forward_parts, 0, i));
+      auto parts = recomputes ? vs.recompute_parts : std::vector<PassPart>{};
+      parts.insert(parts.end(), vs.backward_parts.begin(), vs.backward_parts.end());
+      const double extra = recomputes && vs.recompute_parts.empty() ? vs.recompute_s : 0.0;
+      bwd[static_cast<std::size_t>(stage)].push_back(chain_of(TaskKind::backward, parts, extra, i));
     }
   }
   const auto pass = [&](int stage, int i, bool forward) {
     return (forward ? fwd : bwd)[static_cast<std::size_t>(stage)][static_cast<std::size_t>(i)];
   };
   // A transfer from `stage`'s GPU to `to`'s between `before` and `after` (a direct edge when both are on one GPU).
-  const auto transfer = [&](int stage, int to, int i, Id before, Id after) {
+  const auto transfer = [&](int stage, int to, int i, Pass from, Pass into) {
+    const Id before = from.last, after = into.first;
     const Device src = gpu_of(stage), dst = gpu_of(to);
     if (src == dst) {
       g.depend(before, after);
@@ -186,7 +252,7 @@ IterationGraph build_pipeline(const PipelinePlan& plan) {
         transfer(stage, stage + 1, i, pass(stage, i, true), pass(stage + 1, i, true));
         transfer(stage + 1, stage, i, pass(stage + 1, i, false), pass(stage, i, false));
       } else {
-        g.depend(pass(stage, i, true), pass(stage, i, false));
+        g.depend(pass(stage, i, true).last, pass(stage, i, false).first);
       }
     }
 
@@ -243,7 +309,9 @@ IterationGraph build_pipeline(const PipelinePlan& plan) {
       const double predict = op.forward ? rank.predict_forward_s : rank.predict_backward_s;
       if (predict > 0)
         kernel(predict, op, stage);
-      chain(pass(stage, op.micro_batch, op.forward));
+      const auto run = pass(stage, op.micro_batch, op.forward);
+      chain(run.first);
+      previous = run.last;
       if (predict > 0 && rank.restore_s > 0)
         kernel(rank.restore_s, op, stage);
       if (!op.forward && plan.update_every > 0 && ++backwards % plan.update_every == 0)
@@ -255,7 +323,8 @@ IterationGraph build_pipeline(const PipelinePlan& plan) {
 
   std::vector<IterationGraph::ReplicaGroup> replicas;
   for (const auto& rank : plan.ranks)
-    replicas.push_back({rank.gpu, g.add_communicator(rank.data_parallel)});
+    replicas.push_back({rank.gpu, g.add_communicator(rank.data_parallel),
+                        tensor[static_cast<std::size_t>(&rank - plan.ranks.data())]});
   g.replicate(replicas, plan.gpus_per_node);
   return g;
 }

@@ -79,6 +79,17 @@ struct PipelineOp {
 /// the asynchronous schedules (their steady state has none).
 [[nodiscard]] double bubble_fraction_closed_form(PipelineSchedule schedule, int stages, int micro_batches, int chunks);
 
+/// Part of a pass under tensor parallelism: compute (on the compute stream), then a collective over the rank's tensor
+/// group of `bytes` per GPU on the same stream, which the next part waits for (Megatron's tensor-parallel collectives
+/// block the computation that reads their result). `Collective::none`: compute only.
+struct PassPart {
+  double compute_s = 0;
+  Collective collective = Collective::none;
+  double bytes = 0;
+  double collective_s = 0; ///< its cost, where the plan folds the parts (PipelinePlan::fold_tensor_parts)
+  bool operator==(const PassPart&) const = default;
+};
+
 /// One virtual stage: consecutive layers, their cost per micro-batch, and what crosses to the next virtual stage.
 struct VirtualStage {
   int first_layer = 0;
@@ -88,6 +99,12 @@ struct VirtualStage {
   double activation_bytes = 0; ///< per micro-batch, sent to the next virtual stage (its gradient comes back)
   double recompute_s = 0;      ///< forward work the backward repeats (activation recomputation)
   bool recompute_last = true;  ///< false: the last micro-batch keeps its activations (torchgpipe's except_last)
+  /// Tensor parallelism: the passes as parts (each the compute up to one of the rank's tensor-group collectives);
+  /// empty: one task of forward_s / backward_s. `recompute_parts` run at the start of a backward that recomputes
+  /// (empty: recompute_s is added to the backward's task, or to its first part).
+  std::vector<PassPart> forward_parts{};
+  std::vector<PassPart> backward_parts{};
+  std::vector<PassPart> recompute_parts{};
 };
 
 /// One pipeline rank (a GPU of the replica): its gradient groups (built as for data parallelism, dag/strategy.hpp,
@@ -97,6 +114,7 @@ struct PipelineRank {
   std::vector<GradientGroup> groups; ///< reduced before each update, in order, over `data_parallel`
   double update_s = 0;
   Communicator data_parallel; ///< the GPUs that hold the same stage in the other replicas
+  Communicator tensor{};      ///< its tensor-parallel group (the passes' parts' collectives); empty: none
   /// SpecTrain's kernels around a pass (0: none): predict the weights before it, restore them after it.
   double predict_forward_s = 0;
   double predict_backward_s = 0;
@@ -120,15 +138,20 @@ struct PipelinePlan {
   /// Asynchronous schedules: a stage updates after every `update_every`-th backward (1: PipeDream and SpecTrain; m:
   /// 2BW) instead of once after the flush; `micro_batches` is then the number unrolled.
   int update_every = 0;
+  /// Each pass one task of its parts' compute and collective times, as the analytic engine times them anyway: they
+  /// run one after the other on the compute stream with nothing else between them (the flow engine lowers each
+  /// collective).
+  bool fold_tensor_parts = false;
 };
 
 /// The DAG of one replica: on each rank's GPU its passes in pipeline_ops' order on the compute stream (SpecTrain's
-/// prediction and restore kernels around them); a
+/// prediction and restore kernels around them; under tensor parallelism each pass a chain of its parts); a
 /// point-to-point transfer (stream p2p of the sender) after each forward whose next virtual stage is on another rank
 /// and after each backward whose previous one is; the loads on the host and the copies before each micro-batch's first
 /// forward; after a rank's last pass its gradient groups (their kernels and collectives over its data-parallel
 /// group, in order) and then its update (asynchronous schedules: after every update_every-th backward, in the pass
-/// order). The DAG is replicated (IterationGraph::replicate) over the ranks' data-parallel groups.
+/// order). The DAG is replicated (IterationGraph::replicate) over the ranks' data-parallel and tensor groups: it holds
+/// tensor rank 0 of each stage, whose peers run the same tasks.
 [[nodiscard]] IterationGraph build_pipeline(const PipelinePlan& plan);
 
 } // namespace ddlsim::dag

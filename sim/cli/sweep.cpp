@@ -121,6 +121,7 @@ constexpr Field kPipelineFields[] = {
     {"pipeline.partition", "/pipeline/partition"},
     {"pipeline.bubble_fraction", "/pipeline/bubble_fraction"},
     {"pipeline.bubble_fraction_closed_form", "/pipeline/bubble_fraction_closed_form"},
+    {"model_flops_utilisation", "/model_flops_utilisation"},
 };
 
 // The pipeline columns a table needs: whether any point ran a pipeline, and the stages of the deepest one.

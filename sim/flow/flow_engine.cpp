@@ -22,6 +22,7 @@
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 #include <simgrid/version.h>
 
@@ -32,9 +33,11 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <list>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <queue>
 #include <set>
@@ -77,6 +80,44 @@ public:
     next_phase(*run);
   }
 
+  /// A collective whose links no other flow uses while it runs, timed without SimGrid: each phase ends when its
+  /// slowest flow does, a flow taking its latencies and its bytes at its route's bandwidth (what SimGrid gives a flow
+  /// alone under configure_closed_form); its links' statistics are added (flow::add_unshared_flow). nullopt, and
+  /// nothing added, when two flows of a phase would share a link (a source or a destination twice, or a flow
+  /// between two ranks that have no link between them): the caller starts it on the platform then.
+  [[nodiscard]] std::optional<double> unshared_time(const std::vector<Phase>& phases) {
+    std::vector<int> sources, destinations;
+    for (const auto& phase : phases) {
+      sources.clear();
+      destinations.clear();
+      for (const auto& f : phase.flows) {
+        if (f.src == f.dst || route(f.src, f.dst).links.empty())
+          return std::nullopt;
+        sources.push_back(f.src);
+        destinations.push_back(f.dst);
+      }
+      std::sort(sources.begin(), sources.end());
+      std::sort(destinations.begin(), destinations.end());
+      if (std::adjacent_find(sources.begin(), sources.end()) != sources.end() ||
+          std::adjacent_find(destinations.begin(), destinations.end()) != destinations.end())
+        return std::nullopt;
+    }
+    double total = 0;
+    for (const auto& phase : phases) {
+      double slowest = 0;
+      for (const auto& f : phase.flows) {
+        const Route& path = route(f.src, f.dst);
+        slowest = std::max(slowest, std::max(1, f.latency_repeats) * path.latency_s + f.bytes / path.bandwidth);
+        flow::add_unshared_flow(path.notes, f.bytes, path.bandwidth);
+        ++unshared_flows_;
+      }
+      total += slowest;
+    }
+    return total;
+  }
+  /// Flows timed by unshared_time.
+  [[nodiscard]] std::size_t unshared_flows() const { return unshared_flows_; }
+
   /// Calls `fn` when the timed activity `activity` completes (once).
   void on_done(const sg4::Activity* activity, std::function<void()> fn) { handlers_.emplace(activity, std::move(fn)); }
 
@@ -91,6 +132,7 @@ private:
     std::vector<sg4::Link*> links;
     std::vector<flow::LinkNote*> notes; ///< the links' statistics (flow::link_notes)
     double latency_s = 0;
+    double bandwidth = 0; ///< the slowest link's, B/s
   };
 
   // One flow of a phase. An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments)
@@ -150,6 +192,9 @@ private:
       platform_.gpus[static_cast<std::size_t>(src)]->route_to(platform_.gpus[static_cast<std::size_t>(dst)],
                                                               it->second.links, &it->second.latency_s);
       it->second.notes = flow::link_notes(it->second.links);
+      it->second.bandwidth = std::numeric_limits<double>::infinity();
+      for (const auto* link : it->second.links)
+        it->second.bandwidth = std::min(it->second.bandwidth, link->get_bandwidth());
     }
     return it->second;
   }
@@ -248,6 +293,7 @@ private:
   double graveyard_time_ = -1;
   std::size_t flows_ = 0;
   std::size_t events_ = 0;
+  std::size_t unshared_flows_ = 0;
 };
 
 // The collectives of a run and how they are simulated: when the platform admits the 2-node quotient and every
@@ -348,6 +394,9 @@ struct Simulation {
     zone->set_parent(engine.get_netzone_root());
     clock = zone->create_host("ddlsim-clock", kClockSpeed)->set_core_count(kClockCores);
     zone->seal();
+    // Sealed now rather than by Engine::run: the split-duplex links' halves exist (and carry their statistics) from
+    // here on, for the routes looked up before the run starts (collectives timed ahead of the clock).
+    engine.get_netzone_root()->seal();
   }
 };
 
@@ -458,16 +507,24 @@ public:
       std::copy(deps_.predecessors.begin(), deps_.predecessors.end(), pending_.begin() + static_cast<long>(k * n_));
   }
 
-  /// Collective task v runs as one instance shared by every replica (the CollectivePlan's job `job`), or as one
-  /// per replica (jobs job .. job + slots - 1). Called for every collective task.
-  void add_collective(std::size_t v, bool shared, std::size_t job) {
-    instance_of_[v] = static_cast<long>(instances_.size());
-    if (shared) {
-      instances_.push_back({.task = v, .job = job, .pending = static_cast<int>(slots_), .shared = true});
-      return;
+  /// Collective task v runs as graph.instances(v) instances (the CollectivePlan's jobs job, job + 1, ...), each
+  /// shared by the simulated copies graph.instance_of maps to it. Called for every collective task. `unshared`: its
+  /// instances' links carry no other flow while they run (FlowRun::unshared_time times them).
+  void add_collective(std::size_t v, std::size_t job, bool unshared = false) {
+    if (unshared) {
+      if (unshared_.empty())
+        unshared_.assign(n_, 0);
+      unshared_[v] = 1;
     }
+    const auto& task = graph_.task(v);
+    const int count = graph_.instances(task);
+    instance_of_[v] = static_cast<long>(instances_.size());
+    for (int i = 0; i < count; ++i)
+      instances_.push_back({.task = v, .job = job + static_cast<std::size_t>(i), .pending = 0});
     for (std::size_t k = 0; k < slots_; ++k)
-      instances_.push_back({.task = v, .job = job + k, .pending = 1, .shared = false, .slot = k});
+      ++instances_[instances_.size() - static_cast<std::size_t>(count) +
+                   static_cast<std::size_t>(graph_.instance_of(task, static_cast<int>(k)))]
+            .pending;
   }
 
   /// Starts every replica's roots at time 0.
@@ -480,6 +537,8 @@ public:
   }
 
   [[nodiscard]] bool finished(std::size_t slot, std::size_t v) const { return finished_[slot * n_ + v]; }
+  /// Collective instances timed without SimGrid (FlowRun::unshared_time).
+  [[nodiscard]] std::size_t unshared_instances() const { return unshared_instances_; }
   /// Replica `slot`'s timing, by task id, after the run.
   [[nodiscard]] std::vector<TaskTiming> take_timing(std::size_t slot) {
     const auto first = timing_.begin() + static_cast<long>(slot * n_);
@@ -490,9 +549,8 @@ private:
   struct Instance {
     std::size_t task;
     std::size_t job;
-    int pending; ///< member copies not yet ready
-    bool shared;
-    std::size_t slot = 0; ///< the replica of an instance that is not shared
+    int pending;                        ///< member copies not yet ready
+    std::vector<std::size_t> members{}; ///< the copies ready, in that order
     double ready_s = 0;
     double start_s = 0;
   };
@@ -508,8 +566,10 @@ private:
       return;
     }
     const auto first = static_cast<std::size_t>(instance_of_[v]);
-    auto& inst = instances_[instances_[first].shared ? first : first + slot];
+    auto& inst =
+        instances_[first + static_cast<std::size_t>(graph_.instance_of(graph_.task(v), static_cast<int>(slot)))];
     inst.ready_s = std::max(inst.ready_s, timing(slot, v).start_s);
+    inst.members.push_back(slot);
     if (--inst.pending == 0)
       launch(inst);
   }
@@ -534,6 +594,15 @@ private:
   // Every member copy is ready: the instance starts at the last one's ready time (never before now: a copy is ready
   // at or after the instant of the event that made it so).
   void launch(Instance& inst) {
+    if (!unshared_.empty() && unshared_[inst.task] != 0) {
+      auto phases = plan_.phases(inst.job);
+      if (const auto time = run_.unshared_time(phases)) { // ends ahead of the clock, as a task of fixed duration
+        inst.start_s = inst.ready_s;
+        finish(inst, inst.ready_s + *time);
+        ++unshared_instances_;
+        return;
+      }
+    }
     const double delay = inst.ready_s - sg4::Engine::get_clock();
     if (delay <= 0) {
       begin(inst);
@@ -552,14 +621,17 @@ private:
   }
 
   void end(const Instance& inst) {
-    const double now = sg4::Engine::get_clock();
-    for (std::size_t k = inst.shared ? 0 : inst.slot; k < (inst.shared ? slots_ : inst.slot + 1); ++k) {
+    finish(inst, sg4::Engine::get_clock());
+    drain();
+  }
+
+  void finish(const Instance& inst, double end_s) {
+    for (std::size_t k : inst.members) {
       auto& t = timing(k, inst.task);
       t.start_s = inst.start_s;
-      t.end_s = now;
+      t.end_s = end_s;
       done_.push_back(k * n_ + inst.task);
     }
-    drain();
   }
 
   const dag::IterationGraph& graph_;
@@ -573,7 +645,69 @@ private:
   std::vector<long> instance_of_;  ///< by task: its (first) instance, -1 for a task that is not a collective
   std::deque<Instance> instances_; ///< stable addresses (handlers hold them)
   std::vector<std::size_t> done_;  ///< copies ended whose successors are still to be told
+  std::vector<char> unshared_;     ///< by task: its instances' links are their own (empty: none is)
+  std::size_t unshared_instances_ = 0;
 };
+
+// The tensor-group collectives whose flows have links of their own: the group lies inside one node, and no other
+// communicator has two GPUs on that node (so no other collective or transfer sends over its GPUs' intra-node links;
+// inter-node routes do not cross them, platform.cpp). The group's own collectives run one at a time (each GPU's run
+// on its compute stream, in one order). By task: 1 where that holds for every instance.
+std::vector<char> unshared_tensor_collectives(const Scenario& s, const dag::IterationGraph& graph,
+                                              const std::vector<CollectivePlan::Job>& jobs,
+                                              const std::vector<std::size_t>& first_job) {
+  const std::size_t n = graph.size();
+  std::vector<char> out(n, 0);
+  bool any = false;
+  for (std::size_t v = 0; v < n && !any; ++v)
+    any = graph.task(v).collective != dag::Collective::none &&
+          graph.axis(graph.task(v)) == dag::IterationGraph::Axis::tensor;
+  if (!any)
+    return out;
+  const int g = s.cluster.gpus_per_node;
+  // Per node: the one communicator with two or more GPUs there (its sorted ranks), or a mark that there are several.
+  struct Use {
+    std::vector<int> ranks;
+    bool several = false;
+  };
+  std::unordered_map<int, Use> nodes;
+  std::vector<int> ranks;
+  for (const auto& job : jobs) {
+    ranks = job.ranks;
+    if (ranks.empty()) { // the whole cluster
+      ranks.resize(static_cast<std::size_t>(s.cluster.workers()));
+      std::iota(ranks.begin(), ranks.end(), 0);
+    }
+    std::sort(ranks.begin(), ranks.end());
+    for (std::size_t i = 0; i + 1 < ranks.size(); ++i) {
+      if (ranks[i] / g != ranks[i + 1] / g || (i > 0 && ranks[i - 1] / g == ranks[i] / g))
+        continue; // the first two ranks of each node with two or more
+      auto& use = nodes[ranks[i] / g];
+      if (use.ranks.empty())
+        use.ranks = ranks;
+      else if (use.ranks != ranks)
+        use.several = true;
+    }
+  }
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto& task = graph.task(v);
+    if (task.collective == dag::Collective::none || graph.axis(task) != dag::IterationGraph::Axis::tensor)
+      continue;
+    bool own = true;
+    for (int i = 0; i < graph.instances(task) && own; ++i) {
+      const auto& job = jobs[first_job[v] + static_cast<std::size_t>(i)];
+      if (job.ranks.empty()) {
+        own = false;
+        break;
+      }
+      const int node = job.ranks.front() / g;
+      own =
+          std::all_of(job.ranks.begin(), job.ranks.end(), [&](int r) { return r / g == node; }) && !nodes[node].several;
+    }
+    out[v] = own ? 1 : 0;
+  }
+  return out;
+}
 
 } // namespace
 
@@ -582,15 +716,14 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
   // Per-resource order: the analytic schedule's order (readiness order).
   auto deps = with_stream_order(graph, schedule(graph));
 
-  // The collectives: one job per instance. A collective over a data-parallel group is one instance for every
-  // replica; one inside a replica (a transfer between pipeline stages) is one per replica, over that replica's
-  // devices. The latter run over a part of the cluster, which keeps the plan from using node symmetry: every
-  // replica is simulated then.
+  // The collectives: one job per instance (IterationGraph::instances): a collective over a data-parallel group is one
+  // instance per tensor rank, one over a tensor group one per data-parallel replica, a transfer between pipeline
+  // stages one per copy. Those that run over a part of the cluster keep the plan from using node symmetry: every
+  // copy is simulated then.
   const std::size_t n = graph.size();
   const int replicas = graph.replicas();
   std::vector<CollectivePlan::Job> jobs;
   std::vector<std::size_t> first_job(n, 0);
-  std::vector<bool> shared(n, true);
   std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
   for (std::size_t v = 0; v < n; ++v) {
     const auto& task = graph.task(v);
@@ -599,21 +732,20 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
     const auto* lowering =
         task.collective == dag::Collective::allreduce ? &lowering_for(s) : &sparse_lowering(task.collective);
     first_job[v] = jobs.size();
-    shared[v] = replicas == 1 || graph.spans_replicas(task);
-    if (shared[v]) {
-      const auto& layout = task_layout(s, graph, task, layouts);
-      jobs.push_back({lowering, task.bytes, task_shape(s, task, layout.shape),
-                      layout.whole_cluster ? std::vector<int>{} : layout.ranks});
-      continue;
-    }
-    for (int k = 0; k < replicas; ++k) {
-      auto ranks = graph.communicator(task.communicator).ranks;
-      for (int& rank : ranks)
-        rank = graph.replica_device(k, dag::Device::gpu(rank)).index;
-      auto layout = layout_of(ranks, s.cluster);
+    const int count = graph.instances(task);
+    for (int i = 0; i < count; ++i) {
+      if (i == 0) {
+        const auto& layout = task_layout(s, graph, task, layouts);
+        jobs.push_back({lowering, task.bytes, task_shape(s, task, layout.shape),
+                        layout.whole_cluster ? std::vector<int>{} : layout.ranks});
+        continue;
+      }
+      auto layout = layout_of(graph.instance_communicator(task, i).ranks, s.cluster);
       jobs.push_back({lowering, task.bytes, task_shape(s, task, layout.shape), std::move(layout.ranks)});
     }
   }
+  const auto unshared =
+      s.flow_own_links ? unshared_tensor_collectives(s, graph, jobs, first_job) : std::vector<char>(n, 0);
   CollectivePlan plan(s.cluster, std::move(jobs), s.flow_per_message, s.flow_symmetry);
 
   // The replicas simulated: all of them, or under node symmetry those on node 0 (the quotient's node 1 stands for
@@ -634,7 +766,12 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
 
   FlowGraphRun result;
   result.note = plan.note();
-  if (replicas > 1)
+  if (replicas > 1 && graph.tensor_peers() > 1)
+    result.note += fmt::format("; the tasks of {} of the {} GPUs per stage ({} data-parallel replicas x {} tensor "
+                               "ranks) were timed{}",
+                               slots, replicas, replicas / graph.tensor_peers(), graph.tensor_peers(),
+                               slots < static_cast<std::size_t>(replicas) ? " (node 0's)" : "");
+  else if (replicas > 1)
     result.note += fmt::format("; the tasks of {} of the {} data-parallel replicas were timed{}", slots, replicas,
                                slots < static_cast<std::size_t>(replicas) ? " (node 0's)" : "");
   Simulation sim(plan.platform_cluster());
@@ -642,7 +779,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
   ReplicaTimer timer(graph, std::move(deps), slots, run, plan);
   for (std::size_t v = 0; v < n; ++v)
     if (graph.task(v).collective != dag::Collective::none)
-      timer.add_collective(v, shared[v], first_job[v]);
+      timer.add_collective(v, first_job[v], unshared[v] != 0);
   timer.start();
   sim.engine.run();
 
@@ -651,6 +788,12 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
       if (!timer.finished(k, v))
         throw std::logic_error(fmt::format("flow engine: task {} ({}) of replica {} never finished", v,
                                            dag::task_kind_name(graph.task(v).kind), k));
+  if (timer.unshared_instances() > 0)
+    result.note += fmt::format("; except {} tensor-group collectives ({} flows) on intra-node links that no other "
+                               "traffic uses, timed without the platform as exactly: each flow its latencies plus its "
+                               "bytes at its route's bandwidth, as alone on the platform (flow.own_links: off "
+                               "simulates them)",
+                               timer.unshared_instances(), run.unshared_flows());
   result.timing = timer.take_timing(0);
   for (std::size_t k = 1; k < slots; ++k)
     result.replicas.push_back({static_cast<int>(k), timer.take_timing(k)});
@@ -662,6 +805,9 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
   result.events = run.events() + slots * n; // SimGrid's activities, and every task copy timed
   return result;
 }
+
+// Rows of tasks.csv the default flow.report_replicas aims at (a copy's tasks each).
+constexpr std::size_t kReportedRows = 500'000;
 
 RunResult run_flow(const Scenario& s) {
   if (s.strategy.asynchronous())
@@ -677,13 +823,17 @@ RunResult run_flow(const Scenario& s) {
   });
   r.notes.push_back(std::move(run.note));
   const std::size_t simulated = run.replicas.size() + 1;
-  const auto reported = std::min(simulated, static_cast<std::size_t>(s.flow_report_replicas));
+  const std::size_t listed =
+      s.flow_report_replicas ? static_cast<std::size_t>(*s.flow_report_replicas)
+                             : std::clamp<std::size_t>(kReportedRows / std::max<std::size_t>(r.graph.size(), 1), 1, 64);
+  const auto reported = std::min(simulated, listed);
   run.replicas.resize(reported - 1);
   r.replicas = std::move(run.replicas);
   if (reported < simulated)
-    r.notes.push_back(fmt::format("tasks.csv and timeline.json list the tasks of the first {} of the {} data-parallel "
-                                  "replicas simulated (flow.report_replicas)",
-                                  reported, simulated));
+    r.notes.push_back(fmt::format("tasks.csv and timeline.json list the tasks of the first {} of the {} {} simulated "
+                                  "(flow.report_replicas)",
+                                  reported, simulated,
+                                  r.graph.tensor_peers() > 1 ? "GPUs per stage" : "data-parallel replicas"));
   r.links = std::move(run.links);
   r.sim.flows = run.flows;
   r.sim.events = run.events;

@@ -161,6 +161,14 @@ void note_links_in_use(const std::vector<LinkNote*>& notes) {
       acc->tracker->note(acc);
 }
 
+void add_unshared_flow(const std::vector<LinkNote*>& notes, double bytes, double rate) {
+  for (LinkNote* acc : notes) {
+    acc->bytes += bytes;
+    acc->busy_s += bytes / rate;
+    acc->peak = std::max(acc->peak, rate);
+  }
+}
+
 std::vector<LinkStats> collect_link_stats(const Platform& p, double makespan_s) {
   const auto& slot = accumulator_slot();
   if (!slot.valid())

@@ -80,6 +80,11 @@ struct LinkNote;
 /// note_links_in_use(links) with link_notes(links).
 void note_links_in_use(const std::vector<LinkNote*>& notes);
 
+/// A flow of `bytes` at `rate` B/s that no other flow shared a link with, timed without SimGrid (the flow engine's
+/// collectives on links of their own): its links' figures as the integration would have counted them (bytes, busy
+/// for bytes / rate, peak at least rate).
+void add_unshared_flow(const std::vector<LinkNote*>& notes, double bytes, double rate);
+
 struct LinkStats {
   std::string name;
   std::string role;

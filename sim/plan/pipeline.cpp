@@ -54,6 +54,114 @@ std::unique_ptr<CollectiveModel> group_allreduce(const Scenario& s, const Commun
   return make_cost_model(*s.allreduce.algorithm, net);
 }
 
+// Tensor parallelism (Megatron-LM: Shoeybi et al., arXiv:1909.08053, §3; sequence parallelism: Korthikanti et al.,
+// arXiv:2205.05198, §4.2.2). Where a transformer block's tensor-group collectives fall: after the row-parallel linear
+// layers (the attention's output projection, the MLP's second layer) in forward, after the column-parallel ones (the
+// first linear of each half: QKV, the MLP's first layer) in backward.
+enum class TensorRole : std::uint8_t { none, column_entry, row };
+
+std::vector<TensorRole> tensor_roles(const dag::Model& model) {
+  std::vector<TensorRole> roles(model.layers.size(), TensorRole::none);
+  std::size_t l = 0;
+  while (l < model.layers.size()) {
+    const int block = model.layers[l].block;
+    std::size_t end = l + 1;
+    while (end < model.layers.size() && model.layers[end].block == block)
+      ++end;
+    if (block >= 0) {
+      std::optional<std::size_t> last_linear;
+      bool open = false; // a column-parallel half has begun and its row-parallel layer not yet come
+      for (std::size_t i = l; i < end; ++i) {
+        if (model.layers[i].kind != "linear")
+          continue;
+        last_linear = i;
+        if (!open) {
+          roles[i] = TensorRole::column_entry;
+          open = true;
+        } else if (i > l && model.layers[i - 1].kind == "attention") {
+          roles[i] = TensorRole::row;
+          open = false;
+        }
+      }
+      if (last_linear && roles[*last_linear] == TensorRole::none)
+        roles[*last_linear] = TensorRole::row;
+    }
+    l = end;
+  }
+  return roles;
+}
+
+// What one GPU of a tensor group computes: every layer's share 1/t, but LayerNorm, which every rank repeats on the
+// whole sequence unless sequence parallelism splits it too.
+dag::WorkerCosts tensor_rank_costs(const Scenario& s, const dag::WorkerCosts& costs) {
+  const auto& par = s.parallelism;
+  auto out = costs;
+  if (par.tensor == 1)
+    return out;
+  for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
+    if (s.model.layers[l].kind == "layernorm" && !par.sequence_parallel)
+      continue;
+    out.fwd_s[l] /= par.tensor;
+    out.bwd_s[l] /= par.tensor;
+  }
+  return out;
+}
+
+// A tensor rank's share of a layer's parameters: linear and embedding weights are split over the group (a tensor of
+// n elements keeps ceil(n / t); its shape's last dimension divided where it divides), LayerNorm's are repeated.
+void shard_parameters(dag::Layer& layer, int tensor) {
+  if (tensor == 1 || layer.kind == "layernorm")
+    return;
+  for (auto& p : layer.params) {
+    p.numel = (p.numel + tensor - 1) / tensor;
+    if (!p.shape.empty() && p.shape.back() % tensor == 0)
+      p.shape.back() /= tensor;
+    else
+      p.shape = {p.numel};
+  }
+}
+
+// The parts of a virtual stage's passes under tensor parallelism: compute up to each tensor-group collective of
+// b s h elements (forward: an allreduce after each row-parallel layer, or with sequence parallelism an allgather
+// before each column-parallel half and a reduce-scatter after its row-parallel layer; backward the mirror image).
+struct StageParts {
+  std::vector<dag::PassPart> forward, backward;
+};
+StageParts tensor_parts(const Scenario& s, const dag::WorkerCosts& costs, const std::vector<TensorRole>& roles,
+                        int first, int end) {
+  const bool sp = s.parallelism.sequence_parallel;
+  const auto& tf = *s.model.transformer;
+  const double bytes = static_cast<double>(s.batch_per_gpu) * tf.sequence * tf.hidden * dtype_bytes(s.gradient_dtype);
+  StageParts out;
+  dag::PassPart part;
+  const auto close = [&](std::vector<dag::PassPart>& parts, dag::Collective c) {
+    part.collective = c;
+    part.bytes = bytes;
+    parts.push_back(part);
+    part = {};
+  };
+  for (int l = first; l < end; ++l) {
+    const auto role = roles[static_cast<std::size_t>(l)];
+    if (sp && role == TensorRole::column_entry)
+      close(out.forward, dag::Collective::allgather);
+    part.compute_s += costs.fwd_s[static_cast<std::size_t>(l)];
+    if (role == TensorRole::row)
+      close(out.forward, sp ? dag::Collective::reduce_scatter : dag::Collective::allreduce);
+  }
+  out.forward.push_back(part);
+  part = {};
+  for (int l = end - 1; l >= first; --l) {
+    const auto role = roles[static_cast<std::size_t>(l)];
+    if (sp && role == TensorRole::row)
+      close(out.backward, dag::Collective::allgather);
+    part.compute_s += costs.bwd_s[static_cast<std::size_t>(l)];
+    if (role == TensorRole::column_entry)
+      close(out.backward, sp ? dag::Collective::reduce_scatter : dag::Collective::allreduce);
+  }
+  out.backward.push_back(part);
+  return out;
+}
+
 // The layers of one rank (its chunks' layers in forward order) as a model of their own, with their costs; and the
 // map from the sub-model's tensors and layers back to the whole model's.
 struct RankModel {
@@ -80,6 +188,7 @@ RankModel rank_model(const Scenario& s, const dag::WorkerCosts& costs, const std
       const auto i = static_cast<std::size_t>(l);
       auto layer = s.model.layers[i];
       layer.inputs.clear(); // indices into the whole model; the strategies do not read them
+      shard_parameters(layer, s.parallelism.tensor);
       for (std::size_t t = 0; t < layer.params.size(); ++t) {
         out.tensors.push_back(first_tensor[i] + static_cast<int>(t));
         params += layer.params[t].numel;
@@ -125,6 +234,17 @@ std::vector<int> unit_starts(const dag::Model& model) {
       seen = b;
   }
   return starts;
+}
+
+// The tensor collectives' time inside a pass task the analytic engine folded (0 for any other task).
+double folded_tensor_s(const PipelineReport& report, const dag::Task& t, int micro_batches) {
+  if (report.folded_tensor.empty() || t.stage < 0 ||
+      (t.kind != dag::TaskKind::forward && t.kind != dag::TaskKind::backward))
+    return 0;
+  const auto& f = report.folded_tensor[static_cast<std::size_t>(t.stage)];
+  if (t.kind == dag::TaskKind::forward)
+    return f.forward_s;
+  return f.backward_s + (t.micro_batch + 1 < micro_batches || f.recompute_last ? f.recompute_s : 0.0);
 }
 
 } // namespace
@@ -174,10 +294,16 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   const auto& pl = *s.pipeline;
   const auto& par = s.parallelism;
-  const auto& costs = p.costs.worker;
   const int stages = par.pipeline;
-  const auto spans = partition_stages(s, costs);
+  const auto spans = partition_stages(s, p.costs.worker);
   const auto cut = dag::cut_activation_bytes(s.model);
+  // One tensor rank's work (the DAG holds tensor rank 0 of each stage; its peers run the same).
+  const auto tensor_costs = tensor_rank_costs(s, p.costs.worker);
+  const auto& costs = tensor_costs;
+  const auto roles = par.tensor > 1 ? tensor_roles(s.model) : std::vector<TensorRole>{};
+  // Megatron-Core sends each tensor rank's whole activation to its peer on the next stage, or its sequence shard
+  // with sequence parallelism (schedules.py, get_tensor_shapes: seq_length // tp_size).
+  const double p2p_share = par.sequence_parallel ? 1.0 / par.tensor : 1.0;
 
   // The asynchronous schedules run their steady state: m + 3p micro-batches unrolled, an iteration measured over m of
   // them after 2p (finalize_pipeline), well clear of the warm-up and of the cool-down's last p.
@@ -201,7 +327,16 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     vs.recompute_s = recompute_s(s, costs, span.first, span.end);
     vs.recompute_last = pl.recompute != dag::Recompute::except_last;
     if (span.end < static_cast<int>(s.model.layers.size()))
-      vs.activation_bytes = cut[static_cast<std::size_t>(span.end - 1)] * s.batch_per_gpu * activation_scale(s);
+      vs.activation_bytes =
+          cut[static_cast<std::size_t>(span.end - 1)] * s.batch_per_gpu * activation_scale(s) * p2p_share;
+    if (par.tensor > 1) {
+      auto parts = tensor_parts(s, costs, roles, span.first, span.end);
+      vs.forward_parts = parts.forward;
+      vs.backward_parts = std::move(parts.backward);
+      // Full recomputation repeats the forward, its collectives included; selective only the attention core.
+      if (pl.recompute == dag::Recompute::full || pl.recompute == dag::Recompute::except_last)
+        vs.recompute_parts = std::move(parts.forward);
+    }
     plan.stages.push_back(vs);
   }
   for (int rank = 0; rank < stages; ++rank) {
@@ -209,6 +344,9 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     pr.gpu = par.gpu(rank, 0);
     for (int k = 0; k < par.data; ++k)
       pr.data_parallel.ranks.push_back(par.gpu(rank, k));
+    if (par.tensor > 1)
+      for (int j = 0; j < par.tensor; ++j)
+        pr.tensor.ranks.push_back(par.gpu(rank, 0, j));
     auto sub = rank_model(s, costs, spans, rank, stages);
     pr.update_s = sub.costs.update_s;
     if (pl.schedule == dag::PipelineSchedule::spectrain) {
@@ -244,6 +382,40 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     r.groups.insert(r.groups.end(), pr.groups.begin(), pr.groups.end());
     plan.ranks.push_back(std::move(pr));
   }
+  // The analytic engine folds each pass's tensor collectives into it (PipelinePlan::fold_tensor_parts), costed here
+  // by the closed forms cost_communication would give their tasks; what they take and send is kept for the report.
+  std::vector<FoldedTensor> folded;
+  std::vector<double> folded_sent(static_cast<std::size_t>(stages), 0.0); // per rank, per iteration
+  if (par.tensor > 1 && r.engine == "analytic") {
+    plan.fold_tensor_parts = true;
+    CollectiveCoster coster(s, *p.allreduce);
+    std::vector<std::optional<CommunicatorLayout>> layouts(static_cast<std::size_t>(stages));
+    for (std::size_t vs = 0; vs < plan.stages.size(); ++vs) {
+      const auto rank = vs % static_cast<std::size_t>(stages);
+      auto& layout = layouts[rank];
+      if (!layout)
+        layout = layout_of(plan.ranks[rank].tensor.ranks, s.cluster);
+      auto& stage = plan.stages[vs];
+      FoldedTensor f{.recompute_last = stage.recompute_last};
+      const auto cost = [&](std::vector<dag::PassPart>& parts, double& time_s) {
+        double sent = 0;
+        for (auto& part : parts) {
+          if (part.collective == dag::Collective::none)
+            continue;
+          const auto c = coster(dag::Task{.collective = part.collective, .bytes = part.bytes}, *layout);
+          part.collective_s = c.time_s;
+          time_s += c.time_s;
+          sent += c.bytes_sent;
+        }
+        return sent;
+      };
+      const double m = plan.micro_batches;
+      const double recomputed = stage.recompute_last ? m : m - 1;
+      folded_sent[rank] += m * cost(stage.forward_parts, f.forward_s) + m * cost(stage.backward_parts, f.backward_s) +
+                           recomputed * cost(stage.recompute_parts, f.recompute_s);
+      folded.push_back(f);
+    }
+  }
   r.graph = dag::build_pipeline(plan);
 
   // The reference for scaling efficiency: the same model on one GPU over the iteration's m micro-batches (gradient
@@ -255,11 +427,13 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   alone.update_every = 0;
   alone.stages = {{.first_layer = 0, .end_layer = static_cast<int>(s.model.layers.size())}};
   for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
-    alone.stages[0].forward_s += costs.fwd_s[l];
-    alone.stages[0].backward_s += costs.bwd_s[l];
+    alone.stages[0].forward_s += p.costs.worker.fwd_s[l];
+    alone.stages[0].backward_s += p.costs.worker.bwd_s[l];
   }
-  alone.ranks = {
-      {.gpu = plan.ranks[0].gpu, .groups = {}, .update_s = costs.update_s, .data_parallel = {{plan.ranks[0].gpu}}}};
+  alone.ranks = {{.gpu = plan.ranks[0].gpu,
+                  .groups = {},
+                  .update_s = p.costs.worker.update_s,
+                  .data_parallel = {{plan.ranks[0].gpu}}}};
   r.single_gpu_iteration_s = makespan_of(schedule(dag::build_pipeline(alone)));
 
   // Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported.
@@ -268,6 +442,8 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   std::map<dag::Device, double> by_gpu;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
     by_gpu[r.graph.task(v).device] += sent[v];
+  for (std::size_t rank = 0; rank < folded_sent.size(); ++rank)
+    by_gpu[dag::Device::gpu(plan.ranks[rank].gpu)] += folded_sent[rank];
   for (const auto& [device, bytes] : by_gpu)
     r.communication_bytes_per_worker = std::max(r.communication_bytes_per_worker, bytes);
 
@@ -281,6 +457,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   report.partition = std::string(partition_name(pl.partition));
   report.bubble_fraction_closed_form =
       dag::bubble_fraction_closed_form(pl.schedule, stages, pl.micro_batches, pl.virtual_stages);
+  report.folded_tensor = std::move(folded);
   for (int rank = 0; rank < stages; ++rank) {
     PipelineStageReport st;
     st.first_layer = static_cast<int>(s.model.layers.size());
@@ -327,6 +504,16 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
                                   over.size() > 1 ? "s" : "", fmt::join(over, ", "), over.size() > 1 ? "" : "s",
                                   format_bytes(s.gpu.memory_bytes)));
   r.pipeline = std::move(report);
+  if (par.tensor > 1)
+    r.notes.push_back(fmt::format(
+        "tensor parallelism: {} GPUs per stage, each computing 1/{} of every layer{}; per transformer block and "
+        "micro-batch {} of b s h = {} on the compute stream over the tensor group (recomputation repeats the "
+        "forward's); the DAG holds tensor rank 0 of each stage, its peers run the same tasks",
+        par.tensor, par.tensor, par.sequence_parallel ? "" : " but LayerNorm (repeated on every rank)",
+        par.sequence_parallel ? "2 allgathers and 2 reduce-scatters in forward and in backward (sequence parallelism)"
+                              : "2 allreduces in forward and 2 in backward",
+        format_bytes(static_cast<double>(s.batch_per_gpu) * s.model.transformer->sequence *
+                     s.model.transformer->hidden * dtype_bytes(s.gradient_dtype))));
   r.notes.push_back(fmt::format(
       "pipeline: {} over {} stages{} of {} partitioned layers, {} micro-batches of {} per replica, {} data-parallel "
       "replica{}; activations and their gradients cross between stages as point-to-point transfers in {} on a "
@@ -398,14 +585,30 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     auto& st = report.per_stage[static_cast<std::size_t>(rank)];
     const auto gpu = dag::Device::gpu(par.gpu(rank, 0));
     st.compute_s = 0;
+    st.tensor_communication_s = 0;
     for (std::size_t v = 0; v < r.graph.size(); ++v) {
       const auto& t = r.graph.task(v);
-      if (t.device == gpu && (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward))
-        st.compute_s += std::max(0.0, std::min(r.timing[v].end_s, to) - std::max(r.timing[v].start_s, from));
+      if (t.device != gpu)
+        continue;
+      const double inside = std::max(0.0, std::min(r.timing[v].end_s, to) - std::max(r.timing[v].start_s, from));
+      if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward) {
+        // A folded pass holds its tensor collectives: their share of the time inside the window.
+        const double tensor = folded_tensor_s(report, t, report.micro_batches_simulated) *
+                              (t.duration_s > 0 ? inside / t.duration_s : 0.0);
+        st.compute_s += inside - tensor;
+        st.tensor_communication_s += tensor;
+      } else if (t.kind == dag::TaskKind::communication && t.resource == dag::Resource::gpu_compute) {
+        st.tensor_communication_s += inside;
+      }
     }
-    st.idle_s = std::max(0.0, window - st.compute_s);
-    const auto b = async ? breakdown_in(r.graph, r.timing, from, to, gpu)
-                         : breakdown_in(r.graph, r.timing, 0, r.iteration_time_s, gpu);
+    st.idle_s = std::max(0.0, window - st.compute_s - st.tensor_communication_s);
+    auto b = async ? breakdown_in(r.graph, r.timing, from, to, gpu)
+                   : breakdown_in(r.graph, r.timing, 0, r.iteration_time_s, gpu);
+    if (!report.folded_tensor.empty()) { // folded tensor collectives: exposed communication, not compute
+      // (every pass lies inside the window st was measured over: the passes' own, or the asynchronous one)
+      b.compute_s -= st.tensor_communication_s;
+      b.exposed_communication_s += st.tensor_communication_s;
+    }
     mean.compute_s += b.compute_s / stages;
     mean.compression_s += b.compression_s / stages;
     mean.exposed_communication_s += b.exposed_communication_s / stages;

@@ -225,41 +225,54 @@ dag::Communicator data_parallel_group(const Scenario& s) {
   return all;
 }
 
+CollectiveCoster::CollectiveCoster(const Scenario& s, const CollectiveModel& whole_cluster)
+    : s_(s), whole_cluster_(whole_cluster) {}
+
+CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const CommunicatorLayout& layout) {
+  const auto shape = task_shape(s_, task, layout.shape);
+  const Key key{task.collective,   shape.nodes,          shape.gpus_per_node, shape.shard_first,
+                shape.shard_count, layout.whole_cluster, task.bytes};
+  const auto known = memo_.find(key);
+  if (known != memo_.end())
+    return known->second;
+  const Network net = network_of(layout, s_.cluster);
+  // The closed form, or the phase-synchronous cost of the lowering; the flow engine replaces it with what it
+  // simulates.
+  CollectiveCost cost;
+  if (task.collective == dag::Collective::allreduce) {
+    if (layout.whole_cluster) {
+      cost = whole_cluster_.cost(task.bytes);
+    } else {
+      auto& model = other_groups_[{layout.shape.nodes, layout.shape.gpus_per_node}];
+      if (!model) // a measured fit describes the whole cluster; a smaller group takes the algorithm's closed form
+        model = make_cost_model(*s_.allreduce.algorithm, net);
+      cost = model->cost(task.bytes);
+    }
+  } else {
+    const bool ps = s_.strategy.is(dag::StrategyFamily::parameter_server);
+    const auto phases = sparse_lowering(task.collective).lower(shape, task.bytes, Granularity::aggregated);
+    // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
+    const double sent = !ps ? busiest_sender_bytes(phases, layout.shape.workers())
+                        : task.collective == dag::Collective::ps_push ? task.bytes
+                                                                      : 0.0;
+    cost = {phase_synchronous_time(phases, net), sent};
+  }
+  memo_.emplace(key, cost);
+  return cost;
+}
+
 double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph,
                           std::vector<double>* sent_by_task) {
   if (sent_by_task != nullptr)
     sent_by_task->assign(graph.size(), 0.0);
-  const bool ps = s.strategy.is(dag::StrategyFamily::parameter_server);
   std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
-  std::map<std::pair<int, int>, std::unique_ptr<CollectiveModel>> other_groups; // by (nodes, GPUs per node)
+  CollectiveCoster coster(s, whole_cluster);
   double bytes_sent = 0;
   for (std::size_t v = 0; v < graph.size(); ++v) {
     auto& task = graph.task(v);
     if (task.collective == dag::Collective::none)
       continue;
-    const auto& layout = task_layout(s, graph, task, layouts);
-    const Network net = network_of(layout, s.cluster);
-    // The closed form, or the phase-synchronous cost of the lowering; the flow engine replaces it with what it
-    // simulates.
-    CollectiveCost cost;
-    if (task.collective == dag::Collective::allreduce) {
-      if (layout.whole_cluster) {
-        cost = whole_cluster.cost(task.bytes);
-      } else {
-        auto& model = other_groups[{layout.shape.nodes, layout.shape.gpus_per_node}];
-        if (!model) // a measured fit describes the whole cluster; a smaller group takes the algorithm's closed form
-          model = make_cost_model(*s.allreduce.algorithm, net);
-        cost = model->cost(task.bytes);
-      }
-    } else {
-      const auto phases = sparse_lowering(task.collective)
-                              .lower(task_shape(s, task, layout.shape), task.bytes, Granularity::aggregated);
-      // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
-      const double sent = !ps ? busiest_sender_bytes(phases, layout.shape.workers())
-                          : task.collective == dag::Collective::ps_push ? task.bytes
-                                                                        : 0.0;
-      cost = {phase_synchronous_time(phases, net), sent};
-    }
+    const auto cost = coster(task, task_layout(s, graph, task, layouts));
     task.duration_s = cost.time_s;
     if (sent_by_task != nullptr)
       (*sent_by_task)[v] = cost.bytes_sent;
@@ -299,12 +312,25 @@ LoweringShape task_shape(const Scenario& s, const dag::Task& task, const Lowerin
   return shape;
 }
 
+namespace {
+// Transformers on a GPU of known peak: Korthikanti et al.'s model FLOPs (arXiv:2205.05198, §6) per second over peak.
+void set_model_flops_utilisation(const Scenario& s, RunResult& r) {
+  if (!s.model.transformer || s.gpu.peak_flops <= 0 || r.iteration_time_s <= 0)
+    return;
+  const auto& tf = *s.model.transformer;
+  const double seq = tf.sequence, h = tf.hidden, layers = tf.layers, vocab = tf.vocabulary;
+  const double per_sample = 72.0 * seq * layers * h * h * (1 + seq / (6 * h) + vocab / (12 * layers * h));
+  r.model_flops_utilisation = r.throughput_samples_per_s * per_sample / (r.workers * s.gpu.peak_flops);
+}
+} // namespace
+
 namespace detail {
 
 void finalize(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   if (r.pipeline) {
     finalize_pipeline(s, p);
+    set_model_flops_utilisation(s, r);
     return;
   }
   r.iteration_time_s = makespan_of(r.timing);
@@ -335,6 +361,7 @@ void finalize(const Scenario& s, Prepared& p) {
   for (const auto& g : r.groups)
     largest = std::max(largest, g.bytes);
   r.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
+  set_model_flops_utilisation(s, r);
 }
 
 } // namespace detail

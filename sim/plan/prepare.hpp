@@ -11,9 +11,12 @@
 #include "sim/plan/result.hpp"
 #include "sim/spec/scenario.hpp"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace ddlsim::sim {
@@ -71,6 +74,22 @@ struct PowerSgdTotals {
 
 /// The data-parallel group of pure data parallelism: every GPU of the cluster, in rank order.
 [[nodiscard]] dag::Communicator data_parallel_group(const Scenario& s);
+
+/// The closed-form cost of a DAG collective over its communicator's layout (the scenario's allreduce model when the
+/// communicator is the whole cluster, else the algorithm's closed form on the group; other collectives: the
+/// phase-synchronous time of their lowering), cached by what it depends on.
+class CollectiveCoster {
+public:
+  CollectiveCoster(const Scenario& s, const CollectiveModel& whole_cluster);
+  [[nodiscard]] CollectiveCost operator()(const dag::Task& task, const CommunicatorLayout& layout);
+
+private:
+  using Key = std::tuple<dag::Collective, int, int, int, int, bool, double>;
+  const Scenario& s_;
+  const CollectiveModel& whole_cluster_;
+  std::map<std::pair<int, int>, std::unique_ptr<CollectiveModel>> other_groups_; ///< by (nodes, GPUs per node)
+  std::map<Key, CollectiveCost> memo_;
+};
 
 /// Sets the duration of every communication task of `graph` from its communicator's closed form (allreduce;
 /// `whole_cluster` when it spans the cluster) or its lowering's phase-synchronous time, and returns the bytes the

@@ -73,14 +73,22 @@ struct ParameterServerReport {
 struct PipelineStageReport {
   int layers = 0;
   int first_layer = 0;
-  int last_layer = 0;   ///< inclusive
-  double compute_s = 0; ///< forward and backward passes on the stage's GPU
-  double idle_s = 0;    ///< the rest of the window from the replica's first pass to its last
-  double p2p_bytes = 0; ///< activations and gradients the stage sends per iteration
+  int last_layer = 0;                ///< inclusive
+  double compute_s = 0;              ///< forward and backward passes on the stage's GPU
+  double tensor_communication_s = 0; ///< tensor parallelism's collectives on its compute stream
+  double idle_s = 0;                 ///< the rest of the window from the replica's first pass to its last
+  double p2p_bytes = 0;              ///< activations and gradients the stage sends per iteration
   int in_flight_micro_batches = 0;
   int weight_versions = 1;
   double peak_memory_bytes = 0; ///< weights, gradients, optimizer state and activations at the stage's peak
   bool exceeds_gpu_memory = false;
+};
+/// Tensor collectives folded into the passes of one virtual stage (the analytic engine): their time per pass.
+struct FoldedTensor {
+  double forward_s = 0;
+  double backward_s = 0;
+  double recompute_s = 0;     ///< in a backward that recomputes
+  bool recompute_last = true; ///< whether the last micro-batch's backward recomputes
 };
 struct PipelineReport {
   std::string schedule;
@@ -92,6 +100,7 @@ struct PipelineReport {
   double bubble_fraction = 0; ///< idle share of the stages' compute streams in the window of the passes
   double bubble_fraction_closed_form = 0;
   std::vector<PipelineStageReport> per_stage;
+  std::vector<FoldedTensor> folded_tensor; ///< by virtual stage; empty: not folded (not reported)
 };
 
 struct RunResult {
@@ -106,6 +115,9 @@ struct RunResult {
   std::vector<dag::GradientGroup> groups;
   double peak_memory_bytes_per_gpu = 0;
   double critical_path_s = 0; ///< longest dependency chain with unlimited resources: a lower bound
+  /// Transformers on a GPU of known peak: the model's FLOPs per second (Korthikanti et al., arXiv:2205.05198, §6:
+  /// 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) per iteration of B samples, recomputation not counted) over the GPUs' peak.
+  std::optional<double> model_flops_utilisation;
   std::string compute_source;
   std::vector<std::string> notes; ///< what the user should know about how this was predicted
   dag::IterationGraph graph;

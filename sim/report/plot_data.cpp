@@ -57,6 +57,7 @@ constexpr std::array kKnownColumns{
     KnownColumn{"pipeline.virtual_stages", "virtual stages per GPU", "", 1},
     KnownColumn{"pipeline.bubble_fraction", "pipeline bubble", "%", 100},
     KnownColumn{"pipeline.bubble_fraction_closed_form", "pipeline bubble (closed form)", "%", 100},
+    KnownColumn{"model_flops_utilisation", "model FLOPs utilisation", "%", 100},
     KnownColumn{"cluster.nodes", "nodes", "", 1},
     KnownColumn{"cluster.gpus_per_node", "GPUs per node", "", 1},
     KnownColumn{"model.batch_per_gpu", "batch per GPU", "", 1},

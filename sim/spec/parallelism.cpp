@@ -108,10 +108,19 @@ void parse_parallelism(std::optional<ObjectReader> parallelism, std::optional<Ob
     auto& r = *parallelism;
     par.pipeline = static_cast<int>(r.optional_integer("pipeline", 1, 1 << 20).value_or(1));
     par.tensor = static_cast<int>(r.optional_integer("tensor", 1, 1 << 20).value_or(1));
-    if (par.tensor > 1)
-      r.fail("tensor", "tensor parallelism is not simulated yet (issue #11); use 1");
+    if (par.tensor > 1) {
+      if (!s.model.transformer)
+        r.fail("tensor", fmt::format("tensor parallelism splits a transformer's layers (Megatron-LM); model '{}' is "
+                                     "not a transformer (use 1)",
+                                     s.model.name));
+      const auto& tf = *s.model.transformer;
+      if (tf.heads % par.tensor != 0 || tf.hidden % par.tensor != 0)
+        r.fail("tensor", fmt::format("{} does not divide the model's {} attention heads and hidden size {} (Megatron "
+                                     "gives each tensor rank whole heads)",
+                                     par.tensor, tf.heads, tf.hidden));
+    }
     par.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
-    if (par.sequence_parallel)
+    if (par.sequence_parallel && par.tensor == 1)
       r.fail("sequence_parallel", "sequence parallelism needs tensor parallelism (tensor > 1)");
     const int gpus = s.cluster.workers();
     if (gpus % (par.pipeline * par.tensor) != 0)
@@ -120,17 +129,22 @@ void parse_parallelism(std::optional<ObjectReader> parallelism, std::optional<Ob
     par.data = gpus / (par.pipeline * par.tensor);
     r.finish();
   }
-  if (!pipeline) {
-    if (par.pipeline > 1)
-      throw InputError(s.file, "/pipeline",
-                       "parallelism.pipeline > 1 needs a pipeline object with at least micro_batches");
+  if (!pipeline && par.pipeline > 1)
+    throw InputError(s.file, "/pipeline",
+                     "parallelism.pipeline > 1 needs a pipeline object with at least micro_batches");
+  if (!pipeline && par.tensor == 1)
     return;
-  }
   if (s.strategy.is(dag::StrategyFamily::parameter_server))
     throw InputError(s.file, "/strategy/kind",
-                     fmt::format("{} does not combine with a pipeline: a stage's gradients are reduced over its "
-                                 "data-parallel group by a collective strategy",
-                                 s.strategy.kind()));
+                     fmt::format("{} does not combine with a {}: {} gradients are reduced over {} data-parallel group "
+                                 "by a collective strategy",
+                                 s.strategy.kind(), pipeline ? "pipeline" : "tensor-parallel group",
+                                 pipeline ? "a stage's" : "each tensor rank's", pipeline ? "its" : "its own"));
+  if (!pipeline) { // tensor parallelism alone: one stage, one micro-batch of batch_per_gpu
+    s.pipeline = PipelineSpec{};
+    s.pipeline->partition = PartitionKind::uniform;
+    return;
+  }
   s.pipeline = parse_pipeline(*pipeline, s, par.pipeline);
   pipeline->finish();
 }

@@ -447,7 +447,9 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
     s.flow_per_message =
         f->optional_choice("granularity", {"aggregated", "per-message"}).value_or("aggregated") == "per-message";
     s.flow_symmetry = f->optional_choice("symmetry", {"auto", "off"}).value_or("auto") == "auto";
-    s.flow_report_replicas = static_cast<int>(f->optional_integer("report_replicas", 1, 1 << 30).value_or(64));
+    s.flow_own_links = f->optional_choice("own_links", {"auto", "off"}).value_or("auto") == "auto";
+    if (const auto listed = f->optional_integer("report_replicas", 1, 1 << 30))
+      s.flow_report_replicas = static_cast<int>(*listed);
     f->finish();
   }
   if (const Json* sw = r.optional("sweep"))

@@ -63,9 +63,13 @@ struct Scenario {
   std::string engine = "analytic";
   bool flow_per_message = false; ///< `flow.granularity`: "aggregated" (default) or "per-message" (reference)
   bool flow_symmetry = true;     ///< `flow.symmetry`: "auto" (default: use node symmetry when exact) or "off"
-  /// `flow.report_replicas`: the most data-parallel replicas (a worker's GPU and its host) whose tasks the flow
-  /// engine's tasks.csv and timeline.json list, in rank order; it simulates them all either way.
-  int flow_report_replicas = 64;
+  /// `flow.own_links`: "auto" (default: time tensor-group collectives on intra-node links no other traffic uses
+  /// without simulating their flows, exact) or "off"
+  bool flow_own_links = true;
+  /// `flow.report_replicas`: the most copies of the DAG (data-parallel replicas, or GPUs per stage with tensor
+  /// parallelism) whose tasks the flow engine's tasks.csv and timeline.json list, in rank order; it simulates them all
+  /// either way. Absent: 64, or fewer so that about 500,000 tasks are listed.
+  std::optional<int> flow_report_replicas;
   DataSpec data;
   /// `optimizer`: the optimizer state per parameter in the pipeline memory model (dag/memory.hpp)
   dag::Optimizer optimizer = dag::Optimizer::sgd_momentum;

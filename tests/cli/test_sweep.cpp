@@ -111,12 +111,12 @@ TEST_CASE("sweep: results.csv keeps the data-parallel columns and adds the pipel
           kDataParallelHeader +
               ",parallelism.data,parallelism.pipeline,parallelism.tensor,pipeline.schedule,pipeline.stages,"
               "pipeline.micro_batches,pipeline.virtual_stages,pipeline.partition,pipeline.bubble_fraction,"
-              "pipeline.bubble_fraction_closed_form,pipeline.per_stage.0.peak_memory_bytes,"
+              "pipeline.bubble_fraction_closed_form,model_flops_utilisation,pipeline.per_stage.0.peak_memory_bytes,"
               "pipeline.per_stage.1.peak_memory_bytes,error");
     // The data-parallel point: 8 replicas of one stage, no pipeline figures.
-    CHECK_THAT(csv, Contains("\n0,1,ok,s,,8,0.5,") && Contains(",,8,1,1,,,,,,,,,,\n"));
+    CHECK_THAT(csv, Contains("\n0,1,ok,s,,8,0.5,") && Contains(",,8,1,1,,,,,,,,,,,\n"));
     CHECK_THAT(csv, Contains("\n1,2,ok,s,,8,0.25,") &&
-                        Contains(",,4,2,1,gpipe,2,8,1,balanced,0.125,0.1111111111111111,1000,2000,\n"));
-    CHECK_THAT(csv, Contains("\n2,3,failed,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,s.json: /parallelism: not divisible\n"));
+                        Contains(",,4,2,1,gpipe,2,8,1,balanced,0.125,0.1111111111111111,,1000,2000,\n"));
+    CHECK_THAT(csv, Contains("\n2,3,failed,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,s.json: /parallelism: not divisible\n"));
   }
 }

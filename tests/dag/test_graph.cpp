@@ -104,7 +104,10 @@ TEST_CASE("dag::IterationGraph::place makes the DAG stand for every member of it
   CHECK_THROWS_AS(g.replica_device(1, Device::gpu(6)), std::logic_error); // not a device of the placed worker
   int collectives = 0;
   for (IterationGraph::Id v = 0; v < g.size(); ++v) {
-    CHECK(g.spans_replicas(g.task(v)) == (g.task(v).collective != Collective::none));
+    if (g.task(v).collective != Collective::none) {
+      CHECK(g.instances(g.task(v)) == 1);
+      CHECK(g.instance_of(g.task(v), 2) == 0);
+    }
     collectives += g.task(v).collective != Collective::none ? 1 : 0;
   }
   CHECK(collectives == 1);

@@ -91,3 +91,46 @@ TEST_CASE("flow: a hybrid pipeline's replicas share the NIC that their transfers
   // At least the first forward transfer and the last backward one are on the critical path, each longer by 3 n / B.
   CHECK(flow[0] - analytic.iteration_time_s > 2 * 3 * bytes / 1.25e9);
 }
+
+TEST_CASE("flow: tensor-group collectives on intra-node links of their own are timed exactly without their flows",
+          "[flow][pipeline][tensor]") {
+  // GPT-2 medium on 4 nodes x 4 GPUs: 2 stages of 4 tensor ranks (one node each), 2 data-parallel replicas; every
+  // node's intra links carry only its tensor group's collectives.
+  Json doc = Json::parse(R"({
+    "name": "tensor",
+    "model": {"zoo": "gpt2-medium", "batch_per_gpu": 2, "gradient_dtype": "bf16"},
+    "gpu": {"preset": "A100-SXM4-80GB", "efficiency": 0.5},
+    "cluster": {"nodes": 4, "gpus_per_node": 4, "intra_node": {"bandwidth": "300 GB/s", "latency": "1 us"},
+                "inter_node": {"bandwidth": "200 Gbps", "latency": "2 us"}, "nic": "per-gpu"},
+    "strategy": {"kind": "ddp"},
+    "parallelism": {"pipeline": 2, "tensor": 4, "sequence_parallel": true},
+    "pipeline": {"schedule": "1f1b", "micro_batches": 4, "partition": "uniform", "recompute": "full"}
+  })");
+  const auto run = [](const Scenario& s) {
+    const auto report = test::run_in_child([&](test::ChildReport& out) {
+      const auto r = run_flow(s);
+      out.values = {r.iteration_time_s, static_cast<double>(r.sim.flows), r.breakdown.exposed_communication_s};
+      for (const auto& l : r.links)
+        out.values.insert(out.values.end(), {l.bytes, l.busy_s, l.peak_utilisation});
+    });
+    INFO(report.error);
+    REQUIRE(report.error.empty());
+    return report.values;
+  };
+  const auto own = run(parse_scenario(doc, "t.json"));
+  doc["flow"] = {{"own_links", "off"}};
+  const auto simulated = run(parse_scenario(doc, "t.json"));
+  REQUIRE(own.size() == simulated.size());
+  CHECK(own[1] < simulated[1] / 10); // far fewer flows on the platform
+  CHECK_THAT(own[0], WithinRel(simulated[0], 1e-9));
+  CHECK_THAT(own[2], WithinRel(simulated[2], 1e-9));
+  double intra = 0;
+  for (std::size_t i = 3; i < own.size(); ++i) {
+    CAPTURE(i);
+    CHECK_THAT(own[i], WithinRel(simulated[i], 1e-9) || Catch::Matchers::WithinAbs(simulated[i], 1e-12));
+    intra += (i - 3) % 3 == 0 ? own[i] : 0.0;
+  }
+  CHECK(intra > 0);
+  // Contention-free (the stages' reductions come after the flush): the analytic engine agrees.
+  CHECK_THAT(own[0], WithinRel(run_analytic(parse_scenario(doc, "t.json")).iteration_time_s, 5e-3));
+}

@@ -78,8 +78,8 @@ TEST_CASE("sim::parse_scenario rejects pipelines it cannot run, naming the JSON 
   };
   CHECK(error("/parallelism/pipeline", 3) ==
         "p.json: /parallelism: the cluster's 8 GPUs are not divisible by pipeline x tensor = 3");
-  CHECK(error("/parallelism/tensor", 2) ==
-        "p.json: /parallelism/tensor: tensor parallelism is not simulated yet (issue #11); use 1");
+  CHECK(error("/parallelism/tensor", 2) == "p.json: /parallelism/tensor: tensor parallelism splits a transformer's "
+                                           "layers (Megatron-LM); model 'inline' is not a transformer (use 1)");
   CHECK(error("/pipeline/micro_batches", 0).find("/pipeline/micro_batches") != std::string::npos);
   CHECK(error("/pipeline/schedule", "zero-bubble").find("/pipeline/schedule: ") != std::string::npos);
   CHECK(error("/pipeline/virtual_stages", 2) ==
