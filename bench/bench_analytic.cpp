@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     "cluster": {"nodes": 128, "gpus_per_node": 8, "nic": "per-gpu",
                 "intra_node": {"bandwidth": "300 GB/s", "latency": "1 us"},
                 "inter_node": {"bandwidth": "200 Gbps", "latency": "1 us"}},
-    "collectives": {"allreduce": "ring"}, "strategy": {"kind": "ddp"}, "optimizer": "adam",
+    "collectives": {"allreduce": "ring", "allgather": "ring"}, "strategy": {"kind": "ddp"}, "optimizer": "adam",
     "parallelism": {"pipeline": 8, "tensor": 8, "sequence_parallel": true},
     "pipeline": {"schedule": "interleaved-1f1b", "micro_batches": 64, "virtual_stages": 2,
                  "partition": "uniform", "recompute": "selective"}})");

@@ -122,8 +122,11 @@ int list_command(const std::string& what) {
     for (const auto* s : dag::strategies())
       fmt::print("{:<10} {}\n", s->name, s->description);
   } else if (what == "collectives") {
-    for (const auto& a : sim::lowerings(Collective::allreduce))
-      fmt::print("{} {:<17} {}\n", collective_name(a.collective), a.algorithm, a.description);
+    // The collectives a scenario chooses an algorithm for (`collectives.<name>`), the default marked.
+    for (const auto c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter, Collective::broadcast})
+      for (const auto& a : sim::lowerings(c))
+        fmt::print("{:<14} {:<18} {}{}\n", collective_name(a.collective), a.algorithm, a.description,
+                   a.is_default ? " (default)" : "");
   } else if (what == "gpus") {
     for (const auto& g : sim::gpu_presets())
       fmt::print("{:<16} fp32 {:>5.1f} TFLOPS  fp16 {:>6.1f} TFLOPS  memory {:>5.0f} GB/s {:>3.0f} GiB\n", g.name,

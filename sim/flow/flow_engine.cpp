@@ -487,7 +487,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
     if (task.collective == dag::Collective::none)
       continue;
     const auto* lowering =
-        task.collective == dag::Collective::allreduce ? &lowering_for(s) : &sparse_lowering(task.collective);
+        task.collective == dag::Collective::allreduce ? &lowering_for(s) : &collective_lowering(s, task.collective);
     first_job[v] = jobs.size();
     const int count = graph.instances(task);
     for (int i = 0; i < count; ++i) {

@@ -124,7 +124,7 @@ Prepared prepare(const Scenario& s, std::string engine) {
   std::optional<LinearLoweringCost> allgather;
   const dag::CommCost allgather_time = [&](double bytes) {
     if (!allgather)
-      allgather.emplace(sparse_lowering(dag::Collective::allgather), shape, net);
+      allgather.emplace(collective_lowering(s, dag::Collective::allgather), shape, net);
     return (*allgather)(bytes);
   };
   const dag::StrategyInput input{s.model,        p.costs.worker,     dtype_bytes(s.gradient_dtype),
@@ -250,7 +250,7 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
     }
   } else {
     const bool ps = s_.strategy.is(dag::StrategyFamily::parameter_server);
-    const auto phases = sparse_lowering(task.collective).lower(shape, task.bytes, Granularity::aggregated);
+    const auto phases = collective_lowering(s_, task.collective).lower(shape, task.bytes, Granularity::aggregated);
     // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
     const double sent = !ps ? busiest_sender_bytes(phases, layout.shape.workers())
                         : task.collective == dag::Collective::ps_push ? task.bytes
@@ -293,8 +293,11 @@ const CommunicatorLayout& task_layout(const Scenario& s, const dag::IterationGra
   return *slot;
 }
 
-const CollectiveLowering& sparse_lowering(dag::Collective c) {
-  const auto* lowering = c == dag::Collective::allreduce ? nullptr : default_lowering(c);
+const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective c) {
+  const auto chosen = s.algorithms.find(c);
+  const auto* lowering = c == dag::Collective::allreduce ? nullptr
+                         : chosen != s.algorithms.end()  ? chosen->second
+                                                         : default_lowering(c);
   if (lowering == nullptr)
     throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
   return *lowering;

@@ -58,10 +58,11 @@ struct PowerSgdTotals {
 };
 [[nodiscard]] std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups);
 
-/// The lowering that carries a DAG collective other than the scenario's allreduce: the registry's default for it
-/// (sim/network/lowering/registry.cpp: Top-k's allgather by recursive doubling, gTop-k's tree, the parameter
-/// server's sharded push and pull).
-[[nodiscard]] const CollectiveLowering& sparse_lowering(dag::Collective c);
+/// The lowering that carries a DAG collective other than the scenario's allreduce: the scenario's choice
+/// (`collectives.allgather`, `reduce_scatter`, `broadcast`), else the registry's default for it
+/// (sim/network/lowering/registry.cpp: the allgather by recursive doubling, gTop-k's tree, the parameter server's
+/// sharded push and pull, the ring reduce-scatter).
+[[nodiscard]] const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective c);
 
 /// The shape a task's collective is lowered on: its communicator's (communicator.hpp), and for ps_push / ps_pull the
 /// scenario's servers and the key's shard.

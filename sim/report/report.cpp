@@ -130,7 +130,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
       return g.first_collective() == dag::Collective::allgather || g.first_collective() == dag::Collective::global_topk;
     });
     const auto& first = group.stages.front();
-    const auto phases = sparse_lowering(first.collective)
+    const auto phases = collective_lowering(s, first.collective)
                             .lower({s.cluster.nodes, s.cluster.gpus_per_node}, first.bytes, Granularity::aggregated);
     if (c.selected > 0) {
       const auto& sparse = s.strategy.get<dag::SparsificationOptions>();

@@ -263,6 +263,15 @@ void parse_collectives(ObjectReader r, Scenario& s) {
                                      fmt::join(names_of_algorithms(), ", ")));
     }
   }
+  for (const auto c : {Collective::allgather, Collective::reduce_scatter, Collective::broadcast}) {
+    const auto key = std::string(collective_name(c));
+    const auto available = lowerings(c);
+    std::vector<std::string> names;
+    for (const auto& a : available)
+      names.emplace_back(a.algorithm);
+    if (const auto algorithm = r.optional_choice(key, names))
+      s.algorithms[c] = find_lowering(c, *algorithm);
+  }
   r.finish();
 }
 

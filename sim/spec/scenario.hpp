@@ -59,6 +59,9 @@ struct Scenario {
   GpuSpec gpu;
   ClusterSpec cluster;
   AllreduceSpec allreduce;
+  /// `collectives.allgather`, `collectives.reduce_scatter`, `collectives.broadcast`: the registry's entry chosen for
+  /// that collective (absent: the registry's default; see collective_lowering in sim/plan/prepare.hpp).
+  std::map<Collective, const CollectiveLowering*> algorithms;
   dag::Strategy strategy;
   std::string engine = "analytic";
   bool flow_per_message = false; ///< `flow.granularity`: "aggregated" (default) or "per-message" (reference)

@@ -116,13 +116,37 @@ TEST_CASE("tensor parallelism: 1/t of each layer's compute (LayerNorm whole with
     node.nodes = 1;
     const LoweringShape shape{1, 4};
     const auto lowered = [&](Collective c) {
-      return phase_synchronous_time(sparse_lowering(c).lower(shape, kBsh, Granularity::aggregated), node);
+      return phase_synchronous_time(collective_lowering(s, c).lower(shape, kBsh, Granularity::aggregated), node);
     };
     const double per_block = sequence_parallel ? lowered(Collective::reduce_scatter) + lowered(Collective::allgather)
                                                : make_cost_model(*s.allreduce.algorithm, node)->cost(kBsh).time_s;
     CHECK_THAT(stage.tensor_communication_s, WithinRel(4 * 12 * 2 * per_block, 1e-9));
     // They are exposed communication, not compute.
     CHECK(r.breakdown.exposed_communication_s >= stage.tensor_communication_s / 2);
+  }
+}
+
+TEST_CASE("tensor parallelism: with ring allgathers, sequence parallelism's collectives cost the allreduces'",
+          "[pipeline][tensor]") {
+  // A ring reduce-scatter and a ring allgather are the ring allreduce's two halves (Patarasuk & Yuan): the same
+  // 2(t-1) steps of b s h / t.
+  Json doc = gpt(2, 2, 4, false);
+  doc["collectives"] = {{"allreduce", "ring"}, {"allgather", "ring"}};
+  const auto plain = run_analytic(parse_scenario(doc, "t.json"));
+  doc["parallelism"]["sequence_parallel"] = true;
+  const auto sp = run_analytic(parse_scenario(doc, "t.json"));
+  CHECK_THAT(sp.pipeline->per_stage[0].tensor_communication_s,
+             WithinRel(plain.pipeline->per_stage[0].tensor_communication_s, 1e-12));
+  // The default allgather (recursive doubling) takes log2 t rounds instead of t - 1: fewer latencies.
+  doc.erase("collectives");
+  const auto doubling = run_analytic(parse_scenario(doc, "t.json"));
+  CHECK(doubling.pipeline->per_stage[0].tensor_communication_s < sp.pipeline->per_stage[0].tensor_communication_s);
+  doc["collectives"] = {{"allgather", "butterfly"}};
+  try {
+    (void)parse_scenario(doc, "t.json");
+    FAIL("an unknown allgather algorithm was accepted");
+  } catch (const InputError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("/collectives/allgather") && Catch::Contains("ring"));
   }
 }
 
