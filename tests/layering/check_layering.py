@@ -15,6 +15,7 @@ import tempfile
 LAYERS = {
     "core": ("core", set()),
     "dag": ("dag", {"core"}),
+    "calibrate": ("calibrate", {"core"}),
     "network": ("sim/network", {"core"}),
     "spec": ("sim/spec", {"network", "dag", "core"}),
     "plan": ("sim/plan", {"spec", "network", "dag", "core"}),
@@ -88,9 +89,10 @@ def self_test():
     simgrid = tree({"sim/plan/b.cpp": "#include <simgrid/s4u/Comm.hpp>\n"})
     sideways = tree({"sim/analytic/c.cpp": '#include "sim/flow/flow_engine.hpp"\n'})
     dag_up = tree({"dag/d.cpp": '#include "sim/spec/scenario.hpp"\n'})
+    calibrate_up = tree({"calibrate/e.cpp": '#include "dag/graph.hpp"\n#include "sim/plan/prepare.hpp"\n'})
     ok = True
     for name, root, want in (("clean", clean, 0), ("upward", upward, 1), ("simgrid", simgrid, 1),
-                             ("sideways", sideways, 1), ("dag_up", dag_up, 1)):
+                             ("sideways", sideways, 1), ("dag_up", dag_up, 1), ("calibrate_up", calibrate_up, 2)):
         got, _ = violations(root)
         if len(got) != want:
             print(f"self-test {name}: expected {want} violation(s), got {got}")

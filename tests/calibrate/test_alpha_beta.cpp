@@ -1,0 +1,186 @@
+// The measured table and the piecewise α-β fit (calibrate/alpha_beta.hpp) against closed forms: data made of one,
+// two or three α-β regimes (Hockney: t = α + β·s) must come back as those segments, exactly; interpolation between
+// two points of one regime is that regime; noisy data keeps the small messages' relative error small.
+#include "calibrate/alpha_beta.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+using namespace ddlsim::calibrate;
+using Catch::Contains;
+using Catch::Matchers::WithinAbs;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
+
+// 8 B, 16 B, ..., 1 GiB (28 sizes, an nccl-tests sweep -b 8 -e 1G -f 2) timed by `time`.
+std::vector<SizeTime> sweep(const std::function<double(double)>& time) {
+  std::vector<SizeTime> points;
+  for (double s = 8; s <= kGiB; s *= 2)
+    points.push_back({s, time(s)});
+  return points;
+}
+
+} // namespace
+
+TEST_CASE("calibrate::MeasuredTable interpolates linearly and flags what lies outside", "[calibrate][table]") {
+  const MeasuredTable table({{100, 10e-6}, {1100, 20e-6}, {3100, 60e-6}});
+  SECTION("at the measured sizes, the measurements") {
+    CHECK(table.time(100).time_s == 10e-6);
+    CHECK(table.time(1100).time_s == 20e-6);
+    CHECK(table.time(3100).time_s == 60e-6);
+    CHECK_FALSE(table.time(3100).extrapolated);
+  }
+  SECTION("between them, the line through the two neighbours") {
+    // (10 + 10 * 400/1000) us and (20 + 40 * 1500/2000) us
+    CHECK_THAT(table.time(500).time_s, WithinRel(14e-6, 1e-12));
+    CHECK_THAT(table.time(2600).time_s, WithinRel(50e-6, 1e-12));
+    CHECK_FALSE(table.time(2600).extrapolated);
+    CHECK(table.covers(100));
+    CHECK(table.covers(3100));
+  }
+  SECTION("outside, the latency floor below and the largest size's throughput above, flagged") {
+    CHECK_FALSE(table.covers(99));
+    CHECK_FALSE(table.covers(3101));
+    const Estimate below = table.time(8);
+    CHECK(below.extrapolated);
+    CHECK(below.time_s == 10e-6);
+    const Estimate above = table.time(6200);
+    CHECK(above.extrapolated);
+    CHECK_THAT(above.time_s, WithinRel(120e-6, 1e-12)); // 60 us * 6200 / 3100
+  }
+  SECTION("bad points") {
+    CHECK_THROWS_WITH(MeasuredTable({}), "MeasuredTable: no points");
+    CHECK_THROWS_WITH(MeasuredTable({{100, 1e-6}, {100, 2e-6}}),
+                      "MeasuredTable: sizes must increase strictly, but point 1 has 100 B after 100 B");
+    CHECK_THROWS_WITH(MeasuredTable({{100, 1e-6}, {200, 0}}), Contains("point 1 (size 200 B) has time 0 s"));
+    CHECK_THROWS_AS(MeasuredTable({{-1, 1e-6}}), std::invalid_argument);
+    CHECK_THROWS_AS(MeasuredTable({{1, std::nan("")}}), std::invalid_argument);
+  }
+}
+
+TEST_CASE("calibrate::PiecewiseAlphaBeta recovers one α-β line exactly", "[calibrate][fit]") {
+  // t = 20 us + s / (10 GB/s)
+  const double alpha = 20e-6, beta = 1e-10;
+  const auto points = sweep([&](double s) { return alpha + beta * s; });
+  const auto fit = PiecewiseAlphaBeta::fit(points);
+  REQUIRE(fit.segments().size() == 1);
+  const AlphaBetaSegment& seg = fit.segments()[0];
+  CHECK_THAT(seg.alpha_s, WithinRel(alpha, 1e-9));
+  CHECK_THAT(seg.beta_s_per_byte, WithinRel(beta, 1e-9));
+  CHECK(seg.first_size_bytes == 8);
+  CHECK(seg.last_size_bytes == kGiB);
+  CHECK(seg.points == 28);
+  CHECK(seg.max_relative_error < 1e-9);
+  CHECK(seg.mean_relative_error <= seg.max_relative_error);
+  // Beyond the sizes: the same line, flagged.
+  const Estimate above = fit.time(8 * kGiB);
+  CHECK(above.extrapolated);
+  CHECK_THAT(above.time_s, WithinRel(alpha + beta * 8 * kGiB, 1e-9));
+  const Estimate below = fit.time(4);
+  CHECK(below.extrapolated);
+  CHECK_THAT(below.time_s, WithinRel(alpha + beta * 4, 1e-9));
+  CHECK_FALSE(fit.time(12345).extrapolated);
+}
+
+TEST_CASE("calibrate::PiecewiseAlphaBeta finds the regimes of a protocol switch", "[calibrate][fit]") {
+  SECTION("two regimes: (5 us, 2 GB/s) up to 1 MiB, (50 us, 20 GB/s) above") {
+    const auto points = sweep([](double s) { return s <= kMiB ? 5e-6 + s / 2e9 : 50e-6 + s / 20e9; });
+    const auto fit = PiecewiseAlphaBeta::fit(points);
+    REQUIRE(fit.segments().size() == 2);
+    const auto& small = fit.segments()[0];
+    const auto& large = fit.segments()[1];
+    CHECK(small.first_size_bytes == 8);
+    CHECK(small.last_size_bytes == kMiB);
+    CHECK(large.first_size_bytes == 2 * kMiB);
+    CHECK(large.last_size_bytes == kGiB);
+    CHECK_THAT(small.alpha_s, WithinRel(5e-6, 1e-9));
+    CHECK_THAT(small.beta_s_per_byte, WithinRel(1 / 2e9, 1e-9));
+    CHECK_THAT(large.alpha_s, WithinRel(50e-6, 1e-9));
+    CHECK_THAT(large.beta_s_per_byte, WithinRel(1 / 20e9, 1e-9));
+    // Between the segments, each side of the gap's middle (1.5 MiB) takes its own segment.
+    CHECK_THAT(fit.time(1.25 * kMiB).time_s, WithinRel(5e-6 + 1.25 * kMiB / 2e9, 1e-9));
+    CHECK_THAT(fit.time(1.75 * kMiB).time_s, WithinRel(50e-6 + 1.75 * kMiB / 20e9, 1e-9));
+    CHECK_FALSE(fit.time(1.75 * kMiB).extrapolated);
+  }
+  SECTION("three regimes, as NCCL's LL, LL128 and Simple protocols") {
+    const auto points = sweep([](double s) {
+      if (s <= 64 * 1024.0)
+        return 10e-6 + s / 1e9;
+      if (s <= 16 * kMiB)
+        return 60e-6 + s / 8e9;
+      return 400e-6 + s / 40e9;
+    });
+    const auto fit = PiecewiseAlphaBeta::fit(points);
+    REQUIRE(fit.segments().size() == 3);
+    CHECK(fit.segments()[0].last_size_bytes == 64 * 1024.0);
+    CHECK(fit.segments()[1].last_size_bytes == 16 * kMiB);
+    CHECK_THAT(fit.segments()[2].beta_s_per_byte, WithinRel(1 / 40e9, 1e-9));
+    for (const auto& seg : fit.segments())
+      CHECK(seg.max_relative_error < 1e-9);
+  }
+}
+
+TEST_CASE("calibrate::PiecewiseAlphaBeta weighs small messages by their relative error", "[calibrate][fit]") {
+  // t = 20 us + s / (10 GB/s), each point off by +-1 % in turn. Plain least squares on times would fit the 1 GiB
+  // rows (0.1 s, +-1 ms of noise) and miss the 20 us latency by far more than it is; relative residuals keep every
+  // point, 8 B as 1 GiB, near its 1 %.
+  const double alpha = 20e-6, beta = 1e-10;
+  int sign = 1;
+  auto points = sweep([&](double s) { return (alpha + beta * s) * (1 + 0.01 * (sign = -sign)); });
+  const auto fit = PiecewiseAlphaBeta::fit(points);
+  CAPTURE(fit.segments().size());
+  CHECK_THAT(fit.segments().front().alpha_s, WithinRel(alpha, 0.02));
+  CHECK_THAT(fit.segments().back().beta_s_per_byte, WithinRel(beta, 0.02));
+  for (const auto& p : points) {
+    CAPTURE(p.size_bytes);
+    CHECK_THAT(fit.time(p.size_bytes).time_s, WithinRel(p.time_s, 0.021));
+  }
+  for (const auto& seg : fit.segments())
+    CHECK(seg.points >= 3);
+}
+
+TEST_CASE("calibrate::PiecewiseAlphaBeta extrapolates monotonically and refuses too few points", "[calibrate][fit]") {
+  SECTION("a segment that slopes down holds its edge value outside the sizes") {
+    // Five points falling by 1 us per doubling, one segment (min_segment_points = 5): beta < 0.
+    const std::vector<SizeTime> points{{1e3, 100e-6}, {2e3, 99e-6}, {4e3, 98e-6}, {8e3, 97e-6}, {16e3, 96e-6}};
+    const auto fit = PiecewiseAlphaBeta::fit(points, {.min_segment_points = 5});
+    REQUIRE(fit.segments().size() == 1);
+    const auto& seg = fit.segments()[0];
+    REQUIRE(seg.beta_s_per_byte < 0);
+    CHECK(fit.time(1e6).time_s == seg.time(16e3));
+    CHECK(fit.time(1e6).extrapolated);
+    CHECK(fit.time(0).time_s == seg.time(1e3)); // alpha would be above the smallest size's time
+  }
+  SECTION("options and point counts") {
+    const std::vector<SizeTime> two{{8, 1e-5}, {16, 1e-5}};
+    CHECK_THROWS_WITH(PiecewiseAlphaBeta::fit(two), "PiecewiseAlphaBeta::fit: 2 point(s), fewer than the 3 one "
+                                                    "segment needs (FitOptions::min_segment_points)");
+    CHECK_THROWS_WITH(PiecewiseAlphaBeta::fit(two, {.min_segment_points = 1}),
+                      Contains("min_segment_points is 1; a segment needs at least 2 points"));
+    CHECK_THROWS_WITH(PiecewiseAlphaBeta::fit(two, {.min_segment_points = 2, .noise_floor = 0}),
+                      Contains("noise_floor is 0"));
+    CHECK(PiecewiseAlphaBeta::fit(two, {.min_segment_points = 2}).segments().size() == 1);
+  }
+}
+
+TEST_CASE("calibrate::predict uses the table inside and the fit outside", "[calibrate][fit]") {
+  // Fit and table disagree on purpose: the table is the measurement, the fit only the line through it.
+  const std::vector<SizeTime> points{{1e3, 10e-6}, {2e3, 11e-6}, {4e3, 15e-6}, {8e3, 19e-6}};
+  const MeasuredTable table(points);
+  const auto fit = PiecewiseAlphaBeta::fit(points);
+  const Estimate inside = predict(table, fit, 3e3);
+  CHECK_FALSE(inside.extrapolated);
+  CHECK_THAT(inside.time_s, WithinRel(13e-6, 1e-12)); // halfway from 11 to 15 us
+  const Estimate outside = predict(table, fit, 16e3);
+  CHECK(outside.extrapolated);
+  CHECK_THAT(outside.time_s, WithinRel(fit.segments().back().time(16e3), 1e-12));
+  CHECK_THAT(outside.time_s, !WithinAbs(table.time(16e3).time_s, 1e-9)); // not the table's fallback
+}
