@@ -3,17 +3,98 @@
 
 #include "core/error.hpp"
 
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
 namespace ddlsim::dag {
+
+namespace {
+
+constexpr Collective kMeasurable[] = {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
+                                      Collective::broadcast, Collective::point_to_point};
+
+MeasuredCollective parse_collective(ObjectReader r) {
+  MeasuredCollective m;
+  std::vector<std::string> names;
+  for (const auto c : kMeasurable)
+    names.emplace_back(collective_name(c));
+  const auto name = r.choice("collective", names);
+  for (const auto c : kMeasurable)
+    if (collective_name(c) == name)
+      m.collective = c;
+  m.ranks = static_cast<int>(r.integer("ranks", 1, 1 << 30));
+  m.nodes = static_cast<int>(r.optional_integer("nodes", 0, 1 << 30).value_or(0));
+  m.source = r.optional_string("source").value_or("");
+  const auto point = [&](const Json& row, const std::string& at) {
+    if (!row.is_array() || row.size() != 2)
+      throw InputError(r.file(), at, "expected [size, time], e.g. [\"8 B\", \"123.5 us\"]");
+    return MeasuredCollective::Point{
+        parse_quantity_at(row[0], Dimension::bytes, r.file(), json_pointer_append(at, 0)),
+        parse_quantity_at(row[1], Dimension::time, r.file(), json_pointer_append(at, 1), 0, true)};
+  };
+  const Json& table = r.required("table");
+  if (!table.is_array())
+    r.fail("table", "expected an array of [size, time]");
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    m.table.push_back(point(table[i], json_pointer_append(r.path("table"), i)));
+    if (i > 0 && m.table[i].size_bytes <= m.table[i - 1].size_bytes)
+      throw InputError(r.file(), json_pointer_append(r.path("table"), i), "sizes must increase");
+  }
+  if (m.table.empty())
+    r.fail("table", "a measured collective needs at least one [size, time]");
+  if (const Json* segments = r.optional("segments")) {
+    const std::string at = r.path("segments");
+    if (!segments->is_array())
+      throw InputError(r.file(), at, "expected an array of segments");
+    for (std::size_t i = 0; i < segments->size(); ++i) {
+      ObjectReader g((*segments)[i], r.file(), json_pointer_append(at, i));
+      MeasuredCollective::Segment seg;
+      seg.first_size_bytes = g.quantity("first_size", Dimension::bytes);
+      seg.last_size_bytes = g.quantity("last_size", Dimension::bytes, seg.first_size_bytes);
+      seg.alpha_s = g.quantity("alpha", Dimension::time, -1e300);
+      seg.beta_s_per_byte = g.quantity("beta", Dimension::inverse_bandwidth, -1e300);
+      seg.points = static_cast<int>(g.integer("points", 1, 1 << 30));
+      seg.mean_relative_error = g.number("mean_relative_error", 0);
+      seg.max_relative_error = g.number("max_relative_error", 0);
+      g.finish();
+      m.segments.push_back(seg);
+    }
+  }
+  r.finish();
+  return m;
+}
+
+// Base units with the shortest digits that read back to the same double (fmt's "{}").
+std::string seconds(double s) {
+  return fmt::format("{} s", s);
+}
+std::string bytes(double b) {
+  return fmt::format("{} B", b);
+}
+
+} // namespace
 
 Calibration parse_calibration(const Json& doc, const std::string& file, const std::string& pointer) {
   ObjectReader r(doc, file, pointer);
   Calibration c;
   c.origin = file;
   r.optional_string("format");
-  r.optional_integer("version", 1, 1);
-  r.optional_string("source");
-  if (!r.has("layers") && !r.has("selection"))
-    r.fail_here("a calibration gives \"layers\", \"selection\" or both");
+  c.version = static_cast<int>(r.optional_integer("version", 1, 2).value_or(1));
+  c.source = r.optional_string("source").value_or("");
+  if (!r.has("layers") && !r.has("selection") && !r.has("collectives"))
+    r.fail_here(c.version == 1 ? "a calibration gives \"layers\", \"selection\" or both"
+                               : "a calibration gives \"layers\", \"selection\", \"collectives\" or some of them");
+  if (c.version == 1 && r.has("collectives"))
+    r.fail("collectives", "measured collectives need \"version\": 2");
+  if (const Json* list = r.optional("collectives")) {
+    const std::string at = r.path("collectives");
+    if (!list->is_array())
+      throw InputError(file, at, "expected an array of measured collectives");
+    for (std::size_t i = 0; i < list->size(); ++i)
+      c.collectives.push_back(parse_collective(ObjectReader((*list)[i], file, json_pointer_append(at, i))));
+  }
   if (r.has("layers")) {
     c.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1, 1 << 24));
     auto layers = r.object("layers");
@@ -43,6 +124,57 @@ Calibration parse_calibration(const Json& doc, const std::string& file, const st
   }
   r.finish();
   return c;
+}
+
+OrderedJson calibration_json(const Calibration& c) {
+  OrderedJson j;
+  j["format"] = "ddlsim-calibration";
+  j["version"] = 2;
+  if (!c.source.empty())
+    j["source"] = c.source;
+  if (!c.layers.empty()) {
+    j["batch_per_gpu"] = c.batch_per_gpu;
+    OrderedJson layers = OrderedJson::object();
+    for (const auto& [name, t] : c.layers)
+      layers[name] = {{"forward", seconds(t.forward_s)}, {"backward", seconds(t.backward_s)}};
+    j["layers"] = std::move(layers);
+  }
+  if (!c.selection.empty()) {
+    OrderedJson curves = OrderedJson::object();
+    for (const auto& [name, k] : c.selection)
+      curves[name] = {{"fixed", seconds(k.fixed_s)},
+                      {"per_element", seconds(k.per_element_s)},
+                      {"per_selected", seconds(k.per_selected_s)}};
+    j["selection"] = std::move(curves);
+  }
+  if (!c.collectives.empty()) {
+    OrderedJson list = OrderedJson::array();
+    for (const auto& m : c.collectives) {
+      OrderedJson e;
+      e["collective"] = collective_name(m.collective);
+      e["ranks"] = m.ranks;
+      e["nodes"] = m.nodes;
+      if (!m.source.empty())
+        e["source"] = m.source;
+      OrderedJson table = OrderedJson::array();
+      for (const auto& p : m.table)
+        table.push_back({bytes(p.size_bytes), seconds(p.time_s)});
+      e["table"] = std::move(table);
+      OrderedJson segments = OrderedJson::array();
+      for (const auto& g : m.segments)
+        segments.push_back({{"first_size", bytes(g.first_size_bytes)},
+                            {"last_size", bytes(g.last_size_bytes)},
+                            {"alpha", seconds(g.alpha_s)},
+                            {"beta", fmt::format("{} s/B", g.beta_s_per_byte)},
+                            {"points", g.points},
+                            {"mean_relative_error", g.mean_relative_error},
+                            {"max_relative_error", g.max_relative_error}});
+      e["segments"] = std::move(segments);
+      list.push_back(std::move(e));
+    }
+    j["collectives"] = std::move(list);
+  }
+  return j;
 }
 
 } // namespace ddlsim::dag

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "dag/strategy.hpp"
 #include "dag/zoo/zoo.hpp"
+#include "sim/cli/calibrate.hpp"
 #include "sim/cli/run.hpp"
 #include "sim/cli/sweep.hpp"
 #include "sim/network/collectives.hpp"
@@ -123,7 +124,8 @@ int list_command(const std::string& what) {
       fmt::print("{:<10} {}\n", s->name, s->description);
   } else if (what == "collectives") {
     // The collectives a scenario chooses an algorithm for (`collectives.<name>`), the default marked.
-    for (const auto c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter, Collective::broadcast})
+    for (const auto c :
+         {Collective::allreduce, Collective::allgather, Collective::reduce_scatter, Collective::broadcast})
       for (const auto& a : sim::lowerings(c))
         fmt::print("{:<14} {:<18} {}{}\n", collective_name(a.collective), a.algorithm, a.description,
                    a.is_default ? " (default)" : "");
@@ -186,6 +188,18 @@ int main(int argc, char** argv) {
   plot->add_option("--group", plot_request.group, "one line per value of this column");
   plot->add_option("--out", plot_out, "FILE.png or FILE.svg (default: beside results.csv)");
 
+  sim::CalibrateRequest calibrate_request;
+  int nccl_ranks = 0;
+  auto* calibrate = app.add_subcommand("calibrate", "turn measurements into a calibration file (docs/calibration.md)");
+  calibrate->add_option("--nccl-tests", calibrate_request.nccl_tests, "nccl-tests output files (text or -J JSON)")
+      ->required();
+  calibrate->add_option("--collective", calibrate_request.collectives,
+                        "the collective of logs that do not name it (nccl-tests before 2.16.7): all_reduce, ...; "
+                        "once for all, or once per log (auto: as the log says)");
+  calibrate->add_option("--ranks", nccl_ranks, "the ranks of logs without a device listing")
+      ->check(CLI::PositiveNumber);
+  calibrate->add_option("--out", calibrate_request.out, "the calibration file to write")->required();
+
   auto* list = app.add_subcommand("list", "list what is built in");
   list->add_option("WHAT", what, "models | strategies | collectives | gpus")
       ->required()
@@ -217,6 +231,11 @@ int main(int argc, char** argv) {
       return plot_command(results_csv, plot_request, plot_out);
     if (list->parsed())
       return list_command(what);
+    if (calibrate->parsed()) {
+      if (nccl_ranks > 0)
+        calibrate_request.ranks = nccl_ranks;
+      return sim::calibrate_command(calibrate_request);
+    }
   } catch (const InputError& e) {
     std::fprintf(stderr, "ddlsim: %s\n", e.what());
     return 2;

@@ -2,6 +2,7 @@
 // binary, checks its exit status and its one-line error messages, and reads the reports it writes. Bad inputs
 // live in tests/data/bad/ (one defect each on top of valid_base.json); the DDP bucket oracle is torchvision's
 // per-tensor list in shared/data/model_zoo/resnet50_params.csv and PyTorch's compute_bucket_assignment_by_size.
+#include "core/io.hpp"
 #include "support/cli.hpp"
 
 #include <catch2/catch.hpp>
@@ -724,4 +725,36 @@ TEST_CASE("cli: check accepts the shipped quickstart scenario", "[cli][check]") 
   const auto o = run_ok({"check", kQuickstart});
   CHECK_THAT(o.out, Contains("valid"));
   CHECK(o.err.empty());
+}
+
+TEST_CASE("cli: calibrate turns nccl-tests logs into a version-2 calibration, the same bytes every time",
+          "[cli][calibrate]") {
+  const std::string log = std::string(DDLSIM_SHARED_DATA) + "/nccl-tests/h100_2x8_allreduce_8B-8GiB.txt";
+  TempDir tmp;
+  const std::string out = tmp / "calibration.json";
+  const auto o = run_ok({"calibrate", "--nccl-tests", log, "--collective", "all_reduce", "--out", out});
+  CHECK_THAT(o.out, Contains("allreduce") && Contains("16 ranks") && Contains("wrote " + out));
+  const auto first = ddlsim::read_file(out);
+  const auto doc = json::parse(first);
+  CHECK(doc.at("version") == 2);
+  REQUIRE(doc.at("collectives").size() == 1);
+  CHECK(doc.at("collectives")[0].at("ranks") == 16);
+  CHECK(doc.at("collectives")[0].at("nodes") == 2);
+  CHECK(doc.at("collectives")[0].at("table").size() == 31);
+  run_ok({"calibrate", "--nccl-tests", log, "--collective", "all_reduce", "--out", out});
+  CHECK(ddlsim::read_file(out) == first);
+  // A log that does not name its collective, without --collective: exit 2 saying so.
+  const auto unnamed = run_ddlsim({"calibrate", "--nccl-tests", log, "--out", out});
+  CHECK(unnamed.exit_code == 2);
+  CHECK_THAT(unnamed.err, Contains("--collective"));
+
+  // A truncated log: exit 2, the file and the line named, nothing written.
+  const std::string cut = tmp / "cut.txt";
+  const auto text = ddlsim::read_file(log);
+  ddlsim::write_file_atomic(cut, text.substr(0, text.find("  1048576 ") + 30));
+  const std::string none = tmp / "none.json";
+  const auto bad = run_ddlsim({"calibrate", "--nccl-tests", cut, "--collective", "all_reduce", "--out", none});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, StartsWith("ddlsim: " + cut) && Contains("line"));
+  CHECK_FALSE(fs::exists(none));
 }

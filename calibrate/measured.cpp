@@ -1,0 +1,68 @@
+// Measured collectives from nccl-tests logs (measured.hpp).
+#include "calibrate/measured.hpp"
+
+#include "calibrate/alpha_beta.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+namespace ddlsim::calibrate {
+
+MeasuredCollectives measured_collectives(const std::vector<NcclTestsLog>& logs,
+                                         const std::vector<std::string>& sources) {
+  if (logs.size() != sources.size())
+    throw std::invalid_argument("measured_collectives: one source per log");
+  // Rows of every log, each remembering its log, so that a series names the files it came from.
+  std::vector<NcclMeasurement> rows;
+  std::map<std::tuple<NcclCollective, int, int>, std::vector<std::string>> origin;
+  for (std::size_t i = 0; i < logs.size(); ++i)
+    for (const auto& row : logs[i].rows) {
+      rows.push_back(row);
+      auto& names = origin[{row.collective, row.ranks, row.nodes}];
+      if (names.empty() || names.back() != sources[i])
+        names.push_back(sources[i]);
+    }
+  MeasuredCollectives out;
+  const FitOptions options;
+  for (const auto& series : group_by_communicator(rows)) {
+    const auto what = fmt::format("{} over {} ranks{}", nccl_collective_name(series.collective), series.ranks,
+                                  series.nodes > 0 ? fmt::format(" on {} nodes", series.nodes) : std::string());
+    const auto collective = ddlsim_collective(series.collective);
+    if (!collective) {
+      out.notes.push_back(
+          fmt::format("{}: not kept (ddlsim does not simulate {})", what, nccl_collective_name(series.collective)));
+      continue;
+    }
+    dag::MeasuredCollective m;
+    m.collective = *collective;
+    m.ranks = series.ranks;
+    m.nodes = series.nodes;
+    m.source = fmt::format("nccl-tests: {}", fmt::join(origin[{series.collective, series.ranks, series.nodes}], ", "));
+    const auto points = fastest_per_size(series.rows);
+    for (const auto& p : points)
+      if (p.time_s > 0) // nccl-tests prints 0-byte rows of an all_gather sweep with a time; a lowering has no 0 B
+        m.table.push_back({p.size_bytes, p.time_s});
+    std::vector<SizeTime> fitted;
+    for (const auto& p : m.table)
+      if (p.size_bytes > 0)
+        fitted.push_back({p.size_bytes, p.time_s});
+    if (fitted.size() < options.min_segment_points) {
+      out.notes.push_back(fmt::format("{}: {} sizes, too few for an alpha-beta fit (at least {}); the table alone is "
+                                      "kept",
+                                      what, fitted.size(), options.min_segment_points));
+    } else {
+      const auto fit = PiecewiseAlphaBeta::fit(fitted, options);
+      for (const auto& s : fit.segments())
+        m.segments.push_back({s.first_size_bytes, s.last_size_bytes, s.alpha_s, s.beta_s_per_byte,
+                              static_cast<int>(s.points), s.mean_relative_error, s.max_relative_error});
+    }
+    out.collectives.push_back(std::move(m));
+  }
+  return out;
+}
+
+} // namespace ddlsim::calibrate

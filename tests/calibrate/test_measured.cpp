@@ -1,0 +1,104 @@
+// Measured collectives from the shared nccl-tests logs, written as a version-2 calibration (dag/calibration.hpp):
+// what is kept per communicator, the round trip write -> read -> write (same bytes), version 1 still read, an unknown
+// version refused.
+#include "calibrate/measured.hpp"
+#include "core/error.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace ddlsim;
+using namespace ddlsim::calibrate;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+const std::string kDir = std::string(DDLSIM_SHARED_DATA) + "/nccl-tests";
+
+dag::Calibration h100_calibration() {
+  const std::vector<std::string> files{kDir + "/h100_2x8_allreduce_8B-8GiB.txt",
+                                       kDir + "/h100_1x8_sweep_32MiB-16GiB.log"};
+  // The 2 x 8 log does not name its collective (nccl-tests before 2.16.7); the 1 x 8 sweep names each test.
+  std::vector<NcclTestsLog> logs{read_nccl_tests(files[0], {.collective = NcclCollective::all_reduce}),
+                                 read_nccl_tests(files[1])};
+  const auto measured = measured_collectives(logs, files);
+  dag::Calibration c;
+  c.source = "test";
+  c.collectives = measured.collectives;
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("calibrate: nccl-tests logs become one measured collective per communicator", "[calibrate]") {
+  const auto c = h100_calibration();
+  // 2 x 8 all_reduce; 1 x 8: all_reduce, all_gather, reduce_scatter and sendrecv (as point-to-point) kept, alltoall
+  // left out (ddlsim does not simulate it).
+  std::vector<std::string> kept;
+  for (const auto& m : c.collectives)
+    kept.push_back(fmt::format("{} {}x{}", collective_name(m.collective), m.nodes, m.ranks));
+  std::sort(kept.begin(), kept.end());
+  CHECK(kept == std::vector<std::string>{"allgather 1x8", "allreduce 1x8", "allreduce 2x16", "point_to_point 1x8",
+                                         "reduce_scatter 1x8"});
+  for (const auto& m : c.collectives) {
+    CAPTURE(collective_name(m.collective), m.ranks);
+    REQUIRE_FALSE(m.table.empty());
+    for (std::size_t i = 1; i < m.table.size(); ++i)
+      CHECK(m.table[i].size_bytes > m.table[i - 1].size_bytes);
+    // The segments cover the fitted sizes, in order, and say how well they fit.
+    REQUIRE_FALSE(m.segments.empty());
+    CHECK(m.segments.back().last_size_bytes == m.table.back().size_bytes);
+    for (const auto& s : m.segments)
+      CHECK(s.max_relative_error >= s.mean_relative_error);
+  }
+  // The 2 x 8 sweep's 8 B row: the faster of 135.8 us (out-of-place) and 123.5 us (in-place).
+  for (const auto& m : c.collectives)
+    if (m.ranks == 16) {
+      CHECK(m.table.front().size_bytes == 8);
+      CHECK_THAT(m.table.front().time_s, WithinRel(123.5e-6, 1e-12));
+      CHECK(m.table.size() == 31);
+    }
+}
+
+TEST_CASE("calibrate: a version-2 calibration reads back to the same bytes", "[calibrate][calibration]") {
+  auto c = h100_calibration();
+  c.batch_per_gpu = 32;
+  c.layers["conv1"] = {1.2e-3, 2.3e-3};
+  c.selection["sort"] = {3e-5, 7e-11, 1e-9};
+  const std::string first = dag::calibration_json(c).dump(2);
+  const auto read = dag::parse_calibration(Json::parse(first), "c.json", "");
+  CHECK(read.version == 2);
+  CHECK(read.collectives == c.collectives);
+  CHECK(read.layers.at("conv1").backward_s == 2.3e-3);
+  CHECK(dag::calibration_json(read).dump(2) == first);
+
+  // Version 1 still reads; it has no measured collectives; an unknown version is refused with its path.
+  const auto v1 =
+      dag::parse_calibration(Json::parse(R"({"format": "ddlsim-calibration", "version": 1, "batch_per_gpu": 8,
+                      "layers": {"fc": {"forward": "1 ms", "backward": "2 ms"}}})"),
+                             "v1.json", "");
+  CHECK(v1.version == 1);
+  CHECK(v1.layers.at("fc").forward_s == 1e-3);
+  const auto error = [](const char* text) {
+    try {
+      (void)dag::parse_calibration(Json::parse(text), "c.json", "");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(error(R"({"version": 3, "layers": {}})"), Catch::Contains("c.json: /version"));
+  CHECK_THAT(error(R"({"version": 1, "collectives": []})"),
+             Catch::Contains("/collectives") && Catch::Contains("\"version\": 2"));
+  CHECK_THAT(error(R"({"version": 2, "collectives": [{"collective": "allreduce", "ranks": 8,
+                       "table": [["8 B", "10 us"], ["8 B", "11 us"]]}]})"),
+             Catch::Contains("/collectives/0/table/1") && Catch::Contains("increase"));
+  CHECK_THAT(error(R"({"version": 2, "collectives": [{"collective": "allreduce", "ranks": 8,
+                       "table": [["8", "10 us"]]}]})"),
+             Catch::Contains("/collectives/0/table/0/0"));
+  CHECK_THAT(error(R"({"version": 2, "collectives": [{"collective": "alltoall", "ranks": 8,
+                       "table": [["8 B", "10 us"]]}]})"),
+             Catch::Contains("/collectives/0/collective"));
+}
