@@ -366,7 +366,8 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
       std::optional<LinearLoweringCost> allgather;
       const dag::CommCost allgather_time = [&](double bytes) {
         if (!allgather)
-          allgather.emplace(collective_lowering(s, dag::Collective::allgather), layout.shape, network_of(layout, s.cluster));
+          allgather.emplace(collective_lowering(s, dag::Collective::allgather), layout.shape,
+                            network_of(layout, s.cluster));
         return (*allgather)(bytes);
       };
       const dag::StrategyInput input{sub.model,      sub.costs,          dtype_bytes(s.gradient_dtype),
