@@ -161,6 +161,19 @@ PiecewiseAlphaBeta PiecewiseAlphaBeta::fit(std::span<const SizeTime> points, con
   return result;
 }
 
+PiecewiseAlphaBeta PiecewiseAlphaBeta::from_segments(std::vector<AlphaBetaSegment> segments) {
+  if (segments.empty())
+    throw std::invalid_argument("PiecewiseAlphaBeta::from_segments: no segment");
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    if (segments[k].last_size_bytes < segments[k].first_size_bytes ||
+        (k > 0 && segments[k].first_size_bytes <= segments[k - 1].last_size_bytes))
+      throw std::invalid_argument("PiecewiseAlphaBeta::from_segments: segments out of order or overlapping");
+  }
+  PiecewiseAlphaBeta result;
+  result.segments_ = std::move(segments);
+  return result;
+}
+
 Estimate PiecewiseAlphaBeta::time(double size_bytes) const {
   const AlphaBetaSegment &first = segments_.front(), &last = segments_.back();
   if (size_bytes < first.first_size_bytes) {

@@ -89,6 +89,9 @@ class PiecewiseAlphaBeta {
 public:
   /// `points` as for MeasuredTable, at least `min_segment_points` of them. Throws std::invalid_argument otherwise.
   [[nodiscard]] static PiecewiseAlphaBeta fit(std::span<const SizeTime> points, const FitOptions& options = {});
+  /// A fit read back from a calibration file: its segments, in size order, not overlapping; at least one. Throws
+  /// std::invalid_argument otherwise.
+  [[nodiscard]] static PiecewiseAlphaBeta from_segments(std::vector<AlphaBetaSegment> segments);
 
   /// In size order; the first starts at the smallest measured size, the last ends at the largest.
   [[nodiscard]] const std::vector<AlphaBetaSegment>& segments() const noexcept { return segments_; }

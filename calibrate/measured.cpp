@@ -65,4 +65,27 @@ MeasuredCollectives measured_collectives(const std::vector<NcclTestsLog>& logs,
   return out;
 }
 
+namespace {
+std::vector<SizeTime> table_points(const dag::MeasuredCollective& m) {
+  std::vector<SizeTime> out;
+  for (const auto& p : m.table)
+    out.push_back({p.size_bytes, p.time_s});
+  return out;
+}
+} // namespace
+
+MeasuredModel::MeasuredModel(const dag::MeasuredCollective& m) : table_(table_points(m)) {
+  if (m.segments.empty())
+    return;
+  std::vector<AlphaBetaSegment> segments;
+  for (const auto& g : m.segments)
+    segments.push_back({g.alpha_s, g.beta_s_per_byte, g.first_size_bytes, g.last_size_bytes,
+                        static_cast<std::size_t>(g.points), g.mean_relative_error, g.max_relative_error});
+  fit_ = PiecewiseAlphaBeta::from_segments(std::move(segments));
+}
+
+Estimate MeasuredModel::time(double size_bytes) const {
+  return fit_ ? predict(table_, *fit_, size_bytes) : table_.time(size_bytes);
+}
+
 } // namespace ddlsim::calibrate

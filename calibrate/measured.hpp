@@ -2,9 +2,11 @@
 // communicator size and node count, the measured table and its piecewise α-β fit.
 #pragma once
 
+#include "calibrate/alpha_beta.hpp"
 #include "calibrate/nccl_tests.hpp"
 #include "dag/calibration.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,5 +25,19 @@ struct MeasuredCollectives {
 /// each log (its path), in the order of `logs`.
 [[nodiscard]] MeasuredCollectives measured_collectives(const std::vector<NcclTestsLog>& logs,
                                                        const std::vector<std::string>& sources);
+
+/// The time of a measured collective at `size_bytes`: its table interpolated inside the measured sizes, its fit's
+/// segments outside them (flagged as extrapolated; the table's own fallback when it has no segments). Built once per
+/// measured collective; throws std::invalid_argument on a table or segments that MeasuredTable or
+/// PiecewiseAlphaBeta::from_segments refuse (parse_calibration has checked them).
+class MeasuredModel {
+public:
+  explicit MeasuredModel(const dag::MeasuredCollective& m);
+  [[nodiscard]] Estimate time(double size_bytes) const;
+
+private:
+  MeasuredTable table_;
+  std::optional<PiecewiseAlphaBeta> fit_;
+};
 
 } // namespace ddlsim::calibrate

@@ -439,7 +439,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
 
   // Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported.
   std::vector<double> sent;
-  cost_communication(s, *p.allreduce, r.graph, &sent);
+  cost_communication(s, *p.allreduce, r.graph, &sent, measured_collectives_notes(s, r));
   std::map<dag::Device, double> by_gpu;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
     by_gpu[r.graph.task(v).device] += sent[v];

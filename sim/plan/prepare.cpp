@@ -2,6 +2,8 @@
 // durations, before an engine times it; and the derived figures after.
 #include "sim/plan/prepare.hpp"
 
+#include "calibrate/measured.hpp"
+
 #include "core/units.hpp"
 #include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
@@ -101,6 +103,19 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
 }
 } // namespace
 
+// The flow engine simulates the algorithms on the platform (issue #12: measured collectives there are still to
+// come), and says so.
+std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResult& r) {
+  if (!s.gpu.calibration || s.gpu.calibration->collectives.empty())
+    return nullptr;
+  if (r.engine == "analytic")
+    return &r.notes;
+  r.notes.push_back(fmt::format("the flow engine simulates the collective algorithms on the platform; the measured "
+                                "collectives of {} are replayed by the analytic engine only (so far)",
+                                s.gpu.calibration->origin));
+  return nullptr;
+}
+
 namespace detail {
 
 Prepared prepare(const Scenario& s, std::string engine) {
@@ -142,7 +157,8 @@ Prepared prepare(const Scenario& s, std::string engine) {
     r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
   r.graph.place(
       {.gpu = 0, .node = 0, .gpus_per_node = s.cluster.gpus_per_node, .data_parallel = data_parallel_group(s)});
-  r.communication_bytes_per_worker = cost_communication(s, *p.allreduce, r.graph);
+  r.communication_bytes_per_worker =
+      cost_communication(s, *p.allreduce, r.graph, nullptr, measured_collectives_notes(s, r));
   if (ps)
     prepare_parameter_server(s, p);
   if (const auto c = compression_totals(r.groups); c.groups > 0) {
@@ -225,14 +241,60 @@ dag::Communicator data_parallel_group(const Scenario& s) {
   return all;
 }
 
+struct CollectiveCoster::Measured {
+  const dag::MeasuredCollective& collective;
+  calibrate::MeasuredModel model;
+  int used = 0;
+  int extrapolated = 0;
+  double largest_extrapolated_bytes = 0;
+};
+
 CollectiveCoster::CollectiveCoster(const Scenario& s, const CollectiveModel& whole_cluster)
-    : s_(s), whole_cluster_(whole_cluster) {}
+    : s_(s), whole_cluster_(whole_cluster) {
+  if (s.gpu.calibration)
+    for (const auto& m : s.gpu.calibration->collectives)
+      measured_.push_back(std::make_unique<Measured>(Measured{m, calibrate::MeasuredModel(m)}));
+}
+
+CollectiveCoster::~CollectiveCoster() = default;
+
+std::vector<std::string> CollectiveCoster::notes() const {
+  std::vector<std::string> out;
+  for (const auto& m : measured_) {
+    if (m->used == 0)
+      continue;
+    const auto& c = m->collective;
+    out.push_back(fmt::format(
+        "measured {} over {} ranks{} ({}) timed {} collective{} in place of the algorithm{}",
+        collective_name(c.collective), c.ranks, c.nodes > 0 ? fmt::format(" on {} nodes", c.nodes) : std::string(),
+        s_.gpu.calibration->origin, m->used, m->used == 1 ? "" : "s",
+        m->extrapolated > 0
+            ? fmt::format("; {} of them outside its measured sizes ({} .. {}), extrapolated by its "
+                          "alpha-beta fit, up to {}",
+                          m->extrapolated, format_bytes(c.table.front().size_bytes),
+                          format_bytes(c.table.back().size_bytes), format_bytes(m->largest_extrapolated_bytes))
+            : std::string()));
+  }
+  return out;
+}
 
 CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const CommunicatorLayout& layout) {
   const auto shape = task_shape(s_, task, layout.shape);
   const Key key{task.collective,   shape.nodes,          shape.gpus_per_node, shape.shard_first,
                 shape.shard_count, layout.whole_cluster, task.bytes};
   const auto known = memo_.find(key);
+  Measured* measured = nullptr;
+  for (const auto& m : measured_)
+    if (m->collective.collective == task.collective && m->collective.ranks == layout.shape.workers() &&
+        (m->collective.nodes == 0 || m->collective.nodes == layout.shape.nodes))
+      measured = m.get();
+  if (measured != nullptr) { // counted per collective, not per distinct cost
+    ++measured->used;
+    if (measured->model.time(task.bytes).extrapolated) {
+      ++measured->extrapolated;
+      measured->largest_extrapolated_bytes = std::max(measured->largest_extrapolated_bytes, task.bytes);
+    }
+  }
   if (known != memo_.end())
     return known->second;
   const Network net = network_of(layout, s_.cluster);
@@ -257,12 +319,14 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
                                                                       : 0.0;
     cost = {phase_synchronous_time(phases, net), sent};
   }
+  if (measured != nullptr) // what each rank sends stays the algorithm's; the time is the measurement's
+    cost.time_s = measured->model.time(task.bytes).time_s;
   memo_.emplace(key, cost);
   return cost;
 }
 
 double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph,
-                          std::vector<double>* sent_by_task) {
+                          std::vector<double>* sent_by_task, std::vector<std::string>* notes) {
   if (sent_by_task != nullptr)
     sent_by_task->assign(graph.size(), 0.0);
   std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
@@ -278,6 +342,10 @@ double cost_communication(const Scenario& s, const CollectiveModel& whole_cluste
       (*sent_by_task)[v] = cost.bytes_sent;
     if (task.iteration == 0)
       bytes_sent += cost.bytes_sent;
+  }
+  if (notes != nullptr) {
+    const auto used = coster.notes();
+    notes->insert(notes->end(), used.begin(), used.end());
   }
   return bytes_sent;
 }

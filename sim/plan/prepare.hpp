@@ -79,24 +79,39 @@ struct PowerSgdTotals {
 /// The closed-form cost of a DAG collective over its communicator's layout (the scenario's allreduce model when the
 /// communicator is the whole cluster, else the algorithm's closed form on the group; other collectives: the
 /// phase-synchronous time of their lowering), cached by what it depends on.
+///
+/// A calibration's measured collectives (dag/calibration.hpp, version 2) replace the algorithm for the communicators
+/// they measured (same collective, ranks and nodes): the table interpolated inside its sizes, its α-β segments
+/// outside them (calibrate/measured.hpp); notes() says which were used and where they were extrapolated.
 class CollectiveCoster {
 public:
   CollectiveCoster(const Scenario& s, const CollectiveModel& whole_cluster);
+  ~CollectiveCoster();
+  CollectiveCoster(const CollectiveCoster&) = delete;
+  CollectiveCoster& operator=(const CollectiveCoster&) = delete;
   [[nodiscard]] CollectiveCost operator()(const dag::Task& task, const CommunicatorLayout& layout);
+  /// One line per measured collective used: how many collectives it timed, how many of them outside its sizes.
+  [[nodiscard]] std::vector<std::string> notes() const;
 
 private:
   using Key = std::tuple<dag::Collective, int, int, int, int, bool, double>;
+  struct Measured; // a calibration's measured collective, its model and its use
   const Scenario& s_;
   const CollectiveModel& whole_cluster_;
   std::map<std::pair<int, int>, std::unique_ptr<CollectiveModel>> other_groups_; ///< by (nodes, GPUs per node)
   std::map<Key, CollectiveCost> memo_;
+  std::vector<std::unique_ptr<Measured>> measured_;
 };
+
+/// Where cost_communication should put its notes on measured collectives for `r`'s engine: r.notes for the analytic
+/// engine; nullptr (with a note that they are not used) for the flow engine, or when the scenario measures none.
+[[nodiscard]] std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResult& r);
 
 /// Sets the duration of every communication task of `graph` from its communicator's closed form (allreduce;
 /// `whole_cluster` when it spans the cluster) or its lowering's phase-synchronous time, and returns the bytes the
 /// busiest worker sends in iteration 0; `sent_by_task`, when given, receives what each task's sender sends.
 double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph,
-                          std::vector<double>* sent_by_task = nullptr);
+                          std::vector<double>* sent_by_task = nullptr, std::vector<std::string>* notes = nullptr);
 
 /// Iterations ps-sync unrolls in its DAG; the iteration time is the period between the last two (steady state).
 inline constexpr int kPsSyncIterations = 3;

@@ -91,6 +91,26 @@ void parse_model(ObjectReader r, Scenario& s) {
 
 // ---- gpu ---------------------------------------------------------------------------------------------------
 
+// A calibration, `gpu.calibration` or the top-level `calibration`: a file (relative to the scenario) or inline.
+void read_calibration(ObjectReader& r, Scenario& s) {
+  const Json& c = r.required("calibration");
+  if (c.is_string()) {
+    const std::string path = resolve_relative(r.file(), c.get<std::string>());
+    if (!std::filesystem::exists(path))
+      r.fail("calibration", fmt::format("calibration file '{}' does not exist", path));
+    s.gpu.calibration = dag::parse_calibration(load_json_file(path), path, "");
+  } else {
+    s.gpu.calibration = dag::parse_calibration(c, r.file(), r.path("calibration"));
+    s.gpu.calibration->origin = "<inline>";
+  }
+  for (const auto& [name, t] : s.gpu.calibration->layers) {
+    const bool known =
+        std::any_of(s.model.layers.begin(), s.model.layers.end(), [&](const dag::Layer& l) { return l.name == name; });
+    if (!known)
+      r.fail("calibration", fmt::format("calibrated layer '{}' is not a layer of model '{}'", name, s.model.name));
+  }
+}
+
 void parse_gpu(ObjectReader r, Scenario& s) {
   std::vector<std::string> preset_names;
   for (const auto& p : gpu_presets())
@@ -115,22 +135,10 @@ void parse_gpu(ObjectReader r, Scenario& s) {
   s.gpu.host_link = r.optional_quantity("host_link", Dimension::bandwidth, 0, true).value_or(s.gpu.host_link);
   s.gpu.efficiency = r.optional_number("efficiency", 1e-6, 1.0).value_or(1.0);
   s.gpu.single_gpu_iteration_s = r.optional_quantity("single_gpu_iteration", Dimension::time, 0, true);
-  if (const Json* c = r.optional("calibration")) {
-    if (c->is_string()) {
-      const std::string path = resolve_relative(r.file(), c->get<std::string>());
-      if (!std::filesystem::exists(path))
-        r.fail("calibration", fmt::format("calibration file '{}' does not exist", path));
-      s.gpu.calibration = dag::parse_calibration(load_json_file(path), path, "");
-    } else {
-      s.gpu.calibration = dag::parse_calibration(*c, r.file(), r.path("calibration"));
-      s.gpu.calibration->origin = "<inline>";
-    }
-    for (const auto& [name, t] : s.gpu.calibration->layers) {
-      const bool known = std::any_of(s.model.layers.begin(), s.model.layers.end(),
-                                     [&](const dag::Layer& l) { return l.name == name; });
-      if (!known)
-        r.fail("calibration", fmt::format("calibrated layer '{}' is not a layer of model '{}'", name, s.model.name));
-    }
+  if (r.has("calibration")) {
+    if (s.gpu.calibration)
+      r.fail("calibration", "the scenario's top-level \"calibration\" is given too: keep one of them");
+    read_calibration(r, s);
   }
   // Every layer must be costed by one of the three sources (DESIGN.md, "Where the numbers come from").
   const bool calibrated_all = s.gpu.calibration && s.gpu.calibration->layers.size() == s.model.layers.size();
@@ -433,6 +441,8 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
     r.fail("name", "must not be empty");
   r.optional_string("description");
   parse_model(r.object("model"), s);
+  if (r.has("calibration")) // measured costs for the whole scenario (DESIGN.md): layers, selection, collectives
+    read_calibration(r, s);
   parse_gpu(r.object("gpu"), s);
   parse_cluster(r.object("cluster"), s);
   if (auto c = r.optional_object("collectives"))

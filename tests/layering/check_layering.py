@@ -18,7 +18,7 @@ LAYERS = {
     "calibrate": ("calibrate", {"dag", "core"}),
     "network": ("sim/network", {"core"}),
     "spec": ("sim/spec", {"network", "dag", "core"}),
-    "plan": ("sim/plan", {"spec", "network", "dag", "core"}),
+    "plan": ("sim/plan", {"spec", "network", "calibrate", "dag", "core"}),
     "analytic": ("sim/analytic", {"plan", "spec", "network", "dag", "core"}),
     "flow": ("sim/flow", {"plan", "spec", "network", "dag", "core"}),
     "report": ("sim/report", {"plan", "spec", "network", "dag", "core"}),
