@@ -234,16 +234,10 @@ int main(int argc, char** argv) {
   // Issue #11: GPT-3 175B, t = 8, p = 8, d = 16 (1,024 GPUs), m = 64, interleaved v = 2: <= 10 s.
   fmt::print("\nGPT-3 175B on 1,024 A100s: t 8 (sequence parallel), p 8, d 16, m 64, interleaved v 2 (the\n"
              "gpt3-175b-hybrid scenario's default point; tasks.csv lists one copy, flow.report_replicas 1)\n");
-  Json gpt3 = Json::parse(R"({"model": {"zoo": "gpt3-175b", "batch_per_gpu": 1, "gradient_dtype": "bf16"},
-    "gpu": {"preset": "A100-SXM4-80GB", "efficiency": 0.52},
-    "cluster": {"nodes": 128, "gpus_per_node": 8, "nic": "per-gpu",
-                "intra_node": {"bandwidth": "300 GB/s", "latency": "1 us"},
-                "inter_node": {"bandwidth": "200 Gbps", "latency": "1 us"}},
-    "collectives": {"allreduce": "ring", "allgather": "ring"}, "strategy": {"kind": "ddp"}, "optimizer": "adam",
-    "parallelism": {"pipeline": 8, "tensor": 8, "sequence_parallel": true},
-    "pipeline": {"schedule": "interleaved-1f1b", "micro_batches": 64, "virtual_stages": 2,
-                 "partition": "uniform", "recompute": "selective"},
-    "engine": "flow", "flow": {"report_replicas": 1}})");
+  Json gpt3 = load_json_file(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-hybrid.json");
+  gpt3.erase("sweep");
+  gpt3["engine"] = "flow";
+  gpt3["flow"] = {{"report_replicas", 1}};
   const auto hybrid = run_cli(dir, "gpt3", gpt3);
   gpt3["engine"] = "analytic";
   const auto hybrid_analytic = run_cli(dir, "gpt3-analytic", gpt3);

@@ -212,8 +212,8 @@ int IterationGraph::instances(const Task& task) const {
   return replicas();
 }
 
-int IterationGraph::instance_of(const Task& task, int r) const {
-  switch (axis(task)) {
+int IterationGraph::instance_of(Axis axis, int r) const {
+  switch (axis) {
   case Axis::data:
     return replication_.gpus.empty() ? 0 : r % replication_.tensor;
   case Axis::tensor:

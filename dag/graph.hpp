@@ -185,12 +185,14 @@ public:
   /// its t copies), or one per copy (a point-to-point transfer between pipeline stages). How many there are:
   [[nodiscard]] int instances(const Task& task) const;
   /// The instance copy r's collective task `task` belongs to, 0 .. instances(task) - 1.
-  [[nodiscard]] int instance_of(const Task& task, int r) const;
+  [[nodiscard]] int instance_of(const Task& task, int r) const { return instance_of(axis(task), r); }
   /// The GPUs instance i of `task` runs over, in the communicator's order.
   [[nodiscard]] Communicator instance_communicator(const Task& task, int i) const;
   /// What a collective task's communicator spans: a data-parallel group, a tensor group, or neither (a transfer).
   enum class Axis : std::uint8_t { data, tensor, copy };
   [[nodiscard]] Axis axis(const Task& task) const;
+  /// instance_of for a task of that axis (for callers that look the axis up once per task).
+  [[nodiscard]] int instance_of(Axis axis, int r) const;
 
   [[nodiscard]] std::size_t size() const { return boost::num_vertices(graph_); }
   [[nodiscard]] const Task& task(Id id) const { return graph_[id]; }

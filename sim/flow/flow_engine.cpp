@@ -259,7 +259,8 @@ public:
   ReplicaTimer(const dag::IterationGraph& graph, Dependencies deps, std::size_t slots, FlowRun& run,
                CollectivePlan& plan)
       : graph_(graph), deps_(std::move(deps)), n_(graph.size()), slots_(slots), run_(run), plan_(plan),
-        timing_(slots * n_), pending_(slots * n_), finished_(slots * n_, false), instance_of_(n_, -1) {
+        timing_(slots * n_), pending_(slots * n_), finished_(slots * n_, false), instance_of_(n_, -1),
+        axis_(n_, dag::IterationGraph::Axis::copy) {
     for (std::size_t k = 0; k < slots_; ++k)
       std::copy(deps_.predecessors.begin(), deps_.predecessors.end(), pending_.begin() + static_cast<long>(k * n_));
   }
@@ -276,12 +277,11 @@ public:
     const auto& task = graph_.task(v);
     const int count = graph_.instances(task);
     instance_of_[v] = static_cast<long>(instances_.size());
+    axis_[v] = graph_.axis(task);
     for (int i = 0; i < count; ++i)
       instances_.push_back({.task = v, .job = job + static_cast<std::size_t>(i), .pending = 0});
     for (std::size_t k = 0; k < slots_; ++k)
-      ++instances_[instances_.size() - static_cast<std::size_t>(count) +
-                   static_cast<std::size_t>(graph_.instance_of(task, static_cast<int>(k)))]
-            .pending;
+      ++instances_[instances_.size() - static_cast<std::size_t>(count) + instance(v, k)].pending;
   }
 
   /// Starts every replica's roots at time 0.
@@ -313,6 +313,10 @@ private:
   };
 
   TaskTiming& timing(std::size_t slot, std::size_t v) { return timing_[slot * n_ + v]; }
+  // Which of collective task v's instances replica `slot`'s copy belongs to (its axis looked up once).
+  [[nodiscard]] std::size_t instance(std::size_t v, std::size_t slot) const {
+    return static_cast<std::size_t>(graph_.instance_of(axis_[v], static_cast<int>(slot)));
+  }
 
   // Copy (slot, v) has every predecessor done; its start_s holds the last one's end.
   void ready(std::size_t slot, std::size_t v) {
@@ -323,8 +327,7 @@ private:
       return;
     }
     const auto first = static_cast<std::size_t>(instance_of_[v]);
-    auto& inst =
-        instances_[first + static_cast<std::size_t>(graph_.instance_of(graph_.task(v), static_cast<int>(slot)))];
+    auto& inst = instances_[first + instance(v, slot)];
     inst.ready_s = std::max(inst.ready_s, timing(slot, v).start_s);
     inst.members.push_back(slot);
     if (--inst.pending == 0)
@@ -399,10 +402,11 @@ private:
   std::vector<TaskTiming> timing_; ///< by slot * n + task
   std::vector<int> pending_;       ///< predecessors not yet done, by slot * n + task
   std::vector<bool> finished_;
-  std::vector<long> instance_of_;  ///< by task: its (first) instance, -1 for a task that is not a collective
-  std::deque<Instance> instances_; ///< stable addresses (handlers hold them)
-  std::vector<std::size_t> done_;  ///< copies ended whose successors are still to be told
-  std::vector<char> unshared_;     ///< by task: its instances' links are their own (empty: none is)
+  std::vector<long> instance_of_; ///< by task: its (first) instance, -1 for a task that is not a collective
+  std::vector<dag::IterationGraph::Axis> axis_; ///< by task: what a collective's communicator spans
+  std::deque<Instance> instances_;              ///< stable addresses (handlers hold them)
+  std::vector<std::size_t> done_;               ///< copies ended whose successors are still to be told
+  std::vector<char> unshared_;                  ///< by task: its instances' links are their own (empty: none is)
   std::size_t unshared_instances_ = 0;
 };
 

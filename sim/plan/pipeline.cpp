@@ -237,11 +237,10 @@ std::vector<int> unit_starts(const dag::Model& model) {
 }
 
 // The tensor collectives' time inside a pass task the analytic engine folded (0 for any other task).
-double folded_tensor_s(const PipelineReport& report, const dag::Task& t, int micro_batches) {
-  if (report.folded_tensor.empty() || t.stage < 0 ||
-      (t.kind != dag::TaskKind::forward && t.kind != dag::TaskKind::backward))
+double folded_tensor_s(const std::vector<detail::FoldedTensor>& folded, const dag::Task& t, int micro_batches) {
+  if (folded.empty() || t.stage < 0 || (t.kind != dag::TaskKind::forward && t.kind != dag::TaskKind::backward))
     return 0;
-  const auto& f = report.folded_tensor[static_cast<std::size_t>(t.stage)];
+  const auto& f = folded[static_cast<std::size_t>(t.stage)];
   if (t.kind == dag::TaskKind::forward)
     return f.forward_s;
   return f.backward_s + (t.micro_batch + 1 < micro_batches || f.recompute_last ? f.recompute_s : 0.0);
@@ -458,7 +457,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   report.partition = std::string(partition_name(pl.partition));
   report.bubble_fraction_closed_form =
       dag::bubble_fraction_closed_form(pl.schedule, stages, pl.micro_batches, pl.virtual_stages);
-  report.folded_tensor = std::move(folded);
+  p.folded_tensor = std::move(folded);
   for (int rank = 0; rank < stages; ++rank) {
     PipelineStageReport st;
     st.first_layer = static_cast<int>(s.model.layers.size());
@@ -594,7 +593,7 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
       const double inside = std::max(0.0, std::min(r.timing[v].end_s, to) - std::max(r.timing[v].start_s, from));
       if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward) {
         // A folded pass holds its tensor collectives: their share of the time inside the window.
-        const double tensor = folded_tensor_s(report, t, report.micro_batches_simulated) *
+        const double tensor = folded_tensor_s(p.folded_tensor, t, report.micro_batches_simulated) *
                               (t.duration_s > 0 ? inside / t.duration_s : 0.0);
         st.compute_s += inside - tensor;
         st.tensor_communication_s += tensor;
@@ -605,7 +604,7 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     st.idle_s = std::max(0.0, window - st.compute_s - st.tensor_communication_s);
     auto b = async ? breakdown_in(r.graph, r.timing, from, to, gpu)
                    : breakdown_in(r.graph, r.timing, 0, r.iteration_time_s, gpu);
-    if (!report.folded_tensor.empty()) { // folded tensor collectives: exposed communication, not compute
+    if (!p.folded_tensor.empty()) { // folded tensor collectives: exposed communication, not compute
       // (every pass lies inside the window st was measured over: the passes' own, or the asynchronous one)
       b.compute_s -= st.tensor_communication_s;
       b.exposed_communication_s += st.tensor_communication_s;

@@ -24,10 +24,18 @@ namespace ddlsim::sim {
 namespace detail {
 /// What both engines share: costs, the collective cost model (also the one MG-WFBP plans with), the strategy's
 /// groups and the DAG, whose communication tasks carry their closed-form durations; timing is the engine's job.
+/// Tensor collectives folded into the passes of one virtual stage (the analytic engine): their time per pass.
+struct FoldedTensor {
+  double forward_s = 0;
+  double backward_s = 0;
+  double recompute_s = 0;     ///< in a backward that recomputes
+  bool recompute_last = true; ///< whether the last micro-batch's backward recomputes
+};
 struct Prepared {
   ComputeCosts costs;
   std::unique_ptr<CollectiveModel> allreduce;
   RunResult result;
+  std::vector<FoldedTensor> folded_tensor; ///< pipelines, analytic engine: by virtual stage; empty: not folded
 };
 [[nodiscard]] Prepared prepare(const Scenario& s, std::string engine);
 /// Fills the derived fields from result.graph and result.timing (iteration time, efficiency, breakdown, ...).

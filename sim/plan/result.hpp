@@ -83,13 +83,6 @@ struct PipelineStageReport {
   double peak_memory_bytes = 0; ///< weights, gradients, optimizer state and activations at the stage's peak
   bool exceeds_gpu_memory = false;
 };
-/// Tensor collectives folded into the passes of one virtual stage (the analytic engine): their time per pass.
-struct FoldedTensor {
-  double forward_s = 0;
-  double backward_s = 0;
-  double recompute_s = 0;     ///< in a backward that recomputes
-  bool recompute_last = true; ///< whether the last micro-batch's backward recomputes
-};
 struct PipelineReport {
   std::string schedule;
   int stages = 0;
@@ -100,7 +93,6 @@ struct PipelineReport {
   double bubble_fraction = 0; ///< idle share of the stages' compute streams in the window of the passes
   double bubble_fraction_closed_form = 0;
   std::vector<PipelineStageReport> per_stage;
-  std::vector<FoldedTensor> folded_tensor; ///< by virtual stage; empty: not folded (not reported)
 };
 
 struct RunResult {

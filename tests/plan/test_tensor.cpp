@@ -121,8 +121,9 @@ TEST_CASE("tensor parallelism: 1/t of each layer's compute (LayerNorm whole with
     const double per_block = sequence_parallel ? lowered(Collective::reduce_scatter) + lowered(Collective::allgather)
                                                : make_cost_model(*s.allreduce.algorithm, node)->cost(kBsh).time_s;
     CHECK_THAT(stage.tensor_communication_s, WithinRel(4 * 12 * 2 * per_block, 1e-9));
-    // They are exposed communication, not compute.
-    CHECK(r.breakdown.exposed_communication_s >= stage.tensor_communication_s / 2);
+    // They are exposed communication, not compute: both stages' GPUs spend that long in them (12 blocks each), and
+    // the breakdown is their mean.
+    CHECK(r.breakdown.exposed_communication_s >= stage.tensor_communication_s * (1 - 1e-12));
   }
 }
 
