@@ -83,11 +83,28 @@ Calibration parse_calibration(const Json& doc, const std::string& file, const st
   r.optional_string("format");
   c.version = static_cast<int>(r.optional_integer("version", 1, 2).value_or(1));
   c.source = r.optional_string("source").value_or("");
-  if (!r.has("layers") && !r.has("selection") && !r.has("collectives"))
+  if (!r.has("layers") && !r.has("selection") && !r.has("collectives") && !r.has("host") && !r.has("optimizer"))
     r.fail_here(c.version == 1 ? "a calibration gives \"layers\", \"selection\" or both"
-                               : "a calibration gives \"layers\", \"selection\", \"collectives\" or some of them");
-  if (c.version == 1 && r.has("collectives"))
-    r.fail("collectives", "measured collectives need \"version\": 2");
+                               : "a calibration gives \"layers\", \"selection\", \"collectives\", \"host\", "
+                                 "\"optimizer\" or some of them");
+  for (const char* key : {"collectives", "host", "optimizer"})
+    if (c.version == 1 && r.has(key))
+      r.fail(key, fmt::format("\"{}\" needs \"version\": 2", key));
+  if (r.has("host")) {
+    auto h = r.object("host");
+    c.host.launch_s = h.optional_quantity("launch", Dimension::time);
+    c.host.iteration_s = h.optional_quantity("iteration", Dimension::time);
+    c.host.data_loading_s = h.optional_quantity("data_loading", Dimension::time);
+    c.host.prefetch = h.optional_boolean("prefetch");
+    c.host.h2d_bandwidth = h.optional_quantity("h2d_bandwidth", Dimension::bandwidth, 0, true);
+    h.finish();
+  }
+  if (r.has("optimizer")) {
+    auto o = r.object("optimizer");
+    c.optimizer.gpu_s = o.optional_quantity("gpu", Dimension::time);
+    c.optimizer.host_s = o.optional_quantity("host", Dimension::time);
+    o.finish();
+  }
   if (const Json* list = r.optional("collectives")) {
     const std::string at = r.path("collectives");
     if (!list->is_array())
@@ -100,7 +117,13 @@ Calibration parse_calibration(const Json& doc, const std::string& file, const st
     auto layers = r.object("layers");
     for (const auto& [name, value] : layers.json().items()) {
       auto l = layers.object(name);
-      c.layers[name] = {l.quantity("forward", Dimension::time), l.quantity("backward", Dimension::time)};
+      auto& t = c.layers[name];
+      t.forward_s = l.quantity("forward", Dimension::time);
+      t.backward_s = l.quantity("backward", Dimension::time);
+      if (c.version >= 2) {
+        t.forward_host_s = l.optional_quantity("forward_host", Dimension::time);
+        t.backward_host_s = l.optional_quantity("backward_host", Dimension::time);
+      }
       l.finish();
     }
     layers.finish();
@@ -135,10 +158,36 @@ OrderedJson calibration_json(const Calibration& c) {
   if (!c.layers.empty()) {
     j["batch_per_gpu"] = c.batch_per_gpu;
     OrderedJson layers = OrderedJson::object();
-    for (const auto& [name, t] : c.layers)
-      layers[name] = {{"forward", seconds(t.forward_s)}, {"backward", seconds(t.backward_s)}};
+    for (const auto& [name, t] : c.layers) {
+      OrderedJson l = {{"forward", seconds(t.forward_s)}, {"backward", seconds(t.backward_s)}};
+      if (t.forward_host_s)
+        l["forward_host"] = seconds(*t.forward_host_s);
+      if (t.backward_host_s)
+        l["backward_host"] = seconds(*t.backward_host_s);
+      layers[name] = std::move(l);
+    }
     j["layers"] = std::move(layers);
   }
+  OrderedJson host = OrderedJson::object();
+  if (c.host.launch_s)
+    host["launch"] = seconds(*c.host.launch_s);
+  if (c.host.iteration_s)
+    host["iteration"] = seconds(*c.host.iteration_s);
+  if (c.host.data_loading_s)
+    host["data_loading"] = seconds(*c.host.data_loading_s);
+  if (c.host.prefetch)
+    host["prefetch"] = *c.host.prefetch;
+  if (c.host.h2d_bandwidth)
+    host["h2d_bandwidth"] = fmt::format("{} B/s", *c.host.h2d_bandwidth);
+  if (!host.empty())
+    j["host"] = std::move(host);
+  OrderedJson optimizer = OrderedJson::object();
+  if (c.optimizer.gpu_s)
+    optimizer["gpu"] = seconds(*c.optimizer.gpu_s);
+  if (c.optimizer.host_s)
+    optimizer["host"] = seconds(*c.optimizer.host_s);
+  if (!optimizer.empty())
+    j["optimizer"] = std::move(optimizer);
   if (!c.selection.empty()) {
     OrderedJson curves = OrderedJson::object();
     for (const auto& [name, k] : c.selection)

@@ -9,14 +9,39 @@
 #include "dag/compression.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ddlsim::dag {
 
+/// A layer's measured times at the calibration's batch: GPU kernel time (scaled linearly to the scenario's batch) and,
+/// when measured (version 2), the host time to issue them: the CPU thread's time from the layer's first operator to
+/// the next layer's, which does not scale with the batch.
 struct LayerTime {
   double forward_s = 0;
   double backward_s = 0;
+  std::optional<double> forward_host_s{};
+  std::optional<double> backward_host_s{};
+  bool operator==(const LayerTime&) const = default;
+};
+
+/// Host costs per training process (version 2, `host`; docs/calibration.md): what the CPU thread that issues a
+/// GPU's work spends outside the measured layers. Every field is optional.
+struct HostCosts {
+  std::optional<double> launch_s{};       ///< host time per GPU task without a measured host time
+  std::optional<double> iteration_s{};    ///< per iteration before the first launch (Python loop, zero_grad, loss)
+  std::optional<double> data_loading_s{}; ///< loading one batch of batch_per_gpu samples
+  std::optional<bool> prefetch{};         ///< whether the loader prepares the next batch during the iteration
+  std::optional<double> h2d_bandwidth{};  ///< host-to-device copy, B/s
+  bool operator==(const HostCosts&) const = default;
+};
+
+/// The optimizer step (version 2, `optimizer`): its GPU time and its host time, neither scaled with the batch.
+struct OptimizerTime {
+  std::optional<double> gpu_s{};
+  std::optional<double> host_s{};
+  bool operator==(const OptimizerTime&) const = default;
 };
 
 /// A collective measured on one communicator (version 2; `ddlsim calibrate --nccl-tests`): its table of sizes and
@@ -56,6 +81,8 @@ struct Calibration {
   std::map<std::string, SelectionCurve> selection; ///< by selection name (sort, sampling, threshold)
   std::string selection_pointer;                   ///< JSON pointer of `selection`, for messages
   std::vector<MeasuredCollective> collectives;     ///< version 2
+  HostCosts host;                                  ///< version 2
+  OptimizerTime optimizer;                         ///< version 2
 };
 
 /// Parses a calibration document (version 1 or 2); errors are InputErrors naming `file` and the JSON path under
