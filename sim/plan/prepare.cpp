@@ -7,6 +7,7 @@
 #include "core/units.hpp"
 #include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/host.hpp"
 #include "sim/plan/pipeline.hpp"
 #include "sim/plan/schedule.hpp"
 
@@ -159,6 +160,7 @@ Prepared prepare(const Scenario& s, std::string engine) {
       {.gpu = 0, .node = 0, .gpus_per_node = s.cluster.gpus_per_node, .data_parallel = data_parallel_group(s)});
   r.communication_bytes_per_worker =
       cost_communication(s, *p.allreduce, r.graph, nullptr, measured_collectives_notes(s, r));
+  add_host_tasks(r.graph, HostTimes(p.costs.worker));
   if (ps)
     prepare_parameter_server(s, p);
   if (const auto c = compression_totals(r.groups); c.groups > 0) {
@@ -397,11 +399,44 @@ void set_model_flops_utilisation(const Scenario& s, RunResult& r) {
 
 namespace detail {
 
+namespace {
+// A note when the host thread that drives the DAG's first GPU is busy most of the iteration (sim/plan/host.hpp).
+void note_host_bound(const Scenario& s, const ComputeCosts& costs, RunResult& r) {
+  double busy = 0, gpu = 0;
+  int iterations = 1;
+  const auto first = r.graph.devices().front();
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto& t = r.graph.task(v);
+    iterations = std::max(iterations, t.iteration + 1);
+    if (t.device != first)
+      continue;
+    if (t.resource == dag::Resource::host_thread)
+      busy += r.timing[v].end_s - r.timing[v].start_s;
+    else if (t.resource == dag::Resource::gpu_compute && t.kind != dag::TaskKind::communication)
+      gpu += r.timing[v].end_s - r.timing[v].start_s;
+  }
+  busy /= iterations;
+  gpu /= iterations;
+  if (!(busy >= 0.8 * r.iteration_time_s) || !(busy > gpu))
+    return;
+  const auto* c = s.gpu.calibration ? &*s.gpu.calibration : nullptr;
+  const bool measured = c != nullptr && std::any_of(c->layers.begin(), c->layers.end(), [](const auto& l) {
+                          return l.second.forward_host_s.has_value() || l.second.backward_host_s.has_value();
+                        });
+  r.notes.push_back(fmt::format(
+      "host-bound: the host thread that issues {}'s work is busy {} of the {} iteration, its GPU compute {} ({}{} "
+      "per other GPU task); a faster GPU would not shorten the step",
+      dag::device_name(first), format_time(busy), format_time(r.iteration_time_s), format_time(gpu),
+      measured ? "host times per layer from the calibration, " : "", format_time(costs.worker.launch_s)));
+}
+} // namespace
+
 void finalize(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   if (r.pipeline) {
     finalize_pipeline(s, p);
     set_model_flops_utilisation(s, r);
+    note_host_bound(s, p.costs, r);
     return;
   }
   r.iteration_time_s = makespan_of(r.timing);
@@ -424,7 +459,8 @@ void finalize(const Scenario& s, Prepared& p) {
     b.idle_s = std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s - b.exposed_communication_s);
   }
   // The same worker alone: the reference for scaling efficiency.
-  const auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
+  auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
+  add_host_tasks(alone, HostTimes(p.costs.worker));
   r.single_gpu_iteration_s = makespan_of(schedule(alone));
   r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;
   r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
@@ -433,6 +469,7 @@ void finalize(const Scenario& s, Prepared& p) {
     largest = std::max(largest, g.bytes);
   r.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
   set_model_flops_utilisation(s, r);
+  note_host_bound(s, p.costs, r);
 }
 
 } // namespace detail
