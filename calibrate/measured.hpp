@@ -20,9 +20,9 @@ struct MeasuredCollectives {
 /// The measured collectives of `logs`: for each (collective, ranks, nodes) that ddlsim simulates (all_reduce,
 /// all_gather, reduce_scatter, broadcast, sendrecv as point_to_point), the faster of in-place and out-of-place per
 /// size (nccl-tests' `size`, which is the lowering's payload: the buffer, or the whole gathered / scattered buffer)
-/// and PiecewiseAlphaBeta's segments over that table, with their fit quality. Series of a collective ddlsim does not
-/// simulate are left out with a note, as is the fit of a table of fewer points than a segment needs. `source` names
-/// each log (its path), in the order of `logs`.
+/// and PiecewiseAlphaBeta's segments fitted to the out-of-place times (measured.cpp says why), with their fit quality.
+/// Series of a collective ddlsim does not simulate are left out with a note, as is the fit of a table of fewer points
+/// than a segment needs. `source` names each log (its path), in the order of `logs`.
 [[nodiscard]] MeasuredCollectives measured_collectives(const std::vector<NcclTestsLog>& logs,
                                                        const std::vector<std::string>& sources);
 
