@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 namespace ddlsim::calibrate {
 
@@ -107,6 +109,50 @@ MeasuredModel::MeasuredModel(const dag::MeasuredCollective& m) : table_(table_po
 
 Estimate MeasuredModel::time(double size_bytes) const {
   return fit_ ? predict(table_, *fit_, size_bytes) : table_.time(size_bytes);
+}
+
+double MeasuredModel::latency_s(double size_bytes) const {
+  double alpha = table_.points().front().time_s;
+  if (fit_) {
+    const auto& segments = fit_->segments();
+    alpha = segments.front().alpha_s;
+    for (const auto& g : segments)
+      if (g.first_size_bytes <= size_bytes)
+        alpha = g.alpha_s;
+  }
+  return std::clamp(alpha, 0.0, time(size_bytes).time_s);
+}
+
+namespace {
+// A ring's steps and nccl-tests' bus-bandwidth factor for p ranks.
+std::pair<double, double> ring_steps_and_factor(dag::Collective c, int p) {
+  const double q = p - 1;
+  switch (c) {
+  case dag::Collective::allreduce:
+    return {2 * q, 2 * q / p};
+  case dag::Collective::allgather:
+  case dag::Collective::reduce_scatter:
+    return {q, q / p};
+  case dag::Collective::broadcast:
+    return {q, 1.0};
+  default:
+    return {1.0, 1.0};
+  }
+}
+} // namespace
+
+Estimate scaled_time(const MeasuredModel& model, dag::Collective collective, int measured_ranks, int ranks,
+                     double size_bytes) {
+  Estimate e = model.time(size_bytes);
+  if (ranks == measured_ranks)
+    return e;
+  const double alpha = model.latency_s(size_bytes);
+  const auto [steps, factor] = ring_steps_and_factor(collective, measured_ranks);
+  const auto [new_steps, new_factor] = ring_steps_and_factor(collective, ranks);
+  if (!(steps > 0) || !(factor > 0))
+    return e;
+  e.time_s = alpha * new_steps / steps + (e.time_s - alpha) * new_factor / factor;
+  return e;
 }
 
 } // namespace ddlsim::calibrate

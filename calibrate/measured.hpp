@@ -34,10 +34,21 @@ class MeasuredModel {
 public:
   explicit MeasuredModel(const dag::MeasuredCollective& m);
   [[nodiscard]] Estimate time(double size_bytes) const;
+  /// The start-up part of time(size_bytes): the α of the segment that times it (the table's smallest time when there
+  /// are no segments), at most the time itself.
+  [[nodiscard]] double latency_s(double size_bytes) const;
 
 private:
   MeasuredTable table_;
   std::optional<PiecewiseAlphaBeta> fit_;
 };
+
+/// A measured collective replayed on a communicator of another size (issue #12): its bus bandwidth kept (nccl-tests'
+/// busbw = algbw x factor, factor 2(p-1)/p for allreduce, (p-1)/p for allgather and reduce-scatter, 1 for broadcast
+/// and point-to-point), its start-up scaled by a ring's step count (2(p-1) for allreduce, p-1 for allgather,
+/// reduce-scatter and broadcast, 1 for point-to-point): t' = α s'/s + (t - α) factor'/factor, with t and α the
+/// measurement's at that size.
+[[nodiscard]] Estimate scaled_time(const MeasuredModel& model, dag::Collective collective, int measured_ranks,
+                                   int ranks, double size_bytes);
 
 } // namespace ddlsim::calibrate

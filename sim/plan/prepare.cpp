@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -249,6 +250,7 @@ struct CollectiveCoster::Measured {
   int used = 0;
   int extrapolated = 0;
   double largest_extrapolated_bytes = 0;
+  std::map<int, int> scaled{}; ///< collectives timed on communicators of other sizes, by their size
 };
 
 CollectiveCoster::CollectiveCoster(const Scenario& s, const CollectiveModel& whole_cluster)
@@ -263,19 +265,24 @@ CollectiveCoster::~CollectiveCoster() = default;
 std::vector<std::string> CollectiveCoster::notes() const {
   std::vector<std::string> out;
   for (const auto& m : measured_) {
-    if (m->used == 0)
-      continue;
     const auto& c = m->collective;
-    out.push_back(fmt::format(
-        "measured {} over {} ranks{} ({}) timed {} collective{} in place of the algorithm{}",
-        collective_name(c.collective), c.ranks, c.nodes > 0 ? fmt::format(" on {} nodes", c.nodes) : std::string(),
-        s_.gpu.calibration->origin, m->used, m->used == 1 ? "" : "s",
-        m->extrapolated > 0
-            ? fmt::format("; {} of them outside its measured sizes ({} .. {}), extrapolated by its "
-                          "alpha-beta fit, up to {}",
-                          m->extrapolated, format_bytes(c.table.front().size_bytes),
-                          format_bytes(c.table.back().size_bytes), format_bytes(m->largest_extrapolated_bytes))
-            : std::string()));
+    if (m->used > 0)
+      out.push_back(fmt::format(
+          "measured {} over {} ranks{} ({}) timed {} collective{} in place of the algorithm{}",
+          collective_name(c.collective), c.ranks, c.nodes > 0 ? fmt::format(" on {} nodes", c.nodes) : std::string(),
+          s_.gpu.calibration->origin, m->used, m->used == 1 ? "" : "s",
+          m->extrapolated > 0
+              ? fmt::format("; {} of them outside its measured sizes ({} .. {}), extrapolated by its "
+                            "alpha-beta fit, up to {}",
+                            m->extrapolated, format_bytes(c.table.front().size_bytes),
+                            format_bytes(c.table.back().size_bytes), format_bytes(m->largest_extrapolated_bytes))
+              : std::string()));
+    for (const auto& [ranks, count] : m->scaled)
+      out.push_back(fmt::format("measured {} over {} ranks{} ({}) timed {} collective{} over {} ranks, its bus "
+                                "bandwidth kept and its start-up scaled by a ring's step count",
+                                collective_name(c.collective), c.ranks,
+                                c.nodes > 0 ? fmt::format(" on {} nodes", c.nodes) : std::string(),
+                                s_.gpu.calibration->origin, count, count == 1 ? "" : "s", ranks));
   }
   return out;
 }
@@ -285,14 +292,28 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
   const Key key{task.collective,   shape.nodes,          shape.gpus_per_node, shape.shard_first,
                 shape.shard_count, layout.whole_cluster, task.bytes};
   const auto known = memo_.find(key);
+  const int ranks = layout.shape.workers();
   Measured* measured = nullptr;
   for (const auto& m : measured_)
-    if (m->collective.collective == task.collective && m->collective.ranks == layout.shape.workers() &&
+    if (m->collective.collective == task.collective && m->collective.ranks == ranks &&
         (m->collective.nodes == 0 || m->collective.nodes == layout.shape.nodes))
       measured = m.get();
+  // Else a measurement of the same collective with as many GPUs per node, inside one node or across nodes as this
+  // communicator is, the closest in size: replayed at this size (calibrate::scaled_time).
+  bool scaled = false;
+  if (measured == nullptr)
+    for (const auto& m : measured_) {
+      const auto& c = m->collective;
+      if (c.collective != task.collective || c.nodes <= 0 || c.ranks % c.nodes != 0 ||
+          c.ranks / c.nodes != layout.shape.gpus_per_node || (c.nodes > 1) != (layout.shape.nodes > 1))
+        continue;
+      if (measured == nullptr || std::abs(c.ranks - ranks) < std::abs(measured->collective.ranks - ranks))
+        measured = m.get();
+      scaled = true;
+    }
   if (measured != nullptr) { // counted per collective, not per distinct cost
-    ++measured->used;
-    if (measured->model.time(task.bytes).extrapolated) {
+    ++(scaled ? measured->scaled[ranks] : measured->used);
+    if (!scaled && measured->model.time(task.bytes).extrapolated) {
       ++measured->extrapolated;
       measured->largest_extrapolated_bytes = std::max(measured->largest_extrapolated_bytes, task.bytes);
     }
@@ -322,7 +343,8 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
     cost = {phase_synchronous_time(phases, net), sent};
   }
   if (measured != nullptr) // what each rank sends stays the algorithm's; the time is the measurement's
-    cost.time_s = measured->model.time(task.bytes).time_s;
+    cost.time_s =
+        calibrate::scaled_time(measured->model, task.collective, measured->collective.ranks, ranks, task.bytes).time_s;
   memo_.emplace(key, cost);
   return cost;
 }
