@@ -13,6 +13,7 @@
 #include "sim/flow/symmetry.hpp"
 #include "sim/network/collectives.hpp"
 #include "sim/network/communicator.hpp"
+#include "sim/plan/measured_links.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/plan/schedule.hpp"
 
@@ -570,7 +571,9 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
 // Rows of tasks.csv the default flow.report_replicas aims at (a copy's tasks each).
 constexpr std::size_t kReportedRows = 500'000;
 
-RunResult run_flow(const Scenario& s) {
+RunResult run_flow(const Scenario& scenario) {
+  // A measured allreduce over the whole cluster sets the links the algorithm is simulated on (measured_links.hpp).
+  const Scenario s = with_measured_links(scenario);
   if (s.strategy.asynchronous())
     throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
   const auto wall_start = std::chrono::steady_clock::now();

@@ -8,6 +8,7 @@
 #include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/host.hpp"
+#include "sim/plan/measured_links.hpp"
 #include "sim/plan/pipeline.hpp"
 #include "sim/plan/schedule.hpp"
 
@@ -105,16 +106,21 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
 }
 } // namespace
 
-// The flow engine simulates the algorithms on the platform (issue #12: measured collectives there are still to
-// come), and says so.
+// The flow engine simulates the algorithms on the platform: on links derived from a measured allreduce over the
+// whole cluster (measured_links.hpp), or on the scenario's; it says which.
 std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResult& r) {
   if (!s.gpu.calibration || s.gpu.calibration->collectives.empty())
     return nullptr;
   if (r.engine == "analytic")
     return &r.notes;
-  r.notes.push_back(fmt::format("the flow engine simulates the collective algorithms on the platform; the measured "
-                                "collectives of {} are replayed by the analytic engine only (so far)",
-                                s.gpu.calibration->origin));
+  if (const auto links = measured_links(s))
+    r.notes.push_back(links->note);
+  else
+    r.notes.push_back(fmt::format("the flow engine simulates the collective algorithms on the scenario's links; the "
+                                  "measured collectives of {} are replayed by the analytic engine only (the flow "
+                                  "engine derives its links from a measured allreduce over every GPU of the cluster, "
+                                  "for a ring allreduce on a star with a NIC per node)",
+                                  s.gpu.calibration->origin));
   return nullptr;
 }
 
