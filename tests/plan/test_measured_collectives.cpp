@@ -18,7 +18,7 @@ using Catch::Matchers::WithinRel;
 namespace {
 
 // 2 nodes x 8 GPUs, bsp: one allreduce of the model's gradient, 4 bytes per parameter.
-Json scenario(std::int64_t parameters, int nodes = 2) {
+Json measured_doc(std::int64_t parameters, int nodes = 2) {
   Json doc = Json::parse(R"({
     "name": "measured",
     "model": {"layers": [{"name": "l0", "fwd_flops": "1 GFLOP"}], "batch_per_gpu": 8},
@@ -57,32 +57,32 @@ bool noted(const RunResult& r, const std::string& phrase) {
 
 TEST_CASE("calibration: a measured collective replaces the algorithm for its communicator", "[calibration][measured]") {
   // 4 MiB, a measured size: exactly the measurement.
-  const auto at = run_analytic(parse_scenario(scenario(1048576), "m.json"));
+  const auto at = run_analytic(parse_scenario(measured_doc(1048576), "m.json"));
   CHECK(allreduce_s(at) == 0.0003566);
   CHECK(noted(at, "measured allreduce over 16 ranks on 2 nodes (<inline>) timed 1 collective"));
   CHECK_FALSE(noted(at, "extrapolated"));
   // 2 MiB, between 1 and 4 MiB: a third of the way.
-  const auto between = run_analytic(parse_scenario(scenario(524288), "m.json"));
+  const auto between = run_analytic(parse_scenario(measured_doc(524288), "m.json"));
   CHECK_THAT(allreduce_s(between), WithinRel(0.0002 + (0.0003566 - 0.0002) / 3, 1e-12));
   // 64 MiB, beyond the table: the segment, flagged.
-  const auto beyond = run_analytic(parse_scenario(scenario(16777216), "m.json"));
+  const auto beyond = run_analytic(parse_scenario(measured_doc(16777216), "m.json"));
   CHECK_THAT(allreduce_s(beyond), WithinRel(0.0002 + 3.6e-11 * 67108864, 1e-12));
   CHECK(noted(beyond, "1 of them outside its measured sizes (1 MiB .. 16 MiB), extrapolated"));
   // 4 nodes x 8 GPUs is another communicator: the ring's closed form, no note.
-  const auto other = run_analytic(parse_scenario(scenario(1048576, 4), "m.json"));
-  const auto wide = parse_scenario(scenario(1048576, 4), "m.json");
+  const auto other = run_analytic(parse_scenario(measured_doc(1048576, 4), "m.json"));
+  const auto wide = parse_scenario(measured_doc(1048576, 4), "m.json");
   CHECK_THAT(
       allreduce_s(other),
       WithinRel(make_cost_model(*wide.allreduce.algorithm, wide.cluster.network())->cost(4194304).time_s, 1e-12));
   CHECK_FALSE(noted(other, "measured allreduce"));
   // The flow engine does not use them yet, and says so.
-  const auto flow = detail::prepare(parse_scenario(scenario(1048576), "m.json"), "flow");
+  const auto flow = detail::prepare(parse_scenario(measured_doc(1048576), "m.json"), "flow");
   CHECK(noted(flow.result, "replayed by the analytic engine only"));
   CHECK_FALSE(noted(flow.result, "measured allreduce over"));
 }
 
 TEST_CASE("calibration: one of gpu.calibration and the top-level calibration", "[calibration][measured]") {
-  auto doc = scenario(1048576);
+  auto doc = measured_doc(1048576);
   doc["gpu"]["calibration"] = doc["calibration"];
   try {
     (void)parse_scenario(doc, "m.json");
