@@ -4,6 +4,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  lld                   # linker (faster than GNU ld; optional: CMake falls back to the default)
   libsimgrid-dev        # flow-level engine (SimGrid 3.32)
   libmimalloc-dev       # allocator for the flow engine (optional: without it, slower)
   libboost-graph-dev    # iteration DAG

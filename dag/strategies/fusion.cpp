@@ -11,16 +11,16 @@
 namespace ddlsim::dag {
 namespace {
 
-constexpr std::string_view kKeys[] = {"threshold", "cycle_time"};
+constexpr std::string_view kFusionKeys[] = {"threshold", "cycle_time"};
 
-StrategyOptions parse(ObjectReader& r, const StrategyContext&) {
+StrategyOptions parse_fusion_options(ObjectReader& r, const StrategyContext&) {
   FusionOptions o;
   o.threshold_bytes = r.optional_quantity("threshold", Dimension::bytes).value_or(o.threshold_bytes);
   o.cycle_time_s = r.optional_quantity("cycle_time", Dimension::time).value_or(o.cycle_time_s);
   return o;
 }
 
-std::vector<GradientGroup> plan(const StrategyInput& in) {
+std::vector<GradientGroup> plan_fusion(const StrategyInput& in) {
   const auto tensors = flatten_tensors(in.model);
   const auto order = gradient_ready_order(in.model);
   const auto finish = backward_finish_times(in.costs);
@@ -60,9 +60,9 @@ extern constinit const StrategyInfo fusion{
     .name = "fusion",
     .description = "Horovod tensor fusion: ready tensors packed up to threshold every cycle_time",
     .family = StrategyFamily::fusion,
-    .keys = kKeys,
-    .parse = &parse,
-    .plan = &plan,
+    .keys = kFusionKeys,
+    .parse = &parse_fusion_options,
+    .plan = &plan_fusion,
 };
 } // namespace builtin
 

@@ -7,7 +7,7 @@
 namespace ddlsim::dag {
 namespace {
 
-std::vector<GradientGroup> plan(const StrategyInput& in) {
+std::vector<GradientGroup> plan_lags(const StrategyInput& in) {
   auto groups = one_group_per_tensor(in);
   for (auto& g : groups)
     sparsify_group(g, in, Collective::allgather);
@@ -23,7 +23,7 @@ extern constinit const StrategyInfo lags{
     .family = StrategyFamily::sparsification,
     .keys = kSparsificationKeys,
     .parse = &parse_sparsification_options,
-    .plan = &plan,
+    .plan = &plan_lags,
 };
 } // namespace builtin
 

@@ -9,7 +9,7 @@
 namespace ddlsim::dag {
 namespace {
 
-std::vector<GradientGroup> plan(const StrategyInput& in) {
+std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in) {
   const auto tensors = flatten_tensors(in.model);
   const auto order = gradient_ready_order(in.model);
   const auto finish = backward_finish_times(in.costs);
@@ -36,7 +36,7 @@ extern constinit const StrategyInfo mgwfbp{
     .name = "mg-wfbp",
     .description = "MG-WFBP optimal merging of consecutive gradients (Shi et al., INFOCOM 2019)",
     .family = StrategyFamily::dense,
-    .plan = &plan,
+    .plan = &plan_mgwfbp,
 };
 } // namespace builtin
 

@@ -17,7 +17,7 @@
 namespace ddlsim::dag {
 namespace {
 
-std::vector<GradientGroup> plan(const StrategyInput& in) {
+std::vector<GradientGroup> plan_omgs(const StrategyInput& in) {
   if (!in.allgather_time)
     throw std::logic_error("omgs plans with the allgather's cost: StrategyInput::allgather_time is unset");
   const auto tensors = flatten_tensors(in.model);
@@ -64,7 +64,7 @@ extern constinit const StrategyInfo omgs{
     .family = StrategyFamily::sparsification,
     .keys = kSparsificationKeys,
     .parse = &parse_sparsification_options,
-    .plan = &plan,
+    .plan = &plan_omgs,
 };
 } // namespace builtin
 

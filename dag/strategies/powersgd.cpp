@@ -41,10 +41,10 @@ double roofline_s(KernelWork w, const WorkerCosts& costs) {
 
 namespace {
 
-constexpr std::string_view kKeys[] = {"first_bucket", "bucket_cap", "rank", "compression_stream"};
+constexpr std::string_view kPowersgdKeys[] = {"first_bucket", "bucket_cap", "rank", "compression_stream"};
 
 // The rank must let at least one weight matrix of the model be compressed, and the kernels need the GPU's roofline.
-StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
+StrategyOptions parse_powersgd_options(ObjectReader& r, const StrategyContext& ctx) {
   PowerSgdOptions o;
   o.buckets = parse_bucket_options(r);
   if (const Json* rank = r.optional("rank")) {
@@ -94,7 +94,7 @@ StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
   return o;
 }
 
-std::vector<GradientGroup> plan(const StrategyInput& in) {
+std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
   if (!(in.costs.memory_bandwidth > 0) || !(in.costs.peak_flops > 0))
     throw std::logic_error("powersgd needs the GPU's peak FLOPS and memory bandwidth to cost its kernels");
   std::vector<const ParamTensor*> params;
@@ -158,9 +158,9 @@ extern constinit const StrategyInfo powersgd{
     .description =
         "PowerSGD low-rank compression per DDP bucket, PyTorch's powerSGD_hook (Vogels et al., NeurIPS 2019)",
     .family = StrategyFamily::low_rank,
-    .keys = kKeys,
-    .parse = &parse,
-    .plan = &plan,
+    .keys = kPowersgdKeys,
+    .parse = &parse_powersgd_options,
+    .plan = &plan_powersgd,
 };
 } // namespace builtin
 

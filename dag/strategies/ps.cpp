@@ -30,7 +30,7 @@ namespace {
 constexpr std::string_view kSyncKeys[] = {"servers", "placement", "bigarray_bound"};
 constexpr std::string_view kAsyncKeys[] = {"servers", "placement", "bigarray_bound", "worker_speed_spread"};
 
-StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
+StrategyOptions parse_ps_options(ObjectReader& r, const StrategyContext& ctx) {
   ParameterServerOptions o;
   // Servers: one per node by default (MXNet's launcher and BytePS's co-located mode); dedicated hosts hang off the
   // star with the workers' NIC.
@@ -44,7 +44,7 @@ StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
   return o;
 }
 
-std::vector<GradientGroup> plan(const StrategyInput& in) {
+std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
   const auto tensors = flatten_tensors(in.model);
   const auto order = gradient_ready_order(in.model);
   const auto& options = options_as<ParameterServerOptions>(in.options);
@@ -72,8 +72,8 @@ extern constinit const StrategyInfo ps_sync{
     .description = "parameter server, synchronous: per-tensor push and pull overlapped with backward and forward",
     .family = StrategyFamily::parameter_server,
     .keys = kSyncKeys,
-    .parse = &parse,
-    .plan = &plan,
+    .parse = &parse_ps_options,
+    .plan = &plan_ps,
 };
 extern constinit const StrategyInfo ps_async{
     .name = "ps-async",
@@ -81,8 +81,8 @@ extern constinit const StrategyInfo ps_async{
     .family = StrategyFamily::parameter_server,
     .traits = {.asynchronous = true},
     .keys = kAsyncKeys,
-    .parse = &parse,
-    .plan = &plan,
+    .parse = &parse_ps_options,
+    .plan = &plan_ps,
 };
 } // namespace builtin
 

@@ -9,9 +9,9 @@
 namespace ddlsim::dag {
 namespace {
 
-constexpr std::string_view kKeys[] = {"first_bucket", "bucket_cap", "levels"};
+constexpr std::string_view kQsgdKeys[] = {"first_bucket", "bucket_cap", "levels"};
 
-StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
+StrategyOptions parse_qsgd_options(ObjectReader& r, const StrategyContext& ctx) {
   QuantisationOptions o;
   o.buckets = parse_bucket_options(r);
   o.levels = static_cast<int>(r.optional_integer("levels", 1, 1 << 30).value_or(127)); // 8 bits per element
@@ -19,7 +19,7 @@ StrategyOptions parse(ObjectReader& r, const StrategyContext& ctx) {
   return o;
 }
 
-std::vector<GradientGroup> plan(const StrategyInput& in) {
+std::vector<GradientGroup> plan_qsgd(const StrategyInput& in) {
   return plan_quantised_buckets(in, Quantiser::qsgd);
 }
 
@@ -30,9 +30,9 @@ extern constinit const StrategyInfo qsgd{
     .name = "qsgd",
     .description = "QSGD stochastic quantisation to strategy.levels levels per DDP bucket, allgathered",
     .family = StrategyFamily::quantisation,
-    .keys = kKeys,
-    .parse = &parse,
-    .plan = &plan,
+    .keys = kQsgdKeys,
+    .parse = &parse_qsgd_options,
+    .plan = &plan_qsgd,
 };
 } // namespace builtin
 

@@ -5,7 +5,7 @@
 
 namespace ddlsim::dag {
 namespace {
-std::vector<GradientGroup> plan(const StrategyInput& in) {
+std::vector<GradientGroup> plan_terngrad(const StrategyInput& in) {
   return plan_quantised_buckets(in, Quantiser::terngrad);
 }
 } // namespace
@@ -17,7 +17,7 @@ extern constinit const StrategyInfo terngrad{
     .family = StrategyFamily::quantisation,
     .keys = kBucketKeys,
     .parse = &parse_quantised_bucket_options,
-    .plan = &plan,
+    .plan = &plan_terngrad,
 };
 } // namespace builtin
 

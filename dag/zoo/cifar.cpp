@@ -11,9 +11,9 @@ namespace ddlsim::dag::detail {
 
 namespace {
 
-constexpr std::int64_t kImageSize = 32;
-constexpr std::int64_t kClasses = 10;
-constexpr double kImageBytes = 3.0 * kImageSize * kImageSize * kFloatBytes;
+constexpr std::int64_t kCifarImageSize = 32;
+constexpr std::int64_t kCifarClasses = 10;
+constexpr double kCifarImageBytes = 3.0 * kCifarImageSize * kCifarImageSize * kFloatBytes;
 
 } // namespace
 
@@ -28,8 +28,8 @@ std::optional<Model> build_resnet_cifar(std::string_view name) {
   } else {
     return std::nullopt;
   }
-  ModelBuilder b(std::string(name), kImageBytes);
-  Chw x = b.conv2d("conv1", {3, kImageSize, kImageSize}, 16, ConvSpec::square(3, 1, 1));
+  ModelBuilder b(std::string(name), kCifarImageBytes);
+  Chw x = b.conv2d("conv1", {3, kCifarImageSize, kCifarImageSize}, 16, ConvSpec::square(3, 1, 1));
   x = b.batchnorm2d("bn1", x);
   b.relu(x.numel());
   for (int stage = 0; stage < 3; ++stage) {
@@ -50,16 +50,16 @@ std::optional<Model> build_resnet_cifar(std::string_view name) {
     }
   }
   x = b.avg_pool2d("avg_pool2d", x, {x.h, x.h}); // F.avg_pool2d(out, out.size()[3])
-  b.linear("linear", x.src, 1, x.numel(), kClasses);
-  b.cross_entropy(kClasses);
+  b.linear("linear", x.src, 1, x.numel(), kCifarClasses);
+  b.cross_entropy(kCifarClasses);
   return std::move(b).finish();
 }
 
 Model build_vgg16_cifar() {
   // kuangliu cfg['VGG16'] (configuration D); 0 is "M" (2x2 max pool).
   static constexpr std::array<int, 18> kD{64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
-  ModelBuilder b("vgg16-cifar", kImageBytes);
-  Chw x{3, kImageSize, kImageSize};
+  ModelBuilder b("vgg16-cifar", kCifarImageBytes);
+  Chw x{3, kCifarImageSize, kCifarImageSize};
   int module = 0; // index in the `features` Sequential: conv, bn, relu, ..., pool
   for (const int v : kD) {
     if (v == 0) {
@@ -75,8 +75,8 @@ Model build_vgg16_cifar() {
     }
   }
   x = b.avg_pool2d("features." + std::to_string(module), x, {1, 1}); // AvgPool2d(kernel_size=1, stride=1)
-  b.linear("classifier", x.src, 1, x.numel(), kClasses);
-  b.cross_entropy(kClasses);
+  b.linear("classifier", x.src, 1, x.numel(), kCifarClasses);
+  b.cross_entropy(kCifarClasses);
   return std::move(b).finish();
 }
 

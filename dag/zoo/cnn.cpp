@@ -11,9 +11,9 @@ namespace ddlsim::dag::detail {
 
 namespace {
 
-constexpr std::int64_t kImageSize = 224;
-constexpr std::int64_t kClasses = 1000;
-constexpr double kImageBytes = 3.0 * kImageSize * kImageSize * kFloatBytes;
+constexpr std::int64_t kImageNetImageSize = 224;
+constexpr std::int64_t kImageNetClasses = 1000;
+constexpr double kImageNetImageBytes = 3.0 * kImageNetImageSize * kImageNetImageSize * kFloatBytes;
 
 std::string idx(const std::string& prefix, int i) {
   return prefix + "." + std::to_string(i);
@@ -39,8 +39,8 @@ void classifier(ModelBuilder& b, Chw x, bool alexnet_order) {
     b.relu(hidden);
     b.dropout(hidden); // classifier.5
   }
-  b.linear("classifier.6", y, 1, hidden, kClasses);
-  b.cross_entropy(kClasses);
+  b.linear("classifier.6", y, 1, hidden, kImageNetClasses);
+  b.cross_entropy(kImageNetClasses);
 }
 
 ConvSpec biased(ConvSpec spec) {
@@ -51,8 +51,8 @@ ConvSpec biased(ConvSpec spec) {
 } // namespace
 
 Model build_alexnet() {
-  ModelBuilder b("alexnet", kImageBytes);
-  Chw x{3, kImageSize, kImageSize};
+  ModelBuilder b("alexnet", kImageNetImageBytes);
+  Chw x{3, kImageNetImageSize, kImageNetImageSize};
   x = b.conv2d("features.0", x, 64, biased(ConvSpec::square(11, 4, 2)));
   b.relu(x.numel());
   x = b.max_pool2d("features.2", x, {3, 2});
@@ -90,8 +90,8 @@ std::optional<Model> build_vgg(std::string_view name) {
   } else {
     return std::nullopt;
   }
-  ModelBuilder b(std::string(name), kImageBytes);
-  Chw x{3, kImageSize, kImageSize};
+  ModelBuilder b(std::string(name), kImageNetImageBytes);
+  Chw x{3, kImageNetImageSize, kImageNetImageSize};
   int module = 0; // index in the `features` Sequential: conv, relu, ..., pool
   for (const int v : cfg) {
     if (v == 0) {
@@ -147,8 +147,8 @@ std::optional<Model> build_resnet(std::string_view name) {
     return std::nullopt;
   }
   const std::int64_t expansion = cfg->bottleneck ? 4 : 1;
-  ModelBuilder b(std::string(name), kImageBytes);
-  Chw x = b.conv2d("conv1", {3, kImageSize, kImageSize}, 64, ConvSpec::square(7, 2, 3));
+  ModelBuilder b(std::string(name), kImageNetImageBytes);
+  Chw x = b.conv2d("conv1", {3, kImageNetImageSize, kImageNetImageSize}, 64, ConvSpec::square(7, 2, 3));
   x = b.batchnorm2d("bn1", x);
   b.relu(x.numel());
   x = b.max_pool2d("maxpool", x, {3, 2, 1});
@@ -192,8 +192,8 @@ std::optional<Model> build_resnet(std::string_view name) {
     }
   }
   x = b.adaptive_avg_pool2d("avgpool", x, 1, 1);
-  b.linear("fc", x.src, 1, x.numel(), kClasses);
-  b.cross_entropy(kClasses);
+  b.linear("fc", x.src, 1, x.numel(), kImageNetClasses);
+  b.cross_entropy(kImageNetClasses);
   return std::move(b).finish();
 }
 

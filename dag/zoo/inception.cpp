@@ -14,7 +14,7 @@ namespace ddlsim::dag::detail {
 
 namespace {
 
-constexpr std::int64_t kClasses = 1000;
+constexpr std::int64_t kInceptionClasses = 1000;
 
 ConvSpec rect(std::int64_t kh, std::int64_t kw, std::int64_t ph, std::int64_t pw) {
   return ConvSpec{kh, kw, 1, 1, ph, pw, 1, false};
@@ -50,8 +50,8 @@ void googlenet_aux(ModelBuilder& b, const std::string& p, Chw x) {
   const Src fc1 = b.linear(p + ".fc1", y.src, 1, y.numel(), hidden);
   b.relu(hidden);
   b.dropout(hidden); // p = 0.7
-  b.linear(p + ".fc2", fc1, 1, hidden, kClasses);
-  b.cross_entropy(kClasses);
+  b.linear(p + ".fc2", fc1, 1, hidden, kInceptionClasses);
+  b.cross_entropy(kInceptionClasses);
 }
 
 // ---- Inception v3 ----------------------------------------------------------------------------------------
@@ -129,8 +129,8 @@ void inception_aux(ModelBuilder& b, const std::string& p, Chw x) {
   y = basic_conv(b, p + ".conv0", y, 128, ConvSpec::square(1));
   y = basic_conv(b, p + ".conv1", y, 768, ConvSpec::square(5));
   y = b.adaptive_avg_pool2d(p + ".adaptive_avg_pool2d", y, 1, 1);
-  b.linear(p + ".fc", y.src, 1, y.numel(), kClasses);
-  b.cross_entropy(kClasses);
+  b.linear(p + ".fc", y.src, 1, y.numel(), kInceptionClasses);
+  b.cross_entropy(kInceptionClasses);
 }
 
 } // namespace
@@ -158,8 +158,8 @@ Model build_googlenet() {
   x = googlenet_inception(b, "inception5b", x, 384, 192, 384, 48, 128, 128);
   x = b.adaptive_avg_pool2d("avgpool", x, 1, 1);
   b.dropout(x.numel()); // p = 0.2
-  b.linear("fc", x.src, 1, x.numel(), kClasses);
-  b.cross_entropy(kClasses);
+  b.linear("fc", x.src, 1, x.numel(), kInceptionClasses);
+  b.cross_entropy(kInceptionClasses);
   return std::move(b).finish();
 }
 
@@ -187,8 +187,8 @@ Model build_inception_v3() {
   x = inception_e(b, "Mixed_7c", x);
   x = b.adaptive_avg_pool2d("avgpool", x, 1, 1);
   b.dropout(x.numel()); // p = 0.5
-  b.linear("fc", x.src, 1, x.numel(), kClasses);
-  b.cross_entropy(kClasses);
+  b.linear("fc", x.src, 1, x.numel(), kInceptionClasses);
+  b.cross_entropy(kInceptionClasses);
   return std::move(b).finish();
 }
 

@@ -27,6 +27,8 @@
 #include <simgrid/s4u/NetZone.hpp>
 #include <simgrid/version.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>

@@ -4,6 +4,8 @@
 // forward, backward and update in proportion to their FLOPs after subtracting the host-to-device copy.
 #include "sim/plan/compute.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace ddlsim::sim {

@@ -2,6 +2,7 @@
 // two or three α-β regimes (Hockney: t = α + β·s) must come back as those segments, exactly; interpolation between
 // two points of one regime is that regime; noisy data keeps the small messages' relative error small.
 #include "calibrate/alpha_beta.hpp"
+#include "support/nccl_data.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -17,8 +18,8 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-constexpr double kGiB = 1024.0 * kMiB;
+using ddlsim::test::kGiB;
+using ddlsim::test::kMiB;
 
 // 8 B, 16 B, ..., 1 GiB (28 sizes, an nccl-tests sweep -b 8 -e 1G -f 2) timed by `time`.
 std::vector<SizeTime> sweep(const std::function<double(double)>& time) {

@@ -3,8 +3,10 @@
 // version refused.
 #include "calibrate/measured.hpp"
 #include "core/error.hpp"
+#include "support/nccl_data.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <string>
 #include <vector>
@@ -15,11 +17,11 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
-const std::string kDir = std::string(DDLSIM_SHARED_DATA) + "/nccl-tests";
+using ddlsim::test::kNcclTestsDir;
 
 dag::Calibration h100_calibration() {
-  const std::vector<std::string> files{kDir + "/h100_2x8_allreduce_8B-8GiB.txt",
-                                       kDir + "/h100_1x8_sweep_32MiB-16GiB.log"};
+  const std::vector<std::string> files{kNcclTestsDir + "/h100_2x8_allreduce_8B-8GiB.txt",
+                                       kNcclTestsDir + "/h100_1x8_sweep_32MiB-16GiB.log"};
   // The 2 x 8 log does not name its collective (nccl-tests before 2.16.7); the 1 x 8 sweep names each test.
   std::vector<NcclTestsLog> logs{read_nccl_tests(files[0], {.collective = NcclCollective::all_reduce}),
                                  read_nccl_tests(files[1])};

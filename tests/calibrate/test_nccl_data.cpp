@@ -7,6 +7,7 @@
 #include "calibrate/nccl_tests.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "support/nccl_data.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -24,9 +25,9 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
-const std::string kDir = std::string(DDLSIM_SHARED_DATA) + "/nccl-tests";
-constexpr double kMiB = 1024.0 * 1024.0;
-constexpr double kGiB = 1024.0 * kMiB;
+using ddlsim::test::kGiB;
+using ddlsim::test::kMiB;
+using ddlsim::test::kNcclTestsDir;
 
 struct Expected {
   std::optional<NcclCollective> pass;                        ///< logs that do not name it
@@ -59,7 +60,7 @@ const std::map<std::string, Expected>& expected() {
 }
 
 NcclTestsLog read(const std::string& name) {
-  return read_nccl_tests(kDir + "/" + name, {.collective = expected().at(name).pass});
+  return read_nccl_tests(kNcclTestsDir + "/" + name, {.collective = expected().at(name).pass});
 }
 
 } // namespace
@@ -67,7 +68,7 @@ NcclTestsLog read(const std::string& name) {
 TEST_CASE("calibrate: every shared nccl-tests file reads with its collectives, ranks, nodes and rows",
           "[calibrate][nccl][data]") {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(kDir))
+  for (const auto& entry : std::filesystem::directory_iterator(kNcclTestsDir))
     names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   std::vector<std::string> known;
@@ -95,7 +96,7 @@ TEST_CASE("calibrate: every shared nccl-tests file reads with its collectives, r
     CHECK(tests == e.tests);
     if (e.pass) {
       // Those logs do not name their collective: without it they are refused.
-      CHECK_THROWS_WITH(read_nccl_tests(kDir + "/" + name), Catch::Contains("does not name its collective"));
+      CHECK_THROWS_WITH(read_nccl_tests(kNcclTestsDir + "/" + name), Catch::Contains("does not name its collective"));
     }
   }
 }
@@ -138,7 +139,7 @@ TEST_CASE("calibrate: rows of the shared files carry nccl-tests' figures", "[cal
 TEST_CASE("calibrate: a real log cut at any byte reads or fails with an InputError naming a line",
           "[calibrate][nccl][data]") {
   // As a log copied off a cluster while the job still ran: every prefix, never a crash or another exception.
-  const std::string text = ddlsim::read_file(kDir + "/h100_2x8_allreduce_8B-8GiB.txt");
+  const std::string text = ddlsim::read_file(kNcclTestsDir + "/h100_2x8_allreduce_8B-8GiB.txt");
   std::size_t read = 0, refused = 0;
   for (std::size_t cut = 0; cut <= text.size(); ++cut) {
     try {

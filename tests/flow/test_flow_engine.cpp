@@ -10,6 +10,7 @@
 #include "support/run_in_child.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <stdexcept>
@@ -22,7 +23,7 @@ using Catch::Matchers::WithinRel;
 namespace {
 
 // One simulation per child process (SimGrid's engine is a singleton); `fn` returns the numbers to check.
-template <class Fn> std::vector<double> in_child(Fn&& fn) {
+template <class Fn> std::vector<double> values_in_child(Fn&& fn) {
   const auto report = test::run_in_child([&](test::ChildReport& out) { out.values = fn(); });
   if (!report.error.empty())
     throw std::runtime_error(report.error);
@@ -40,7 +41,7 @@ ClusterSpec cluster(int nodes, int gpus, double inter_bw, double inter_lat, doub
 }
 
 double flow_time(const ClusterSpec& c, const std::string& algorithm, double bytes, bool per_message) {
-  const auto out = in_child([&] {
+  const auto out = values_in_child([&] {
     const auto r = run_collectives_flow(c, {{Collective::allreduce, algorithm, bytes, 0.0}}, per_message);
     return std::vector<double>{r.jobs[0].end_s - r.jobs[0].start_s};
   });
@@ -91,7 +92,7 @@ TEST_CASE("flow::two allreduces on one shared bottleneck each take the time of o
   // equal flows, so each finishes at 2(p-1)a + 2(p-1)/p n/(B/2).
   const auto c = cluster(8, 1, 1.25e9, 25e-6);
   const double n = 100e6, p = 8, a = 50e-6, B = 1.25e9;
-  const auto out = in_child([&] {
+  const auto out = values_in_child([&] {
     const auto r = run_collectives_flow(
         c, {{Collective::allreduce, "ring", n, 0.0}, {Collective::allreduce, "ring", n, 0.0}}, false);
     return std::vector<double>{r.jobs[0].end_s, r.jobs[1].end_s};
@@ -123,7 +124,7 @@ TEST_CASE("flow::aggregated lowering stays within 0.5 % of per-message simulatio
   CAPTURE(algorithm, background);
   const auto c = cluster(8, 8, 12.5e9, 5e-6, 100e9, 1e-6);
   auto run = [&](bool per_message) {
-    return in_child([&] {
+    return values_in_child([&] {
       std::vector<CollectiveJob> jobs{{Collective::allreduce, algorithm, 256e6, 0.0}};
       // Background: a second, smaller allreduce that starts mid-way and shares every link.
       if (background)
@@ -143,7 +144,7 @@ TEST_CASE("flow::a whole iteration agrees with the analytic engine when nothing 
   auto base = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json",
                             {std::string("strategy.kind=") + kind});
   const double analytic = run_scenario(base).iteration_time_s;
-  const auto out = in_child([&] {
+  const auto out = values_in_child([&] {
     auto s = base;
     s.engine = "flow";
     const auto r = run_scenario(s);
@@ -177,7 +178,7 @@ TEST_CASE("flow::sparse collectives (gTop-k, Top-k's allgather) agree with their
     CAPTURE(nodes, gpus, collective_name(kind), algorithm);
     const double expected = phase_synchronous_time(
         find_lowering(kind, algorithm)->lower(shape, bytes, Granularity::aggregated), c.network());
-    const auto out = in_child([&] {
+    const auto out = values_in_child([&] {
       const auto r = run_collectives_flow(c, {{kind, algorithm, bytes, 0.0}}, false);
       return std::vector<double>{r.jobs[0].end_s - r.jobs[0].start_s};
     });
@@ -192,7 +193,7 @@ TEST_CASE("flow::a sparsified iteration (topk, gtopk) agrees with the analytic e
   auto base = load_scenario(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json",
                             {std::string("strategy.kind=") + kind, "cluster.nodes=5"});
   const auto analytic = run_scenario(base);
-  const auto out = in_child([&] {
+  const auto out = values_in_child([&] {
     auto s = base;
     s.engine = "flow";
     const auto r = run_scenario(s);
@@ -215,7 +216,7 @@ TEST_CASE("flow::compressed iterations (lags, omgs, qsgd, signsgd) agree with th
                      fmt::format("cluster.nodes={}", nodes), fmt::format("cluster.gpus_per_node={}", gpus),
                      "cluster.intra_node.bandwidth=12 GB/s", "cluster.intra_node.latency=5 us"});
   const auto analytic = run_scenario(base);
-  const auto out = in_child([&] {
+  const auto out = values_in_child([&] {
     auto s = base;
     s.engine = "flow";
     const auto r = run_scenario(s);

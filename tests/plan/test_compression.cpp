@@ -37,11 +37,11 @@ Json base(int nodes, int gpus_per_node, const std::string& kind) {
   return doc;
 }
 
-Scenario scenario(const Json& doc) {
+Scenario compression_scenario(const Json& doc) {
   return parse_scenario(doc, "compression.json");
 }
 
-std::vector<const dag::Task*> tasks_of(const RunResult& r, dag::TaskKind kind) {
+std::vector<const dag::Task*> tasks_of_kind(const RunResult& r, dag::TaskKind kind) {
   std::vector<const dag::Task*> out;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
     if (r.graph.task(v).kind == kind)
@@ -58,7 +58,7 @@ TEST_CASE("sim::selection algorithms change the compression time, not the traffi
   for (const char* selection : {"sampling", "threshold", "sort"}) {
     CAPTURE(selection);
     doc["strategy"]["selection"] = selection;
-    const auto s = scenario(doc);
+    const auto s = compression_scenario(doc);
     const auto r = run_scenario(s);
     const auto& g = r.groups.at(0);
     const auto cost = dag::sparsification_cost(s.strategy.get<dag::SparsificationOptions>().selection,
@@ -78,10 +78,10 @@ TEST_CASE("sim::lags sparsifies and allgathers every tensor as soon as it is rea
   CAPTURE(p);
   auto doc = base(p, 1, "lags");
   doc["strategy"]["density"] = 0.01;
-  const auto s = scenario(doc);
+  const auto s = compression_scenario(doc);
   const auto r = run_scenario(s);
   REQUIRE(r.groups.size() == s.model.tensor_count());
-  const auto comms = tasks_of(r, dag::TaskKind::communication);
+  const auto comms = tasks_of_kind(r, dag::TaskKind::communication);
   REQUIRE(comms.size() == r.groups.size());
   double sent = 0;
   for (std::size_t i = 0; i < r.groups.size(); ++i) {
@@ -256,11 +256,11 @@ TEST_CASE("sim::omgs merges small tensors and beats LAGS and Top-k on a slow net
   auto doc = base(16, 1, "omgs");
   doc["model"]["zoo"] = "resnet50";
   doc["model"]["batch_per_gpu"] = 32;
-  const auto omgs = run_scenario(scenario(doc));
+  const auto omgs = run_scenario(compression_scenario(doc));
   doc["strategy"]["kind"] = "lags";
-  const auto lags = run_scenario(scenario(doc));
+  const auto lags = run_scenario(compression_scenario(doc));
   doc["strategy"]["kind"] = "topk";
-  const auto topk = run_scenario(scenario(doc));
+  const auto topk = run_scenario(compression_scenario(doc));
   CHECK(omgs.groups.size() > 1);
   CHECK(omgs.groups.size() < lags.groups.size());
   CHECK(omgs.iteration_time_s < lags.iteration_time_s);
@@ -274,13 +274,13 @@ TEST_CASE("sim::quantisation allgathers every DDP bucket at its bits per element
   auto doc = base(p, 1, kind);
   doc["model"]["zoo"] = "resnet50";
   doc["model"]["batch_per_gpu"] = 32;
-  const auto s = scenario(doc);
+  const auto s = compression_scenario(doc);
   const auto r = run_scenario(s);
   auto dense_doc = doc;
   dense_doc["strategy"]["kind"] = "ddp";
-  const auto buckets = run_scenario(scenario(dense_doc)).groups;
+  const auto buckets = run_scenario(compression_scenario(dense_doc)).groups;
   REQUIRE(r.groups.size() == buckets.size()); // DDP's buckets, as PyTorch's comm hooks see them
-  const auto comms = tasks_of(r, dag::TaskKind::communication);
+  const auto comms = tasks_of_kind(r, dag::TaskKind::communication);
   double sent = 0;
   for (std::size_t i = 0; i < r.groups.size(); ++i) {
     const auto& g = r.groups[i];
@@ -313,15 +313,15 @@ TEST_CASE("sim::qsgd's levels set its bits; an allgather of quantised gradients 
   doc["model"]["zoo"] = "resnet50";
   doc["model"]["batch_per_gpu"] = 32;
   doc["strategy"]["levels"] = 7;
-  const auto four_bit = run_scenario(scenario(doc));
+  const auto four_bit = run_scenario(compression_scenario(doc));
   CHECK(four_bit.groups[0].wire_bits == 4);
   doc["strategy"]["levels"] = 127;
-  const auto eight_bit = run_scenario(scenario(doc));
+  const auto eight_bit = run_scenario(compression_scenario(doc));
   CHECK(four_bit.communication_bytes_per_worker < eight_bit.communication_bytes_per_worker);
   // At 32 workers, gathering 8 bits per element from every worker (31 / 4 of the gradient's fp32 bytes) moves more
   // than the ring allreduce's 2 (p - 1) / p: 8-bit QSGD by allgather loses to the dense allreduce on traffic.
   doc["strategy"] = {{"kind", "bsp"}};
-  const auto dense = run_scenario(scenario(doc));
+  const auto dense = run_scenario(compression_scenario(doc));
   CHECK(eight_bit.communication_bytes_per_worker > dense.communication_bytes_per_worker);
 }
 
@@ -352,7 +352,7 @@ TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "
   doc["gpu"]["calibration"] = Json::parse(R"({"selection": {
       "sampling": {"fixed": "100 us", "per_element": "50 ps", "per_selected": "2 ns"},
       "sort": {"per_element": "1 ns"}}})");
-  const auto s = scenario(doc);
+  const auto s = compression_scenario(doc);
   REQUIRE(s.strategy.get<dag::SparsificationOptions>().selection_curve);
   const auto r = run_scenario(s);
   const auto& g = r.groups.at(0);
@@ -366,7 +366,7 @@ TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "
   CHECK(noted);
   SECTION("without a curve for the chosen selection, the traffic model stays") {
     doc["strategy"]["selection"] = "threshold";
-    const auto t = scenario(doc);
+    const auto t = compression_scenario(doc);
     CHECK_FALSE(t.strategy.get<dag::SparsificationOptions>().selection_curve);
     const auto rt = run_scenario(t);
     const auto& h = rt.groups.at(0);
@@ -384,7 +384,7 @@ TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "
     CAPTURE(curves);
     doc["gpu"]["calibration"] = Json::parse(std::string(R"({"selection": )") + curves + "}");
     try {
-      (void)scenario(doc);
+      (void)compression_scenario(doc);
       FAIL("accepted a bad selection curve");
     } catch (const InputError& e) {
       CHECK(e.pointer() == pointer);
@@ -393,6 +393,6 @@ TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "
   }
   SECTION("a calibration must give layers or selection curves") {
     doc["gpu"]["calibration"] = Json::parse(R"({"source": "nothing"})");
-    REQUIRE_THROWS_WITH(scenario(doc), Catch::Contains("gives \"layers\", \"selection\" or both"));
+    REQUIRE_THROWS_WITH(compression_scenario(doc), Catch::Contains("gives \"layers\", \"selection\" or both"));
   }
 }

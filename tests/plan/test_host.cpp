@@ -21,7 +21,7 @@ namespace {
 
 // Two calibrated layers (forward 1, 3 ms; backward 2, 4 ms), no copy, no update time: GPU tasks h2d, fwd a, fwd b,
 // bwd b, bwd a, update.
-Json two_layers(int nodes = 1) {
+Json host_doc(int nodes = 1) {
   Json doc = Json::parse(R"({
     "model": {"layers": [{"name": "a", "params": 1000000, "fwd_flops": 1},
                           {"name": "b", "params": 2000000, "fwd_flops": 1}],
@@ -37,7 +37,7 @@ Json two_layers(int nodes = 1) {
   return doc;
 }
 
-std::size_t count_kind(const RunResult& r, dag::TaskKind kind) {
+std::size_t launches_of_kind(const RunResult& r, dag::TaskKind kind) {
   std::size_t n = 0;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
     n += r.graph.task(v).kind == kind ? 1 : 0;
@@ -47,14 +47,14 @@ std::size_t count_kind(const RunResult& r, dag::TaskKind kind) {
 } // namespace
 
 TEST_CASE("host: a host thread slower than the GPU sets the step", "[plan][host]") {
-  Json doc = two_layers();
+  Json doc = host_doc();
   doc["host"] = {{"launch", "2 ms"}};
   SECTION("each GPU task starts when its launch ends") {
     // Launches [0,2] h2d, [2,4] fwd a, [4,6] fwd b, [6,8] bwd b, [8,10] bwd a, [10,12] update. GPU: h2d at 2 (no
     // copy), fwd a [4,5], fwd b [6,9], bwd b [9,13], bwd a [13,15], update at 15.
     const auto r = run_analytic(parse_scenario(doc, "t.json"));
     CHECK_THAT(r.iteration_time_s, WithinRel(15e-3, 1e-12));
-    CHECK(count_kind(r, dag::TaskKind::launch) == 6);
+    CHECK(launches_of_kind(r, dag::TaskKind::launch) == 6);
     CHECK_THAT(r.breakdown.compute_s, WithinRel(10e-3, 1e-12));
     CHECK_THAT(r.breakdown.idle_s, WithinRel(5e-3, 1e-9));
   }
@@ -71,12 +71,12 @@ TEST_CASE("host: a host thread slower than the GPU sets the step", "[plan][host]
     doc["host"]["launch"] = "0 s";
     const auto r = run_analytic(parse_scenario(doc, "t.json"));
     CHECK_THAT(r.iteration_time_s, WithinRel(10e-3, 1e-12));
-    CHECK(count_kind(r, dag::TaskKind::launch) == 0);
+    CHECK(launches_of_kind(r, dag::TaskKind::launch) == 0);
   }
 }
 
 TEST_CASE("host: measured host times per layer, optimizer and iteration from a calibration", "[plan][host]") {
-  Json doc = two_layers();
+  Json doc = host_doc();
   auto& c = doc["calibration"];
   c["layers"]["a"]["forward_host"] = "0.5 ms";
   c["layers"]["a"]["backward_host"] = "6 ms";
@@ -88,7 +88,7 @@ TEST_CASE("host: measured host times per layer, optimizer and iteration from a c
   // bwd a [15.5,17.5], update (2 ms, not scaled) [17.5,19.5].
   const auto r = run_analytic(parse_scenario(doc, "t.json"));
   CHECK_THAT(r.iteration_time_s, WithinRel(19.5e-3, 1e-12));
-  CHECK(count_kind(r, dag::TaskKind::launch) == 7);
+  CHECK(launches_of_kind(r, dag::TaskKind::launch) == 7);
   SECTION("host times do not scale with the batch; GPU times do") {
     doc["model"]["batch_per_gpu"] = 8; // GPU: fwd a [4.5,6.5], fwd b [8.5,14.5], bwd b [14.5,22.5], bwd a [22.5,26.5]
     const auto twice = run_analytic(parse_scenario(doc, "t.json"));
@@ -104,7 +104,7 @@ TEST_CASE("host: measured host times per layer, optimizer and iteration from a c
 }
 
 TEST_CASE("host: a data load without prefetching holds the thread that issues the copy", "[plan][host]") {
-  Json doc = two_layers();
+  Json doc = host_doc();
   doc["host"] = {{"launch", "1 ms"}};
   doc["data"] = {{"loading_per_sample", "1 ms"}, {"prefetch", false}};
   // Load [0,4] (4 samples), then launches from 4: h2d [4,5], fwd a [5,6] -> GPU fwd a [6,7], fwd b [7,10],
@@ -114,18 +114,18 @@ TEST_CASE("host: a data load without prefetching holds the thread that issues th
 }
 
 TEST_CASE("host: collectives are issued by the host too, and both engines agree", "[plan][host][flow]") {
-  Json doc = two_layers(4);
+  Json doc = host_doc(4);
   doc["strategy"]["kind"] = "wfbp";
   doc["host"] = {{"launch", "2 ms"}};
   const auto analytic = run_analytic(parse_scenario(doc, "t.json"));
   // h2d, 2 forwards, 2 backwards, update and one allreduce per layer's gradient.
-  CHECK(count_kind(analytic, dag::TaskKind::launch) == 8);
+  CHECK(launches_of_kind(analytic, dag::TaskKind::launch) == 8);
   doc["engine"] = "flow";
   doc["flow"] = {{"symmetry", "off"}}; // every GPU simulated
   const auto flow = run_flow(parse_scenario(doc, "t.json"));
   CHECK_THAT(flow.iteration_time_s, WithinRel(analytic.iteration_time_s, 1e-4));
   // Every simulated GPU's host thread ran its launches.
-  std::size_t launches = count_kind(flow, dag::TaskKind::launch) * (1 + flow.replicas.size());
+  std::size_t launches = launches_of_kind(flow, dag::TaskKind::launch) * (1 + flow.replicas.size());
   CHECK(launches == 8 * 4);
 }
 
@@ -166,7 +166,7 @@ TEST_CASE("host: the measured step is reported and its trace shown beside the si
                                         {"ph": "X", "name": "aten::conv2d", "pid": 7, "tid": 1, "ts": 0, "dur": 900},
                                         {"ph": "X", "name": "volta_scudnn", "pid": 0, "tid": 7, "ts": 10, "dur": 950},
                                         {"ph": "i", "name": "ignored", "pid": 7, "tid": 1, "ts": 5}]})");
-  Json doc = two_layers();
+  Json doc = host_doc();
   doc["measured"] = {{"iteration", "10.5 ms"}, {"timeline", "step.json"}, {"source", "test"}};
   const auto s = parse_scenario(doc, (dir / "t.json").string());
   const auto r = run_analytic(s);

@@ -19,7 +19,7 @@ using Catch::Matchers::WithinRel;
 namespace {
 
 // 2 nodes x 8 GPUs, bsp: one allreduce of the model's gradient, 4 bytes per parameter.
-Json scenario(std::int64_t parameters, int nodes = 2) {
+Json measured_doc(std::int64_t parameters, int nodes = 2) {
   Json doc = Json::parse(R"({
     "name": "measured",
     "model": {"layers": [{"name": "l0", "fwd_flops": "1 GFLOP"}], "batch_per_gpu": 8},
@@ -58,25 +58,25 @@ bool noted(const RunResult& r, const std::string& phrase) {
 
 TEST_CASE("calibration: a measured collective replaces the algorithm for its communicator", "[calibration][measured]") {
   // 4 MiB, a measured size: exactly the measurement.
-  const auto at = run_analytic(parse_scenario(scenario(1048576), "m.json"));
+  const auto at = run_analytic(parse_scenario(measured_doc(1048576), "m.json"));
   CHECK(allreduce_s(at) == 0.0003566);
   CHECK(noted(at, "measured allreduce over 16 ranks on 2 nodes (<inline>) timed 1 collective"));
   CHECK_FALSE(noted(at, "extrapolated"));
   // 2 MiB, between 1 and 4 MiB: a third of the way.
-  const auto between = run_analytic(parse_scenario(scenario(524288), "m.json"));
+  const auto between = run_analytic(parse_scenario(measured_doc(524288), "m.json"));
   CHECK_THAT(allreduce_s(between), WithinRel(0.0002 + (0.0003566 - 0.0002) / 3, 1e-12));
   // 64 MiB, beyond the table: the segment, flagged.
-  const auto beyond = run_analytic(parse_scenario(scenario(16777216), "m.json"));
+  const auto beyond = run_analytic(parse_scenario(measured_doc(16777216), "m.json"));
   CHECK_THAT(allreduce_s(beyond), WithinRel(0.0002 + 3.6e-11 * 67108864, 1e-12));
   CHECK(noted(beyond, "1 of them outside its measured sizes (1 MiB .. 16 MiB), extrapolated"));
   // 4 nodes x 8 GPUs: 8 GPUs per node across nodes as measured, 32 ranks instead of 16: the bus bandwidth kept
   // (factor 2 (p - 1) / p), the start-up (the segment's alpha, 200 us) scaled by a ring's 2 (p - 1) steps.
-  const auto wider = run_analytic(parse_scenario(scenario(1048576, 4), "m.json"));
+  const auto wider = run_analytic(parse_scenario(measured_doc(1048576, 4), "m.json"));
   CHECK_THAT(allreduce_s(wider), WithinRel(0.0002 * 62 / 30 + (0.0003566 - 0.0002) * (62.0 / 32) / (30.0 / 16), 1e-12));
   CHECK(noted(wider, "measured allreduce over 16 ranks on 2 nodes (<inline>) timed 1 collective over 32 ranks, its "
                      "bus bandwidth kept"));
   // One node of 8 GPUs is another fabric (no NIC on the path): the ring's closed form, no note.
-  auto one_node = scenario(1048576, 1);
+  auto one_node = measured_doc(1048576, 1);
   const auto other = run_analytic(parse_scenario(one_node, "m.json"));
   const auto alone = parse_scenario(one_node, "m.json");
   CHECK_THAT(
@@ -91,7 +91,7 @@ TEST_CASE("calibration: the flow engine's links reproduce a measured allreduce o
   // 30 / (16 x 3.6e-11) B/s and 200 / 30 / 2 us each (a hop crosses two NIC links); the intra-node links (300 GB/s,
   // 1 us) are faster, so every step takes the inter-node hop's time: T = alpha + beta n at any size, here 64 MiB
   // (one SimGrid engine per process: one flow run per test case).
-  auto doc = scenario(16777216);
+  auto doc = measured_doc(16777216);
   doc["engine"] = "flow";
   const auto flow = run_flow(parse_scenario(doc, "m.json"));
   CHECK_THAT(allreduce_s(flow), WithinRel(0.0002 + 3.6e-11 * 67108864, 1e-6));
@@ -101,7 +101,7 @@ TEST_CASE("calibration: the flow engine's links reproduce a measured allreduce o
 
 TEST_CASE("calibration: the flow engine keeps the scenario's links for an algorithm other than the ring",
           "[calibration][measured][flow]") {
-  auto doc = scenario(1048576);
+  auto doc = measured_doc(1048576);
   doc["collectives"] = {{"allreduce", "tree"}};
   doc["engine"] = "flow";
   const auto tree = run_flow(parse_scenario(doc, "m.json"));
@@ -109,7 +109,7 @@ TEST_CASE("calibration: the flow engine keeps the scenario's links for an algori
 }
 
 TEST_CASE("calibration: one of gpu.calibration and the top-level calibration", "[calibration][measured]") {
-  auto doc = scenario(1048576);
+  auto doc = measured_doc(1048576);
   doc["gpu"]["calibration"] = doc["calibration"];
   try {
     (void)parse_scenario(doc, "m.json");

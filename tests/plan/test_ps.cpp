@@ -24,7 +24,7 @@ using Catch::Matchers::WithinRel;
 namespace {
 
 // Two layers of 4 M and 250 k fp32 parameters (16 MB and 1 MB), single-GPU nodes on a 10 Gb/s star.
-Json two_layers(int nodes, const std::string& kind) {
+Json two_layers_ps(int nodes, const std::string& kind) {
   Json doc = Json::parse(R"({"name": "ps",
     "model": {"layers": [{"name": "big", "params": 4000000, "fwd_flops": "40 GFLOP"},
                          {"name": "small", "params": 250000, "fwd_flops": "20 GFLOP"}], "batch_per_gpu": 16},
@@ -36,7 +36,7 @@ Json two_layers(int nodes, const std::string& kind) {
   return doc;
 }
 
-std::vector<const dag::Task*> tasks_of(const RunResult& r, dag::Collective c, int iteration = 0) {
+std::vector<const dag::Task*> tasks_of_collective(const RunResult& r, dag::Collective c, int iteration = 0) {
   std::vector<const dag::Task*> out;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
     if (r.graph.task(v).collective == c && r.graph.task(v).iteration == iteration)
@@ -55,7 +55,7 @@ TEST_CASE("sim::parameter-server keys are placed as MXNet's KVStore places them"
   CHECK(dag::shard_key(3, 1000000, 4, 1000000).first == 0);
   CHECK(dag::shard_key(3, 1000000, 4, 1000000).count == 4);
   CHECK(dag::shard_key(7, 10, 1, 1000000).first == 0);
-  const auto s = parse_scenario(two_layers(4, "ps-sync"), "ps.json");
+  const auto s = parse_scenario(two_layers_ps(4, "ps-sync"), "ps.json");
   const auto r = run_scenario(s);
   REQUIRE(r.groups.size() == 2);
   // Gradient-ready order: tensor 1 (small, key 1) first, to server 9973 mod 4 = 1; then tensor 0 split over 4.
@@ -74,11 +74,11 @@ TEST_CASE("sim::ps push and pull take their closed forms on an alpha-beta star",
   const int servers = GENERATE(1, 2, 4);
   CAPTURE(p, servers);
   const double big = 16e6, small = 1e6;
-  Json doc = two_layers(p, "ps-sync");
+  Json doc = two_layers_ps(p, "ps-sync");
   doc["strategy"]["servers"] = servers;
   doc["strategy"]["placement"] = "dedicated";
   const auto r = run_scenario(parse_scenario(doc, "ps.json"));
-  const auto push = tasks_of(r, dag::Collective::ps_push), pull = tasks_of(r, dag::Collective::ps_pull);
+  const auto push = tasks_of_collective(r, dag::Collective::ps_push), pull = tasks_of_collective(r, dag::Collective::ps_pull);
   REQUIRE(push.size() == 2);
   REQUIRE(pull.size() == 2);
   CHECK_THAT(push[0]->duration_s, WithinRel(a + p * small / B, 1e-12));
@@ -86,9 +86,9 @@ TEST_CASE("sim::ps push and pull take their closed forms on an alpha-beta star",
   CHECK_THAT(pull[1]->duration_s, WithinRel(push[1]->duration_s, 1e-12));
   CHECK_THAT(r.communication_bytes_per_worker, WithinRel(big + small, 1e-12));
 
-  Json colocated = two_layers(p, "ps-sync");
+  Json colocated = two_layers_ps(p, "ps-sync");
   const auto c = run_scenario(parse_scenario(colocated, "ps.json"));
-  const auto cpush = tasks_of(c, dag::Collective::ps_push);
+  const auto cpush = tasks_of_collective(c, dag::Collective::ps_push);
   REQUIRE(cpush.size() == 2);
   CHECK_THAT(cpush[1]->duration_s, WithinRel(a + (p - 1.0) / p * big / B, 1e-12));
   CHECK_THAT(cpush[0]->duration_s, WithinRel(a + (p - 1.0) * small / B, 1e-12)); // the server's own worker is local
@@ -100,11 +100,11 @@ TEST_CASE("sim::the servers' NICs are the bottleneck: push time falls as p/S unt
   double previous = 0;
   for (int servers : {1, 2, 4, 8, 16, 32}) {
     CAPTURE(servers);
-    Json doc = two_layers(16, "ps-sync");
+    Json doc = two_layers_ps(16, "ps-sync");
     doc["strategy"]["servers"] = servers;
     doc["strategy"]["placement"] = "dedicated";
     const auto r = run_scenario(parse_scenario(doc, "ps.json"));
-    const double t = tasks_of(r, dag::Collective::ps_push)[1]->duration_s;
+    const double t = tasks_of_collective(r, dag::Collective::ps_push)[1]->duration_s;
     CHECK_THAT(t, WithinRel(a + std::max(1.0, 16.0 / servers) * m / B, 1e-12));
     if (servers > 1 && servers <= 16)
       CHECK_THAT(t - a, WithinRel((previous - a) / 2, 1e-12));
@@ -168,7 +168,7 @@ TEST_CASE("sim::ps-sync's period is the per-iteration schedule when communicatio
   // With a 1000 Tb/s network and no latency every push and pull is instant: the period is forward + backward
   // (no optimizer step on the worker) plus the longer of the next batch's copy and the servers' update of the last
   // key (the first layer's, pulled last). The big layer's key is split over 4 servers: each updates a quarter.
-  Json doc = two_layers(4, "ps-sync");
+  Json doc = two_layers_ps(4, "ps-sync");
   doc["cluster"]["inter_node"] = {{"bandwidth", "1000 Tbps"}, {"latency", "0 s"}};
   const auto s = parse_scenario(doc, "ps.json");
   const auto r = run_scenario(s);
@@ -241,7 +241,7 @@ TEST_CASE("sim::ps-async with a worker twice as slow: staleness 0, 1 for the fas
 
 TEST_CASE("sim::ps-async reports per-worker throughput and staleness, and the spread slows the later workers",
           "[sim][ps][async][report]") {
-  Json doc = two_layers(4, "ps-async");
+  Json doc = two_layers_ps(4, "ps-async");
   doc["strategy"]["worker_speed_spread"] = 1.0;
   const auto s = parse_scenario(doc, "ps.json");
   const auto r = run_scenario(s);
@@ -268,8 +268,8 @@ TEST_CASE("sim::ps-async reports per-worker throughput and staleness, and the sp
   for (const auto& [k, v] : o["staleness"]["histogram"].items())
     updates += v.get<long>();
   CHECK(updates > 4 * 100);
-  CHECK_FALSE(summary_json(parse_scenario(two_layers(4, "wfbp"), "w.json"),
-                           run_scenario(parse_scenario(two_layers(4, "wfbp"), "w.json")))
+  CHECK_FALSE(summary_json(parse_scenario(two_layers_ps(4, "wfbp"), "w.json"),
+                           run_scenario(parse_scenario(two_layers_ps(4, "wfbp"), "w.json")))
                   .contains("parameter_server"));
 }
 
@@ -284,7 +284,7 @@ TEST_CASE("sim::parameter-server keys are checked and belong to the ps strategie
     FAIL("accepted bad parameter-server input");
     return {};
   };
-  Json doc = two_layers(4, "ps-sync");
+  Json doc = two_layers_ps(4, "ps-sync");
   doc["strategy"]["servers"] = 0;
   CHECK(error(doc).first == "/strategy/servers");
   doc["strategy"]["servers"] = "two";
@@ -297,15 +297,15 @@ TEST_CASE("sim::parameter-server keys are checked and belong to the ps strategie
   auto [pointer, detail] = error(doc);
   CHECK(pointer == "/strategy/worker_speed_spread");
   CHECK_THAT(detail, Contains("ps-async"));
-  Json other = two_layers(4, "wfbp");
+  Json other = two_layers_ps(4, "wfbp");
   other["strategy"]["servers"] = 2;
   std::tie(pointer, detail) = error(other);
   CHECK(pointer == "/strategy/servers");
   CHECK_THAT(detail, Contains("'ps-sync', 'ps-async', not 'wfbp'"));
-  Json async = two_layers(4, "ps-async");
+  Json async = two_layers_ps(4, "ps-async");
   async["strategy"]["worker_speed_spread"] = -1;
   CHECK(error(async).first == "/strategy/worker_speed_spread");
-  Json tree = two_layers(4, "ps-sync");
+  Json tree = two_layers_ps(4, "ps-sync");
   tree["strategy"]["placement"] = "dedicated";
   tree["cluster"]["topology"] = {{"kind", "ring"}, {"link", {{"bandwidth", "10 Gbps"}, {"latency", "1 us"}}}};
   std::tie(pointer, detail) = error(tree);
