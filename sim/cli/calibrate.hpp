@@ -1,5 +1,6 @@
 // `ddlsim calibrate`: measurements to a calibration file (docs/calibration.md). So far from nccl-tests output: the
-// measured collectives (calibrate/measured.hpp), written as a version-2 calibration.
+// measured collectives (calibrate/measured.hpp); from PyTorch profiler traces (--kineto), per-layer GPU and host
+// times, host costs and the optimizer; written as a version-2 calibration.
 #pragma once
 
 #include <optional>
@@ -14,6 +15,7 @@ struct CalibrateRequest {
   /// for a log that names its own).
   std::vector<std::string> collectives;
   std::optional<int> ranks; ///< for logs without a device listing
+  std::vector<std::string> kineto; ///< PyTorch profiler traces: layers, host costs, optimizer (import_trace.hpp)
   std::string out;          ///< the calibration file to write
 };
 
