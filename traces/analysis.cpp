@@ -339,7 +339,6 @@ private:
     std::string phase;
   };
   std::vector<Span> spans_;
-  int last_backward_layer_ = -1;
 };
 
 enum class Phase { data_loading, h2d, forward, backward_marker, optimizer, other };
@@ -581,7 +580,6 @@ StepResult StepAnalyser::run() {
     if (w.tasks > 0 && !contains(e.name, "CompiledFunction"))
       r.launch_per_task.push_back(host / w.tasks);
     spans_.push_back({e.ts_us, end, current, "backward"});
-    last_backward_layer_ = current;
   }
   // GPU busy time: the union of every activity launched in the step.
   std::vector<std::pair<double, double>> busy;
@@ -753,7 +751,8 @@ void StepAnalyser::find_collectives(StepResult& r) {
         c.phase = s.phase;
         if (s.phase == "backward") {
           c.layer = s.layer;
-          c.after_backward = s.layer == last_backward_layer_ && s.to_us >= backward_to_;
+          // layer 0's backward ends the pass: a call it issues waits for the whole backward
+          c.after_backward = s.layer == 0;
         }
       }
     r.collectives.push_back(std::move(c));
@@ -855,6 +854,23 @@ TraceAnalysis analyse(const KinetoTrace& trace) {
     L.forward_host_s = med_of([&](const StepResult& r) { return r.layers[l].forward_host_s; });
     L.backward_host_s = med_of([&](const StepResult& r) { return r.layers[l].backward_host_s; });
   }
+  // Per-layer medians add up to less than the median step's total when the layers vary independently: rescale them
+  // so that they add up to the median of the per-step totals.
+  const auto rescale = [&](double TracedLayer::*field) {
+    const double total = med_of([&](const StepResult& r) {
+      return std::accumulate(r.layers.begin(), r.layers.end(), 0.0,
+                             [&](double s, const TracedLayer& l) { return s + l.*field; });
+    });
+    const double sum = std::accumulate(a.layers.begin(), a.layers.end(), 0.0,
+                                       [&](double s, const TracedLayer& l) { return s + l.*field; });
+    if (sum > 0)
+      for (auto& L : a.layers)
+        L.*field *= total / sum;
+  };
+  rescale(&TracedLayer::forward_gpu_s);
+  rescale(&TracedLayer::backward_gpu_s);
+  rescale(&TracedLayer::forward_host_s);
+  rescale(&TracedLayer::backward_host_s);
   a.collectives = used.front()->collectives;
   for (std::size_t c = 0; c < a.collectives.size(); ++c) {
     auto& C = a.collectives[c];

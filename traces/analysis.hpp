@@ -43,7 +43,7 @@ struct TracedCollective {
   std::string size_from;                 ///< "Input Dims", "record_param_comms", "allocation", ""
   std::string phase;                     ///< forward, backward, data_loading, optimizer, other
   int layer = -1;                        ///< backward: the layer whose backward issued it
-  bool after_backward = false;           ///< issued by the last layer's backward (nothing of backward after it)
+  bool after_backward = false;           ///< issued by layer 0's backward, which ends the pass
   std::optional<double> gpu_min_s;       ///< NCCL kernel time, minimum over the steps
   int group_size = 0;                    ///< 0: unknown
   double host_s = 0;                     ///< host time of the call (median)
