@@ -20,8 +20,12 @@ namespace {
 
 constexpr double kUs = 1e-6;
 
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out)
@@ -29,9 +33,15 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-bool is_cpu(Category c) { return c == Category::cpu_op || c == Category::user_annotation || c == Category::python; }
-bool is_gpu(Category c) { return c == Category::kernel || c == Category::memcpy || c == Category::memset; }
-bool is_nccl(const Event& e) { return e.cat == Category::kernel && contains(lower(e.name), "nccl"); }
+bool is_cpu(Category c) {
+  return c == Category::cpu_op || c == Category::user_annotation || c == Category::python;
+}
+bool is_gpu(Category c) {
+  return c == Category::kernel || c == Category::memcpy || c == Category::memset;
+}
+bool is_nccl(const Event& e) {
+  return e.cat == Category::kernel && contains(lower(e.name), "nccl");
+}
 bool is_sync(const Event& e) {
   return e.cat == Category::runtime && (contains(e.name, "Synchronize") || e.name == "cudaMemcpy" ||
                                         e.name == "cuMemcpy" || e.name == "cudaMemcpy2D");
@@ -80,7 +90,9 @@ std::string layer_kind(const Event& e) {
 /// Parameter shapes and forward FLOPs per sample of a layer-opening operator, from its Input Dims.
 void derive_params(const Event& e, TracedLayer& l) {
   const auto& d = e.input_dims;
-  const auto dim = [&](std::size_t i) -> std::vector<std::int64_t> { return i < d.size() ? d[i] : std::vector<std::int64_t>{}; };
+  const auto dim = [&](std::size_t i) -> std::vector<std::int64_t> {
+    return i < d.size() ? d[i] : std::vector<std::int64_t>{};
+  };
   const auto add = [&](const char* what, std::vector<std::int64_t> shape) {
     if (!shape.empty() && numel(shape) > 0)
       l.params.push_back({l.name + "." + what, shape, numel(shape)});
@@ -190,8 +202,8 @@ Forest build_forest(const KinetoTrace& t, const Index& ix, std::size_t thread, d
   Forest f;
   std::vector<int> stack;
   const auto& cpu = ix.cpu[thread];
-  auto it = std::lower_bound(cpu.begin(), cpu.end(), from_us,
-                             [&](std::size_t i, double v) { return t.events[i].ts_us < v; });
+  auto it =
+      std::lower_bound(cpu.begin(), cpu.end(), from_us, [&](std::size_t i, double v) { return t.events[i].ts_us < v; });
   for (; it != cpu.end() && t.events[*it].ts_us < to_us; ++it) {
     const Event& e = t.events[*it];
     while (!stack.empty() && t.events[f.nodes[static_cast<std::size_t>(stack.back())].ev].end_us() <= e.ts_us)
@@ -211,8 +223,8 @@ Forest build_forest(const KinetoTrace& t, const Index& ix, std::size_t thread, d
   stack.clear();
   std::size_t next = 0;
   const auto& rt = ix.runtime[thread];
-  auto r = std::lower_bound(rt.begin(), rt.end(), from_us,
-                            [&](std::size_t i, double v) { return t.events[i].ts_us < v; });
+  auto r =
+      std::lower_bound(rt.begin(), rt.end(), from_us, [&](std::size_t i, double v) { return t.events[i].ts_us < v; });
   for (; r != rt.end() && t.events[*r].ts_us < to_us; ++r) {
     const Event& e = t.events[*r];
     while (next < f.nodes.size() && t.events[f.nodes[next].ev].ts_us <= e.ts_us) {
@@ -414,9 +426,8 @@ StepResult StepAnalyser::run() {
     r.problem = "no backward pass (no autograd operators)";
     return r;
   }
-  std::sort(backward_units.begin(), backward_units.end(), [&](const auto& a, const auto& b) {
-    return ev(a.first, a.second).ts_us < ev(b.first, b.second).ts_us;
-  });
+  std::sort(backward_units.begin(), backward_units.end(),
+            [&](const auto& a, const auto& b) { return ev(a.first, a.second).ts_us < ev(b.first, b.second).ts_us; });
   backward_from_ = ev(backward_units.front().first, backward_units.front().second).ts_us;
   backward_to_ = backward_from_;
   for (const auto& [th, n] : backward_units)
@@ -741,7 +752,18 @@ void StepAnalyser::find_collectives(StepResult& r) {
     if (best >= 0)
       c.bytes = best;
     const GpuWork w = work(f.th, outer);
-    if (w.nccl_s > 0)
+    // NCCL names its kernels after the collective (ncclKernel_AllReduce_..., ncclDevKernel_ReduceScatter_...; alltoall
+    // and send/recv run SendRecv); a kernel of another collective reached by correlation is a profiler mix-up
+    const std::string expected = c.kind == "allreduce"        ? "allreduce"
+                                 : c.kind == "allgather"      ? "allgather"
+                                 : c.kind == "reduce_scatter" ? "reducescatter"
+                                 : c.kind == "broadcast"      ? "broadcast"
+                                                              : "sendrecv";
+    for (const std::size_t g : w.gpu_events)
+      if (is_nccl(t_.events[g]) && !contains(lower(t_.events[g].name), expected) &&
+          !(c.kind == "alltoall" && contains(lower(t_.events[g].name), "alltoall")))
+        c.kernel_mismatch = t_.events[g].name.substr(0, t_.events[g].name.find('('));
+    if (w.nccl_s > 0 && c.kernel_mismatch.empty())
       c.gpu_min_s = w.nccl_s;
     c.host_s = ev(f.th, outer).dur_us * kUs;
     // Where it was issued.
@@ -779,8 +801,8 @@ TraceAnalysis analyse(const KinetoTrace& trace) {
                      fmt::format("no ProfilerStep#N span among its {} events: profile with torch.profiler.profile(...) "
                                  "and call prof.step() every iteration",
                                  trace.event_count));
-  const bool any_kernel = std::any_of(trace.events.begin(), trace.events.end(),
-                                      [](const Event& e) { return e.cat == Category::kernel; });
+  const bool any_kernel =
+      std::any_of(trace.events.begin(), trace.events.end(), [](const Event& e) { return e.cat == Category::kernel; });
   if (!any_kernel)
     throw InputError(trace.path, "",
                      "no GPU kernels (category \"kernel\" or \"Kernel\"): profile with ProfilerActivity.CUDA");
@@ -821,9 +843,9 @@ TraceAnalysis analyse(const KinetoTrace& trace) {
       const StepResult& res = results[r++];
       if (!res.ok || std::pair{res.layers.size(), res.collectives.size()} != shape) {
         s.used = false;
-        a.notes.push_back(fmt::format("{} left out: {}", s.name,
-                                      res.ok ? "its operators form other layers or collectives than the other steps'"
-                                             : res.problem));
+        a.notes.push_back(
+            fmt::format("{} left out: {}", s.name,
+                        res.ok ? "its operators form other layers or collectives than the other steps'" : res.problem));
         continue;
       }
       used.push_back(&res);
@@ -915,7 +937,8 @@ TraceAnalysis analyse(const KinetoTrace& trace) {
       if (next.size() >= 2 && next[0] > 0) {
         L.activation_bytes = 4.0 * static_cast<double>(numel(next) / next[0]);
         if (L.kind == "conv" && next.size() == 4 && L.input_shape.size() == 4 && L.input_shape[2] > 0)
-          L.fwd_flops *= static_cast<double>(next[2] * next[3]) / static_cast<double>(L.input_shape[2] * L.input_shape[3]);
+          L.fwd_flops *=
+              static_cast<double>(next[2] * next[3]) / static_cast<double>(L.input_shape[2] * L.input_shape[3]);
       }
     }
   }
@@ -943,13 +966,13 @@ OrderedJson traced_step_events(const KinetoTrace& trace, const TraceAnalysis& an
     threads.insert(e.thread);
     OrderedJson j;
     j["ph"] = "X";
-    j["cat"] = e.cat == Category::kernel   ? "kernel"
-               : e.cat == Category::memcpy ? "gpu_memcpy"
-               : e.cat == Category::memset ? "gpu_memset"
-               : e.cat == Category::runtime ? "cuda_runtime"
+    j["cat"] = e.cat == Category::kernel            ? "kernel"
+               : e.cat == Category::memcpy          ? "gpu_memcpy"
+               : e.cat == Category::memset          ? "gpu_memset"
+               : e.cat == Category::runtime         ? "cuda_runtime"
                : e.cat == Category::user_annotation ? "user_annotation"
-               : e.cat == Category::python ? "python_function"
-                                           : "cpu_op";
+               : e.cat == Category::python          ? "python_function"
+                                                    : "cpu_op";
     j["name"] = e.name;
     j["pid"] = th.pid;
     j["tid"] = th.tid;

@@ -19,9 +19,9 @@ namespace ddlsim::traces {
 
 /// A layer as traced, with its figures reduced over the steps (seconds).
 struct TracedLayer {
-  std::string name; ///< "conv_1", "bn_2", ... (zoo names after naming, import.hpp)
-  std::string kind; ///< conv, linear, bn, ln, embedding, pool, compiled
-  std::string op;   ///< the operator that opened it (aten::conv2d, ...)
+  std::string name;                      ///< "conv_1", "bn_2", ... (zoo names after naming, import.hpp)
+  std::string kind;                      ///< conv, linear, bn, ln, embedding, pool, compiled
+  std::string op;                        ///< the operator that opened it (aten::conv2d, ...)
   std::vector<dag::ParamTensor> params;  ///< from the operator's Input Dims (names "<layer>.weight", ".bias")
   std::vector<std::int64_t> input_shape; ///< the operator's first input (batch first)
   double fwd_flops = 0;                  ///< per sample, when derivable (conv, linear)
@@ -36,17 +36,18 @@ struct TracedLayer {
 
 /// A collective call as traced (one per NCCL call, in launch order within the median step).
 struct TracedCollective {
-  std::string op;                        ///< nccl:all_reduce, c10d::allreduce_, ...
-  std::string kind;                      ///< allreduce, allgather, reduce_scatter, alltoall, broadcast, send, recv
+  std::string op;                           ///< nccl:all_reduce, c10d::allreduce_, ...
+  std::string kind;                         ///< allreduce, allgather, reduce_scatter, alltoall, broadcast, send, recv
   Collective collective = Collective::none; ///< none when ddlsim does not simulate it (alltoall, send, recv)
-  std::optional<double> bytes;           ///< whole buffer (allgather: gathered; reduce_scatter: input)
-  std::string size_from;                 ///< "Input Dims", "record_param_comms", "allocation", ""
-  std::string phase;                     ///< forward, backward, data_loading, optimizer, other
-  int layer = -1;                        ///< backward: the layer whose backward issued it
-  bool after_backward = false;           ///< issued by layer 0's backward, which ends the pass
-  std::optional<double> gpu_min_s;       ///< NCCL kernel time, minimum over the steps
-  int group_size = 0;                    ///< 0: unknown
-  double host_s = 0;                     ///< host time of the call (median)
+  std::optional<double> bytes;              ///< whole buffer (allgather: gathered; reduce_scatter: input)
+  std::string size_from;                    ///< "Input Dims", "record_param_comms", "allocation", ""
+  std::string phase;                        ///< forward, backward, data_loading, optimizer, other
+  int layer = -1;                           ///< backward: the layer whose backward issued it
+  bool after_backward = false;              ///< issued by layer 0's backward, which ends the pass
+  std::optional<double> gpu_min_s;          ///< NCCL kernel time, minimum over the steps
+  std::string kernel_mismatch; ///< the NCCL kernel reached by correlation is of another collective (its name)
+  int group_size = 0;          ///< 0: unknown
+  double host_s = 0;           ///< host time of the call (median)
 };
 
 struct StepSpan {
@@ -63,18 +64,18 @@ struct PhaseFigures {
   double h2d_host_s = 0;     ///< host time of the input's host-to-device copy
   double h2d_copy_s = 0;     ///< the copies' GPU time
   double h2d_bytes = 0;
-  double forward_s = 0;          ///< host: forward operators (the layers' forward_host summed)
-  double backward_s = 0;         ///< host: the autograd thread's backward (layers' backward_host summed)
-  double optimizer_host_s = 0;   ///< Optimizer.step spans
-  double optimizer_gpu_s = 0;    ///< kernels launched by them
-  double other_host_s = 0;       ///< the rest of the main thread (zero_grad, loss bookkeeping, loop)
-  double sync_wait_s = 0;        ///< main thread blocked in cuda*Synchronize / synchronous copies (not host work)
-  double backward_wait_s = 0;    ///< main thread waiting for the autograd thread
-  double gpu_busy_s = 0;         ///< union of all GPU activity launched in the step
-  double gpu_kernels_s = 0;      ///< sum of all GPU activity launched in the step, NCCL excluded
-  double other_gpu_s = 0;        ///< GPU activity outside layers and optimizer (zero_grad memsets, copies ...)
-  double nccl_s = 0;             ///< sum of NCCL kernels
-  double launch_s = 0;           ///< host time per GPU task launched by a layer operator (median over operators)
+  double forward_s = 0;        ///< host: forward operators (the layers' forward_host summed)
+  double backward_s = 0;       ///< host: the autograd thread's backward (layers' backward_host summed)
+  double optimizer_host_s = 0; ///< Optimizer.step spans
+  double optimizer_gpu_s = 0;  ///< kernels launched by them
+  double other_host_s = 0;     ///< the rest of the main thread (zero_grad, loss bookkeeping, loop)
+  double sync_wait_s = 0;      ///< main thread blocked in cuda*Synchronize / synchronous copies (not host work)
+  double backward_wait_s = 0;  ///< main thread waiting for the autograd thread
+  double gpu_busy_s = 0;       ///< union of all GPU activity launched in the step
+  double gpu_kernels_s = 0;    ///< sum of all GPU activity launched in the step, NCCL excluded
+  double other_gpu_s = 0;      ///< GPU activity outside layers and optimizer (zero_grad memsets, copies ...)
+  double nccl_s = 0;           ///< sum of NCCL kernels
+  double launch_s = 0;         ///< host time per GPU task launched by a layer operator (median over operators)
   int gpu_tasks = 0;
 };
 
@@ -89,7 +90,7 @@ struct TraceAnalysis {
   std::vector<TracedLayer> layers;
   std::vector<TracedCollective> collectives;
   PhaseFigures phases;
-  bool prefetch = false; ///< DataLoader workers (the loader's own threads/processes) vs single-process loading
+  bool prefetch = false;          ///< DataLoader workers (the loader's own threads/processes) vs single-process loading
   std::vector<std::string> notes; ///< what the trace did not contain, what was assumed
 };
 

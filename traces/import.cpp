@@ -7,17 +7,23 @@
 #include "dag/zoo/zoo.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <set>
 
 namespace ddlsim::traces {
 namespace {
 
-std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
-std::string us_text(double s) { return fmt::format("{:.6g} us", s * 1e6); }
+std::string ms(double s) {
+  return fmt::format("{:.3f} ms", s * 1e3);
+}
+std::string us_text(double s) {
+  return fmt::format("{:.6g} us", s * 1e6);
+}
 
 std::vector<std::vector<std::int64_t>> shapes(const std::vector<dag::ParamTensor>& params) {
   std::vector<std::vector<std::int64_t>> out;
@@ -64,8 +70,10 @@ std::optional<ZooMatch> match_zoo(const std::vector<TracedLayer>& layers) {
     ZooMatch m{name, *model, std::vector<int>(layers.size(), -1)};
     // gaps: before the first parameterised layer, between two, after the last
     for (std::size_t g = 0; g <= zoo_with.size(); ++g) {
-      const std::size_t zf = g == 0 ? 0 : zoo_with[g - 1] + 1, zt = g < zoo_with.size() ? zoo_with[g] : model->layers.size();
-      const std::size_t tf = g == 0 ? 0 : traced_with[g - 1] + 1, tt = g < traced_with.size() ? traced_with[g] : layers.size();
+      const std::size_t zf = g == 0 ? 0 : zoo_with[g - 1] + 1,
+                        zt = g < zoo_with.size() ? zoo_with[g] : model->layers.size();
+      const std::size_t tf = g == 0 ? 0 : traced_with[g - 1] + 1,
+                        tt = g < traced_with.size() ? traced_with[g] : layers.size();
       if (g < zoo_with.size())
         m.zoo_index[traced_with[g]] = static_cast<int>(zoo_with[g]);
       // parameter-free traced layers take the gap's zoo layers in order while their kinds agree
@@ -78,7 +86,6 @@ std::optional<ZooMatch> match_zoo(const std::vector<TracedLayer>& layers) {
   }
   return std::nullopt;
 }
-
 
 double total(const std::vector<TracedLayer>& layers, double TracedLayer::*field) {
   double sum = 0;
@@ -161,7 +168,8 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
                       "for the traced batch");
 
   // Gradient sizes when the trace has no weight shapes: one tensor per collective issued in backward.
-  const bool shapes_known = std::any_of(a.layers.begin(), a.layers.end(), [](const TracedLayer& l) { return !l.params.empty(); });
+  const bool shapes_known =
+      std::any_of(a.layers.begin(), a.layers.end(), [](const TracedLayer& l) { return !l.params.empty(); });
   if (!shapes_known) {
     int k = 0;
     for (const auto& c : a.collectives)
@@ -232,17 +240,32 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
   }
   std::vector<std::string> missing = a.notes;
   for (const auto& [what, cb] : unsimulated)
-    missing.push_back(fmt::format("{} {} ({}) not simulated: {}", cb.first, what, format_bytes(cb.second),
-                                  what.rfind("alltoall", 0) == 0 || what.rfind("send", 0) == 0 || what.rfind("recv", 0) == 0
-                                      ? "ddlsim has no such collective"
-                                      : "only gradient collectives issued in backward are replayed"));
+    missing.push_back(
+        fmt::format("{} {} ({}) not simulated: {}", cb.first, what, format_bytes(cb.second),
+                    what.rfind("alltoall", 0) == 0 || what.rfind("send", 0) == 0 || what.rfind("recv", 0) == 0
+                        ? "ddlsim has no such collective"
+                        : "only gradient collectives issued in backward are replayed"));
   if (unknown_size > 0)
     missing.push_back(fmt::format("{} collective call(s) without a size in the trace", unknown_size));
-  const bool any_nccl_kernel = std::any_of(a.collectives.begin(), a.collectives.end(),
-                                           [](const TracedCollective& c) { return c.gpu_min_s.has_value(); });
-  if (!a.collectives.empty() && !any_nccl_kernel)
-    missing.push_back("NCCL kernel times: the trace has no kernels for its collectives (their cost comes from the "
-                      "cluster model)");
+  std::map<std::string, std::pair<int, std::string>> mismatched; // kind -> calls, kernel name
+  for (const auto& c : a.collectives)
+    if (!c.kernel_mismatch.empty()) {
+      ++mismatched[c.kind].first;
+      mismatched[c.kind].second = c.kernel_mismatch;
+    }
+  for (const auto& [kind, m] : mismatched)
+    missing.push_back(fmt::format("{} {} call(s) reach a {} kernel by correlation id (a profiler mix-up): their kernel "
+                                  "times are not used",
+                                  m.first, kind, m.second));
+  std::set<std::string> timed, untimed; // kinds with and without NCCL kernels reached from their calls
+  for (const auto& c : a.collectives)
+    (c.gpu_min_s ? timed : untimed).insert(c.kind);
+  for (const auto& k : timed)
+    untimed.erase(k);
+  if (!untimed.empty())
+    missing.push_back(fmt::format("NCCL kernel times of the {} calls: no kernels reached from them in the trace (their "
+                                  "cost comes from the cluster model)",
+                                  fmt::join(untimed, ", ")));
 
   // The scenario.
   const StepSpan& med = a.steps[static_cast<std::size_t>(a.median_step)];
@@ -270,9 +293,10 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
       ms(p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s + p.other_host_s), ms(p.data_loading_s),
       ms(p.forward_s), ms(p.backward_s), ms(p.optimizer_host_s), ms(p.other_host_s), ms(p.gpu_kernels_s));
   if (world > 1)
-    description += fmt::format(" Cluster from distributedInfo (world size {}): {} GPUs per node assumed (min(world size, "
-                               "8)); link bandwidths and latencies assumed, not traced.",
-                               world, per_node);
+    description +=
+        fmt::format(" Cluster from distributedInfo (world size {}): {} GPUs per node assumed (min(world size, "
+                    "8)); link bandwidths and latencies assumed, not traced.",
+                    world, per_node);
   if (!missing.empty())
     description += " Not in the trace or not simulated: " + fmt::format("{}.", fmt::join(missing, "; "));
   s["description"] = description;
@@ -301,10 +325,12 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
   // What the user reads.
   auto& out = im.summary;
   out.push_back(fmt::format("{}: {} steps ({} used), median step {} (the step written out: {}, {})", file_name,
-                            a.steps.size(), std::count_if(a.steps.begin(), a.steps.end(), [](const StepSpan& x) { return x.used; }),
+                            a.steps.size(),
+                            std::count_if(a.steps.begin(), a.steps.end(), [](const StepSpan& x) { return x.used; }),
                             ms(p.step_s), med.name, ms(med.duration_s)));
   out.push_back(fmt::format("layers: {}{}, batch {}", a.layers.size(),
-                            im.zoo.empty() ? " (no zoo model has these weight shapes)" : fmt::format(" named after zoo model {}", im.zoo),
+                            im.zoo.empty() ? " (no zoo model has these weight shapes)"
+                                           : fmt::format(" named after zoo model {}", im.zoo),
                             a.batch ? std::to_string(*a.batch) : "unknown"));
   const double host_sum = p.other_host_s + std::max(0.0, p.h2d_host_s - p.h2d_copy_s) + p.data_loading_s + p.forward_s +
                           p.backward_s + p.optimizer_host_s;
@@ -313,7 +339,8 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
                             ms(p.other_host_s + std::max(0.0, p.h2d_host_s - p.h2d_copy_s)), ms(p.data_loading_s),
                             ms(p.forward_s), ms(p.backward_s), ms(p.optimizer_host_s), ms(host_sum),
                             100 * (host_sum / p.step_s - 1), ms(p.sync_wait_s), ms(p.h2d_copy_s)));
-  const double gpu_layers = total(a.layers, &TracedLayer::forward_gpu_s) + total(a.layers, &TracedLayer::backward_gpu_s);
+  const double gpu_layers =
+      total(a.layers, &TracedLayer::forward_gpu_s) + total(a.layers, &TracedLayer::backward_gpu_s);
   out.push_back(fmt::format("GPU: layers {} (forward {}, backward {}) + optimizer {} + other {} = {}; all kernels {}, "
                             "busy {}, NCCL kernels {}",
                             ms(gpu_layers), ms(total(a.layers, &TracedLayer::forward_gpu_s)),

@@ -19,12 +19,12 @@ struct ImportOptions {
 
 struct Imported {
   TraceAnalysis analysis;
-  std::string zoo;     ///< the zoo model whose weight shapes the layers match ("" if none)
-  dag::Model model;    ///< the workload
+  std::string zoo;  ///< the zoo model whose weight shapes the layers match ("" if none)
+  dag::Model model; ///< the workload
   dag::Calibration calibration;
-  OrderedJson scenario;    ///< DIR/scenario.json, GPU preset still to be checked (gpu_candidate)
-  OrderedJson traced_step; ///< DIR/traced_step.json
-  std::string gpu_candidate; ///< preset name derived from the device name ("" if none)
+  OrderedJson scenario;             ///< DIR/scenario.json, GPU preset still to be checked (gpu_candidate)
+  OrderedJson traced_step;          ///< DIR/traced_step.json
+  std::string gpu_candidate;        ///< preset name derived from the device name ("" if none)
   std::vector<std::string> summary; ///< lines for the user: figures, checks, what the trace does not contain
 };
 

@@ -36,10 +36,11 @@ std::string inflate_gzip(const std::string& data, const std::string& path) {
   const std::size_t consumed = data.size() - zs.avail_in;
   inflateEnd(&zs);
   if (rc != Z_STREAM_END)
-    throw InputError(path, "",
-                     rc == Z_BUF_ERROR || rc == Z_OK
-                         ? fmt::format("truncated gzip stream (input ends after {} bytes)", data.size())
-                         : fmt::format("corrupt gzip stream at byte {} ({})", consumed, zs.msg ? zs.msg : "zlib error"));
+    throw InputError(
+        path, "",
+        rc == Z_BUF_ERROR || rc == Z_OK
+            ? fmt::format("truncated gzip stream (input ends after {} bytes)", data.size())
+            : fmt::format("corrupt gzip stream at byte {} ({})", consumed, zs.msg ? zs.msg : "zlib error"));
   return out;
 }
 
@@ -297,10 +298,10 @@ private:
 
 int dtype_size(const std::string& type) {
   static constexpr std::pair<std::string_view, int> kSizes[] = {
-      {"float", 4},  {"c10::Half", 2}, {"c10::BFloat16", 2}, {"Half", 2},          {"BFloat16", 2},
-      {"double", 8}, {"long", 8},      {"long int", 8},      {"int64_t", 8},       {"int", 4},
-      {"short", 2},  {"bool", 1},      {"unsigned char", 1}, {"signed char", 1},   {"char", 1},
-      {"Float", 4},  {"Double", 8},    {"Long", 8},          {"Int", 4},           {"Byte", 1},
+      {"float", 4},  {"c10::Half", 2}, {"c10::BFloat16", 2}, {"Half", 2},        {"BFloat16", 2},
+      {"double", 8}, {"long", 8},      {"long int", 8},      {"int64_t", 8},     {"int", 4},
+      {"short", 2},  {"bool", 1},      {"unsigned char", 1}, {"signed char", 1}, {"char", 1},
+      {"Float", 4},  {"Double", 8},    {"Long", 8},          {"Int", 4},         {"Byte", 1},
   };
   for (const auto& [n, s] : kSizes)
     if (type == n)
@@ -316,11 +317,12 @@ KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
   if (!ok)
     throw InputError(origin, "", "not valid JSON");
   if (const auto it = reader.tops.find("traceEvents"); it != reader.tops.end())
-    throw InputError(origin, "/traceEvents", fmt::format("expected an array of events, not {}", json_type_phrase(it->second)));
+    throw InputError(origin, "/traceEvents",
+                     fmt::format("expected an array of events, not {}", json_type_phrase(it->second)));
   if (!reader.saw_events)
     throw InputError(origin, "/traceEvents", "missing: not a Chrome trace (expected {\"traceEvents\": [...]})");
-  if (const auto it = reader.tops.find("deviceProperties"); it != reader.tops.end() && it->second.is_array() &&
-                                                            !it->second.empty() && it->second[0].is_object())
+  if (const auto it = reader.tops.find("deviceProperties");
+      it != reader.tops.end() && it->second.is_array() && !it->second.empty() && it->second[0].is_object())
     t.device_name = it->second[0].value("name", std::string());
   if (const auto it = reader.tops.find("distributedInfo"); it != reader.tops.end() && it->second.is_object()) {
     const Json& d = it->second;

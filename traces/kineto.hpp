@@ -37,12 +37,12 @@ struct Event {
   std::int64_t fwd_thread = -1;  ///< "Fwd thread id"
   std::vector<std::vector<std::int64_t>> input_dims; ///< "Input Dims" (an empty list per non-tensor argument)
   std::vector<std::string> input_types;              ///< "Input type"
-  double bytes = 0;                   ///< memcpy/memset "bytes"; [memory] "Bytes"
-  std::int64_t in_nelems = -1;        ///< record_param_comms "In msg nelems"
-  std::int64_t out_nelems = -1;       ///< "Out msg nelems"
-  std::int64_t group_size = -1;       ///< "Group size"
-  std::string dtype;                  ///< "dtype"
-  std::size_t index = 0;              ///< position in traceEvents, for messages
+  double bytes = 0;                                  ///< memcpy/memset "bytes"; [memory] "Bytes"
+  std::int64_t in_nelems = -1;                       ///< record_param_comms "In msg nelems"
+  std::int64_t out_nelems = -1;                      ///< "Out msg nelems"
+  std::int64_t group_size = -1;                      ///< "Group size"
+  std::string dtype;                                 ///< "dtype"
+  std::size_t index = 0;                             ///< position in traceEvents, for messages
 
   [[nodiscard]] double end_us() const { return ts_us + dur_us; }
 };
@@ -58,7 +58,7 @@ struct KinetoTrace {
   std::string path;
   std::vector<Event> events; ///< complete events (ph X) and [memory] instants, in file order
   std::vector<Thread> threads;
-  std::string device_name;   ///< deviceProperties[0].name ("" if absent)
+  std::string device_name;       ///< deviceProperties[0].name ("" if absent)
   std::optional<int> world_size; ///< distributedInfo
   std::optional<int> rank;
   std::string backend;

@@ -14,9 +14,9 @@ struct CalibrateRequest {
   /// For logs that do not name theirs ("all_reduce", "all_gather", ...): one for all of them, or one per log ("auto"
   /// for a log that names its own).
   std::vector<std::string> collectives;
-  std::optional<int> ranks; ///< for logs without a device listing
+  std::optional<int> ranks;        ///< for logs without a device listing
   std::vector<std::string> kineto; ///< PyTorch profiler traces: layers, host costs, optimizer (import_trace.hpp)
-  std::string out;          ///< the calibration file to write
+  std::string out;                 ///< the calibration file to write
 };
 
 /// Reads the measurements, writes `out` atomically and prints what it kept, fitted and left out. Returns the exit

@@ -48,8 +48,8 @@ void add_kineto_calibration(dag::Calibration& c, const std::vector<std::string>&
       c.host = k.host;
     if (!c.optimizer.host_s)
       c.optimizer = k.optimizer;
-    fmt::print("{}: {} layers{}, median step {:.3f} ms, host per launched GPU task {:.1f} us\n", trace,
-               k.layers.size(), im.zoo.empty() ? "" : fmt::format(" ({})", im.zoo), im.analysis.phases.step_s * 1e3,
+    fmt::print("{}: {} layers{}, median step {:.3f} ms, host per launched GPU task {:.1f} us\n", trace, k.layers.size(),
+               im.zoo.empty() ? "" : fmt::format(" ({})", im.zoo), im.analysis.phases.step_s * 1e3,
                im.analysis.phases.launch_s * 1e6);
   }
 }

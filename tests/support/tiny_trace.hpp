@@ -22,8 +22,8 @@ inline std::string tiny_trace(bool kineto_names, bool with_step = true, bool wit
   const auto add = [&](const std::string& e) { ev += (ev.empty() ? "" : ",\n") + e; };
   const auto x = [&](const std::string& cat, const std::string& name, int tid, double ts, double dur,
                      const std::string& args) {
-    add(fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":1,"tid":{},"ts":{},"dur":{},"args":{{{}}}}})", cat,
-                    name, tid, ts, dur, args));
+    add(fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":1,"tid":{},"ts":{},"dur":{},"args":{{{}}}}})", cat, name,
+                    tid, ts, dur, args));
   };
   if (with_step)
     x(op, "ProfilerStep#1", 1, 1000, 1000, "");

@@ -12,7 +12,9 @@ using Catch::Matchers::StartsWith;
 using Catch::Matchers::WithinRel;
 
 namespace {
-double seconds(const nlohmann::json& quantity) { return std::stod(quantity.get<std::string>()); } // "0.0001 s"
+double seconds(const nlohmann::json& quantity) {
+  return std::stod(quantity.get<std::string>());
+} // "0.0001 s"
 } // namespace
 
 TEST_CASE("cli: import-trace writes a runnable scenario of the traced run", "[traces][cli]") {

@@ -2,9 +2,9 @@
 // correlation id, backward operators joined to their forward layer by sequence number, host intervals from one
 // operator to the next; and every malformed input as one InputError naming the file (and the JSON path).
 #include "core/error.hpp"
+#include "support/tiny_trace.hpp"
 #include "traces/analysis.hpp"
 #include "traces/kineto.hpp"
-#include "support/tiny_trace.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -22,8 +22,6 @@ using Catch::Matchers::WithinAbs;
 using ddlsim::test::gzip;
 using ddlsim::test::tiny_trace;
 using ddlsim::test::write_temp;
-
-
 
 TEST_CASE("traces::analyse joins launches, kernels and backward operators into layers", "[traces][kineto]") {
   const bool kineto_names = GENERATE(false, true);
@@ -72,9 +70,9 @@ TEST_CASE("traces: malformed traces are one InputError naming the file and where
     REQUIRE_THROWS_WITH(parse_kineto("{\"x\": 1}", "obj.json"), Contains("obj.json: /traceEvents: missing"));
   }
   SECTION("an event with a bad field") {
-    REQUIRE_THROWS_WITH(parse_kineto(R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":"soon","dur":1}]})",
-                                     "ts.json"),
-                        Contains("ts.json: /traceEvents/0/ts") && Contains("not a number"));
+    REQUIRE_THROWS_WITH(
+        parse_kineto(R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":"soon","dur":1}]})", "ts.json"),
+        Contains("ts.json: /traceEvents/0/ts") && Contains("not a number"));
   }
   SECTION("truncated gzip") {
     const std::string whole = gzip(tiny_trace(true));

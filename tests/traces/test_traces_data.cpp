@@ -24,7 +24,8 @@ const Imported& imported(const std::string& name) {
 }
 
 double sum(const std::vector<TracedLayer>& layers, double TracedLayer::*field) {
-  return std::accumulate(layers.begin(), layers.end(), 0.0, [&](double s, const TracedLayer& l) { return s + l.*field; });
+  return std::accumulate(layers.begin(), layers.end(), 0.0,
+                         [&](double s, const TracedLayer& l) { return s + l.*field; });
 }
 } // namespace
 
