@@ -26,6 +26,8 @@ std::string_view resource_name(Resource r) {
     return "none";
   case Resource::p2p:
     return "p2p";
+  case Resource::host_thread:
+    return "host_thread";
   }
   return "?";
 }
@@ -74,6 +76,8 @@ std::string_view task_kind_name(TaskKind k) {
     return "delay";
   case TaskKind::prediction:
     return "prediction";
+  case TaskKind::launch:
+    return "launch";
   }
   return "?";
 }

@@ -23,10 +23,13 @@ namespace ddlsim::dag {
 /// (an upper bound on the benefit of the overlap). `comm_pull`: the receiving stream of a parameter-server worker
 /// (pulls run beside pushes on the full-duplex NIC). `p2p`: a pipeline stage's sends of activations and gradients
 /// to its neighbours, beside its data-parallel collectives on `comm` (Megatron sends on a stream of its own).
-enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, gpu_compression, comm_pull, none, p2p };
-inline constexpr int kResourceCount = 7;
+/// `host_thread`: the CPU thread of the training process that drives a GPU, issuing its kernels and collectives one
+/// after the other (sim/plan/host.hpp); its tasks sit on the GPU's device.
+enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, gpu_compression, comm_pull, none, p2p, host_thread };
+inline constexpr int kResourceCount = 8;
 
-/// `prediction`: a weight-prediction or restore kernel of SpecTrain (element-wise over a stage's weights).
+/// `prediction`: a weight-prediction or restore kernel of SpecTrain (element-wise over a stage's weights). `launch`:
+/// the host thread issuing a GPU task (or, with no layer, its work per iteration outside the tasks).
 enum class TaskKind : std::uint8_t {
   data_load,
   h2d,
@@ -36,7 +39,8 @@ enum class TaskKind : std::uint8_t {
   communication,
   update,
   delay,
-  prediction
+  prediction,
+  launch
 };
 
 [[nodiscard]] std::string_view resource_name(Resource r);

@@ -36,6 +36,14 @@ struct WorkerCosts {
   double update_s = 0;         ///< optimizer step
   double memory_bandwidth = 0; ///< effective GPU memory bandwidth (B/s) for memory-bound kernels (compression)
   double peak_flops = 0;       ///< effective GPU peak (FLOP/s) in the gradient dtype, for compression matmuls
+  /// The host thread that issues the GPU's work (sim/plan/host.hpp): per layer, the time to issue its forward and
+  /// backward kernels; per other GPU task (copy, collective, compression kernel); the optimizer step's; per
+  /// iteration outside them. All zero: no host tasks.
+  std::vector<double> fwd_host_s;
+  std::vector<double> bwd_host_s;
+  double launch_s = 0;
+  double update_host_s = 0;
+  double iteration_host_s = 0;
 };
 
 /// A parameter tensor in the model's flattened registration order.

@@ -4,6 +4,7 @@
 
 #include "core/units.hpp"
 #include "sim/analytic/ps_async.hpp"
+#include "sim/plan/host.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/plan/schedule.hpp"
 
@@ -22,7 +23,8 @@ void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
   auto& ps = *r.parameter_server;
   const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node, o.servers, o.dedicated_servers};
   const auto shard = server_shard_bytes(r.groups, o.servers);
-  const auto alone = dag::build_ps_sync(s.model, p.costs.worker, {}, 1);
+  auto alone = dag::build_ps_sync(s.model, p.costs.worker, {}, 1);
+  add_host_tasks(alone, HostTimes(p.costs.worker));
   const double compute = makespan_of(schedule(alone));
   AsyncPsInput in;
   in.shape = shape;

@@ -13,6 +13,7 @@
 #include "sim/flow/symmetry.hpp"
 #include "sim/network/collectives.hpp"
 #include "sim/network/communicator.hpp"
+#include "sim/plan/measured_links.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/plan/schedule.hpp"
 
@@ -261,8 +262,14 @@ public:
       : graph_(graph), deps_(std::move(deps)), n_(graph.size()), slots_(slots), run_(run), plan_(plan),
         timing_(slots * n_), pending_(slots * n_), finished_(slots * n_, false), instance_of_(n_, -1),
         axis_(n_, dag::IterationGraph::Axis::copy) {
-    for (std::size_t k = 0; k < slots_; ++k)
-      std::copy(deps_.predecessors.begin(), deps_.predecessors.end(), pending_.begin() + static_cast<long>(k * n_));
+    time_ahead();
+    for (std::size_t k = 0; k < slots_; ++k) {
+      std::copy(pending_ahead_.begin(), pending_ahead_.end(), pending_.begin() + static_cast<long>(k * n_));
+      for (std::size_t v = 0; v < n_; ++v) {
+        timing_[k * n_ + v] = ahead_[v] ? ahead_timing_[v] : TaskTiming{ahead_timing_[v].start_s, 0};
+        finished_[k * n_ + v] = ahead_[v] != 0;
+      }
+    }
   }
 
   /// Collective task v runs as graph.instances(v) instances (the CollectivePlan's jobs job, job + 1, ...), each
@@ -288,7 +295,7 @@ public:
   void start() {
     for (std::size_t k = 0; k < slots_; ++k)
       for (std::size_t v = 0; v < n_; ++v)
-        if (deps_.predecessors[v] == 0)
+        if (!ahead_[v] && pending_ahead_[v] == 0)
           ready(k, v);
     drain();
   }
@@ -313,6 +320,47 @@ private:
   };
 
   TaskTiming& timing(std::size_t slot, std::size_t v) { return timing_[slot * n_ + v]; }
+
+  // The tasks that no collective precedes (through the dependencies and the streams' order: the host threads'
+  // launches, the data loading, most of the forward and backward passes) take the same time in every copy,
+  // whatever the network does: they are timed once, ahead, and every copy starts from them (pending_ahead_: the
+  // predecessors of each other task still to end; its start holds the ahead ones' last end).
+  void time_ahead() {
+    ahead_.assign(n_, 1);
+    std::vector<std::size_t> stack;
+    for (std::size_t v = 0; v < n_; ++v)
+      if (graph_.task(v).collective != dag::Collective::none) {
+        ahead_[v] = 0;
+        stack.push_back(v);
+      }
+    while (!stack.empty()) {
+      const std::size_t v = stack.back();
+      stack.pop_back();
+      for (std::size_t w : deps_.successors[v])
+        if (ahead_[w] != 0) {
+          ahead_[w] = 0;
+          stack.push_back(w);
+        }
+    }
+    ahead_timing_.assign(n_, TaskTiming{});
+    pending_ahead_.assign(deps_.predecessors.begin(), deps_.predecessors.end());
+    std::vector<int> waiting(deps_.predecessors.begin(), deps_.predecessors.end());
+    for (std::size_t v = 0; v < n_; ++v)
+      if (ahead_[v] && waiting[v] == 0)
+        stack.push_back(v);
+    while (!stack.empty()) { // ahead tasks have ahead predecessors only
+      const std::size_t v = stack.back();
+      stack.pop_back();
+      auto& t = ahead_timing_[v];
+      t.end_s = t.start_s + graph_.task(v).duration_s;
+      for (std::size_t w : deps_.successors[v]) {
+        ahead_timing_[w].start_s = std::max(ahead_timing_[w].start_s, t.end_s);
+        --pending_ahead_[w];
+        if (ahead_[w] && --waiting[w] == 0)
+          stack.push_back(w);
+      }
+    }
+  }
   // Which of collective task v's instances replica `slot`'s copy belongs to (its axis looked up once).
   [[nodiscard]] std::size_t instance(std::size_t v, std::size_t slot) const {
     return static_cast<std::size_t>(graph_.instance_of(axis_[v], static_cast<int>(slot)));
@@ -399,8 +447,11 @@ private:
   std::size_t n_, slots_;
   FlowRun& run_;
   CollectivePlan& plan_;
-  std::vector<TaskTiming> timing_; ///< by slot * n + task
-  std::vector<int> pending_;       ///< predecessors not yet done, by slot * n + task
+  std::vector<char> ahead_;              ///< by task: no collective precedes it (time_ahead)
+  std::vector<TaskTiming> ahead_timing_; ///< by task: an ahead task's timing; another's start after its ahead ones
+  std::vector<int> pending_ahead_;       ///< by task: predecessors that are not ahead
+  std::vector<TaskTiming> timing_;       ///< by slot * n + task
+  std::vector<int> pending_;             ///< predecessors not yet done, by slot * n + task
   std::vector<bool> finished_;
   std::vector<long> instance_of_; ///< by task: its (first) instance, -1 for a task that is not a collective
   std::vector<dag::IterationGraph::Axis> axis_; ///< by task: what a collective's communicator spans
@@ -473,7 +524,8 @@ std::vector<char> unshared_tensor_collectives(const Scenario& s, const dag::Iter
 } // namespace
 
 FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
-                                 const std::function<double(const std::vector<TaskTiming>&)>& window) {
+                                 const std::function<double(const std::vector<TaskTiming>&)>& window,
+                                 std::size_t listed) {
   // Per-resource order: the analytic schedule's order (readiness order).
   auto deps = with_stream_order(graph, schedule(graph));
 
@@ -526,6 +578,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
   }
 
   FlowGraphRun result;
+  result.simulated_replicas = slots;
   result.note = plan.note();
   if (replicas > 1 && graph.tensor_peers() > 1)
     result.note += fmt::format("; the tasks of {} of the {} GPUs per stage ({} data-parallel replicas x {} tensor "
@@ -556,7 +609,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
                                "simulates them)",
                                timer.unshared_instances(), run.unshared_flows());
   result.timing = timer.take_timing(0);
-  for (std::size_t k = 1; k < slots; ++k)
+  for (std::size_t k = 1; k < std::min(slots, listed); ++k)
     result.replicas.push_back({static_cast<int>(k), timer.take_timing(k)});
   for (std::size_t v = 0; v < n; ++v)
     if (graph.task(v).collective != dag::Collective::none)
@@ -570,25 +623,29 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
 // Rows of tasks.csv the default flow.report_replicas aims at (a copy's tasks each).
 constexpr std::size_t kReportedRows = 500'000;
 
-RunResult run_flow(const Scenario& s) {
+RunResult run_flow(const Scenario& scenario) {
+  // A measured allreduce over the whole cluster sets the links the algorithm is simulated on (measured_links.hpp).
+  const Scenario s = with_measured_links(scenario);
   if (s.strategy.asynchronous())
     throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
   const auto wall_start = std::chrono::steady_clock::now();
   auto prepared = detail::prepare(s, "flow");
   RunResult& r = prepared.result;
-  // The links' mean utilisation is taken over the iteration time, which finalize derives from the timing.
-  auto run = simulate_graph_flow(s, r.graph, [&](const std::vector<TaskTiming>& timing) {
-    r.timing = timing;
-    detail::finalize(s, prepared);
-    return r.iteration_time_s;
-  });
-  r.notes.push_back(std::move(run.note));
-  const std::size_t simulated = run.replicas.size() + 1;
   const std::size_t listed =
       s.flow_report_replicas ? static_cast<std::size_t>(*s.flow_report_replicas)
                              : std::clamp<std::size_t>(kReportedRows / std::max<std::size_t>(r.graph.size(), 1), 1, 64);
+  // The links' mean utilisation is taken over the iteration time, which finalize derives from the timing.
+  auto run = simulate_graph_flow(
+      s, r.graph,
+      [&](const std::vector<TaskTiming>& timing) {
+        r.timing = timing;
+        detail::finalize(s, prepared);
+        return r.iteration_time_s;
+      },
+      listed);
+  r.notes.push_back(std::move(run.note));
+  const std::size_t simulated = run.simulated_replicas;
   const auto reported = std::min(simulated, listed);
-  run.replicas.resize(reported - 1);
   r.replicas = std::move(run.replicas);
   if (reported < simulated)
     r.notes.push_back(fmt::format("tasks.csv and timeline.json list the tasks of the first {} of the {} {} simulated "

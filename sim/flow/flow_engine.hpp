@@ -8,6 +8,7 @@
 #include "sim/spec/scenario.hpp"
 
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,10 +20,12 @@ namespace ddlsim::sim {
 
 /// What the flow engine measured of one DAG.
 struct FlowGraphRun {
-  std::vector<TaskTiming> timing;      ///< by task id: the DAG's own devices (replica 0)
-  std::vector<ReplicaTiming> replicas; ///< every other replica simulated (all, or node 0's under node symmetry)
-  std::vector<LinkUsage> links;        ///< every link of the cluster
-  std::string note;                    ///< how the flows were simulated (node symmetry or not)
+  std::vector<TaskTiming> timing; ///< by task id: the DAG's own devices (replica 0)
+  std::vector<ReplicaTiming>
+      replicas;                 ///< other replicas simulated (all, or node 0's under node symmetry), up to `listed`
+  std::vector<LinkUsage> links; ///< every link of the cluster
+  std::string note;             ///< how the flows were simulated (node symmetry or not)
+  std::size_t simulated_replicas = 1; ///< copies of the DAG timed (replica 0 and the others)
   std::size_t flows = 0;
   std::size_t events = 0;
 };
@@ -30,10 +33,11 @@ struct FlowGraphRun {
 /// replicas; node 0's under node symmetry), each device's streams in the analytic schedule's order, each collective
 /// lowered on its communicator and started when every replica that takes part is ready; the collectives'
 /// durations in `graph` become the simulated ones. `window(timing)` is the time the links' mean
-/// utilisation is taken over (default: the makespan). One simulation per process.
-[[nodiscard]] FlowGraphRun
-simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
-                    const std::function<double(const std::vector<TaskTiming>&)>& window = {});
+/// utilisation is taken over (default: the makespan). `replicas` of the result lists the timing of the first
+/// `listed` - 1 replicas after replica 0 (every one simulated is timed either way). One simulation per process.
+[[nodiscard]] FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
+                                               const std::function<double(const std::vector<TaskTiming>&)>& window = {},
+                                               std::size_t listed = std::numeric_limits<std::size_t>::max());
 
 /// Collectives run by themselves on the flow engine's platform (tests, benchmarks, calibration what-ifs): each
 /// job starts at `start_s` over all of the cluster's workers; they share the network.

@@ -27,7 +27,66 @@ double layer_param_bytes(const dag::Layer& layer) {
 
 } // namespace
 
+namespace {
+
+// What holds whichever source costed the kernels: the calibration's optimizer step, data loading and copy, the host
+// thread's times (sim/plan/host.hpp), and gpu.speedup.
+void finish_costs(const Scenario& s, dag::WorkerCosts& w) {
+  const auto& m = s.model;
+  const std::size_t layers = m.layers.size();
+  const dag::Calibration* c = s.gpu.calibration ? &*s.gpu.calibration : nullptr;
+  if (c != nullptr) {
+    if (c->optimizer.gpu_s)
+      w.update_s = *c->optimizer.gpu_s;
+    if (c->host.data_loading_s && s.data.loading_per_sample_s == 0) { // the scenario's `data` wins
+      w.data_load_s = *c->host.data_loading_s * s.batch_per_gpu / c->batch_per_gpu;
+      w.prefetch = c->host.prefetch.value_or(w.prefetch);
+    }
+    if (c->host.h2d_bandwidth)
+      w.h2d_s = m.input_bytes_per_sample * s.batch_per_gpu / *c->host.h2d_bandwidth;
+  }
+  for (std::size_t l = 0; l < layers; ++l) {
+    w.fwd_s[l] /= s.gpu.speedup;
+    w.bwd_s[l] /= s.gpu.speedup;
+  }
+  w.update_s /= s.gpu.speedup;
+  w.memory_bandwidth *= s.gpu.speedup;
+  w.peak_flops *= s.gpu.speedup;
+
+  // Host: the scenario's launch cost, else the calibration's, else one kernel launch (dag/compression.hpp).
+  w.launch_s = s.host.launch_s                    ? *s.host.launch_s
+               : c != nullptr && c->host.launch_s ? *c->host.launch_s
+                                                  : dag::kKernelLaunchS;
+  w.fwd_host_s.assign(layers, w.launch_s);
+  w.bwd_host_s.assign(layers, w.launch_s);
+  w.update_host_s = w.launch_s;
+  w.iteration_host_s = 0;
+  if (c != nullptr) {
+    for (std::size_t l = 0; l < layers; ++l) {
+      const auto it = c->layers.find(m.layers[l].name);
+      if (it == c->layers.end())
+        continue;
+      w.fwd_host_s[l] = it->second.forward_host_s.value_or(w.fwd_host_s[l]);
+      w.bwd_host_s[l] = it->second.backward_host_s.value_or(w.bwd_host_s[l]);
+    }
+    w.update_host_s = c->optimizer.host_s.value_or(w.update_host_s);
+    w.iteration_host_s = c->host.iteration_s.value_or(0);
+  }
+}
+
+ComputeCosts gpu_costs(const Scenario& s);
+
+} // namespace
+
 ComputeCosts compute_costs(const Scenario& s) {
+  auto out = gpu_costs(s);
+  finish_costs(s, out.worker);
+  return out;
+}
+
+namespace {
+
+ComputeCosts gpu_costs(const Scenario& s) {
   const auto& m = s.model;
   const std::size_t layers = m.layers.size();
   const double batch = s.batch_per_gpu;
@@ -104,6 +163,8 @@ ComputeCosts compute_costs(const Scenario& s) {
   out.source = !used_roofline ? "calibration" : calibrated_any ? "calibration+roofline" : "roofline";
   return out;
 }
+
+} // namespace
 
 double peak_memory_bytes(const Scenario& s, double largest_group_bytes) {
   const auto& m = s.model;

@@ -4,6 +4,7 @@
 #include "core/units.hpp"
 #include "dag/memory.hpp"
 #include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/host.hpp"
 #include "sim/plan/schedule.hpp"
 
 #include <fmt/format.h>
@@ -18,6 +19,55 @@
 namespace ddlsim::sim {
 
 namespace {
+
+// The host thread's time per pipeline task (sim/plan/host.hpp): a pass issues its layers' kernels, their host times
+// summed (a backward that recomputes issues the forward's again), split over the pass's tasks (tensor parallelism's
+// parts) by their share of its compute; a task starts once its share of one layer's is issued, the rest is issued
+// while it runs. Every other GPU task is one launch.
+void add_pipeline_host_tasks(dag::IterationGraph& g, const dag::WorkerCosts& w, const dag::PipelinePlan& plan) {
+  HostTimes times(w);
+  if (!times.any())
+    return;
+  struct Pass {
+    double host_s = 0;
+    double compute_s = 0;
+    int layers = 1;
+  };
+  std::vector<Pass> forward, backward;
+  const auto compute = [](const std::vector<dag::PassPart>& parts) {
+    double sum = 0;
+    for (const auto& part : parts)
+      sum += part.compute_s;
+    return sum;
+  };
+  for (const auto& vs : plan.stages) {
+    Pass f, b;
+    f.layers = b.layers = std::max(1, vs.end_layer - vs.first_layer);
+    for (int l = vs.first_layer; l < vs.end_layer; ++l) {
+      f.host_s += w.fwd_host_s[static_cast<std::size_t>(l)];
+      b.host_s += w.bwd_host_s[static_cast<std::size_t>(l)];
+    }
+    if (vs.recompute_s > 0)
+      b.host_s += f.host_s;
+    f.compute_s = vs.forward_parts.empty() ? vs.forward_s : compute(vs.forward_parts);
+    b.compute_s = vs.backward_parts.empty() ? vs.backward_s + vs.recompute_s
+                                            : compute(vs.backward_parts) + compute(vs.recompute_parts) +
+                                                  (vs.recompute_parts.empty() ? vs.recompute_s : 0.0);
+    forward.push_back(f);
+    backward.push_back(b);
+  }
+  times.issue = [&](const dag::Task& t) {
+    const bool pass = (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward) && t.stage >= 0 &&
+                      static_cast<std::size_t>(t.stage) < forward.size();
+    if (!pass)
+      return HostTimes::Issue{t.kind == dag::TaskKind::update ? times.update_s : times.launch_s};
+    const Pass& whole = (t.kind == dag::TaskKind::forward ? forward : backward)[static_cast<std::size_t>(t.stage)];
+    const double share = whole.compute_s > 0 ? std::min(1.0, t.duration_s / whole.compute_s) : 1.0;
+    const double before = whole.host_s * share / whole.layers;
+    return HostTimes::Issue{before, whole.host_s * share - before};
+  };
+  add_host_tasks(g, times);
+}
 
 // Activations cross between stages in the training dtype (the model's activation_bytes are fp32).
 double activation_scale(const Scenario& s) {
@@ -434,7 +484,9 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
                   .groups = {},
                   .update_s = p.costs.worker.update_s,
                   .data_parallel = {{plan.ranks[0].gpu}}}};
-  r.single_gpu_iteration_s = makespan_of(schedule(dag::build_pipeline(alone)));
+  auto alone_graph = dag::build_pipeline(alone);
+  add_pipeline_host_tasks(alone_graph, p.costs.worker, alone);
+  r.single_gpu_iteration_s = makespan_of(schedule(alone_graph));
 
   // Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported.
   std::vector<double> sent;
@@ -446,6 +498,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     by_gpu[dag::Device::gpu(plan.ranks[rank].gpu)] += folded_sent[rank];
   for (const auto& [device, bytes] : by_gpu)
     r.communication_bytes_per_worker = std::max(r.communication_bytes_per_worker, bytes);
+  add_pipeline_host_tasks(r.graph, p.costs.worker, plan);
 
   r.data_parallel = par.data;
   PipelineReport report;

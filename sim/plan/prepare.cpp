@@ -7,12 +7,15 @@
 #include "core/units.hpp"
 #include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/host.hpp"
+#include "sim/plan/measured_links.hpp"
 #include "sim/plan/pipeline.hpp"
 #include "sim/plan/schedule.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -103,16 +106,21 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
 }
 } // namespace
 
-// The flow engine simulates the algorithms on the platform (issue #12: measured collectives there are still to
-// come), and says so.
+// The flow engine simulates the algorithms on the platform: on links derived from a measured allreduce over the
+// whole cluster (measured_links.hpp), or on the scenario's; it says which.
 std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResult& r) {
   if (!s.gpu.calibration || s.gpu.calibration->collectives.empty())
     return nullptr;
   if (r.engine == "analytic")
     return &r.notes;
-  r.notes.push_back(fmt::format("the flow engine simulates the collective algorithms on the platform; the measured "
-                                "collectives of {} are replayed by the analytic engine only (so far)",
-                                s.gpu.calibration->origin));
+  if (const auto links = measured_links(s))
+    r.notes.push_back(links->note);
+  else
+    r.notes.push_back(fmt::format("the flow engine simulates the collective algorithms on the scenario's links; the "
+                                  "measured collectives of {} are replayed by the analytic engine only (the flow "
+                                  "engine derives its links from a measured allreduce over every GPU of the cluster, "
+                                  "for a ring allreduce on a star with a NIC per node)",
+                                  s.gpu.calibration->origin));
   return nullptr;
 }
 
@@ -159,6 +167,7 @@ Prepared prepare(const Scenario& s, std::string engine) {
       {.gpu = 0, .node = 0, .gpus_per_node = s.cluster.gpus_per_node, .data_parallel = data_parallel_group(s)});
   r.communication_bytes_per_worker =
       cost_communication(s, *p.allreduce, r.graph, nullptr, measured_collectives_notes(s, r));
+  add_host_tasks(r.graph, HostTimes(p.costs.worker));
   if (ps)
     prepare_parameter_server(s, p);
   if (const auto c = compression_totals(r.groups); c.groups > 0) {
@@ -249,6 +258,7 @@ struct CollectiveCoster::Measured {
   int used = 0;
   int extrapolated = 0;
   double largest_extrapolated_bytes = 0;
+  std::map<int, int> scaled{}; ///< collectives timed on communicators of other sizes, by their size
 };
 
 CollectiveCoster::CollectiveCoster(const Scenario& s, const CollectiveModel& whole_cluster)
@@ -263,19 +273,24 @@ CollectiveCoster::~CollectiveCoster() = default;
 std::vector<std::string> CollectiveCoster::notes() const {
   std::vector<std::string> out;
   for (const auto& m : measured_) {
-    if (m->used == 0)
-      continue;
     const auto& c = m->collective;
-    out.push_back(fmt::format(
-        "measured {} over {} ranks{} ({}) timed {} collective{} in place of the algorithm{}",
-        collective_name(c.collective), c.ranks, c.nodes > 0 ? fmt::format(" on {} nodes", c.nodes) : std::string(),
-        s_.gpu.calibration->origin, m->used, m->used == 1 ? "" : "s",
-        m->extrapolated > 0
-            ? fmt::format("; {} of them outside its measured sizes ({} .. {}), extrapolated by its "
-                          "alpha-beta fit, up to {}",
-                          m->extrapolated, format_bytes(c.table.front().size_bytes),
-                          format_bytes(c.table.back().size_bytes), format_bytes(m->largest_extrapolated_bytes))
-            : std::string()));
+    if (m->used > 0)
+      out.push_back(fmt::format(
+          "measured {} over {} ranks{} ({}) timed {} collective{} in place of the algorithm{}",
+          collective_name(c.collective), c.ranks, c.nodes > 0 ? fmt::format(" on {} nodes", c.nodes) : std::string(),
+          s_.gpu.calibration->origin, m->used, m->used == 1 ? "" : "s",
+          m->extrapolated > 0
+              ? fmt::format("; {} of them outside its measured sizes ({} .. {}), extrapolated by its "
+                            "alpha-beta fit, up to {}",
+                            m->extrapolated, format_bytes(c.table.front().size_bytes),
+                            format_bytes(c.table.back().size_bytes), format_bytes(m->largest_extrapolated_bytes))
+              : std::string()));
+    for (const auto& [ranks, count] : m->scaled)
+      out.push_back(fmt::format("measured {} over {} ranks{} ({}) timed {} collective{} over {} ranks, its bus "
+                                "bandwidth kept and its start-up scaled by a ring's step count",
+                                collective_name(c.collective), c.ranks,
+                                c.nodes > 0 ? fmt::format(" on {} nodes", c.nodes) : std::string(),
+                                s_.gpu.calibration->origin, count, count == 1 ? "" : "s", ranks));
   }
   return out;
 }
@@ -285,14 +300,28 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
   const Key key{task.collective,   shape.nodes,          shape.gpus_per_node, shape.shard_first,
                 shape.shard_count, layout.whole_cluster, task.bytes};
   const auto known = memo_.find(key);
+  const int ranks = layout.shape.workers();
   Measured* measured = nullptr;
   for (const auto& m : measured_)
-    if (m->collective.collective == task.collective && m->collective.ranks == layout.shape.workers() &&
+    if (m->collective.collective == task.collective && m->collective.ranks == ranks &&
         (m->collective.nodes == 0 || m->collective.nodes == layout.shape.nodes))
       measured = m.get();
+  // Else a measurement of the same collective with as many GPUs per node, inside one node or across nodes as this
+  // communicator is, the closest in size: replayed at this size (calibrate::scaled_time).
+  bool scaled = false;
+  if (measured == nullptr)
+    for (const auto& m : measured_) {
+      const auto& c = m->collective;
+      if (c.collective != task.collective || c.nodes <= 0 || c.ranks % c.nodes != 0 ||
+          c.ranks / c.nodes != layout.shape.gpus_per_node || (c.nodes > 1) != (layout.shape.nodes > 1))
+        continue;
+      if (measured == nullptr || std::abs(c.ranks - ranks) < std::abs(measured->collective.ranks - ranks))
+        measured = m.get();
+      scaled = true;
+    }
   if (measured != nullptr) { // counted per collective, not per distinct cost
-    ++measured->used;
-    if (measured->model.time(task.bytes).extrapolated) {
+    ++(scaled ? measured->scaled[ranks] : measured->used);
+    if (!scaled && measured->model.time(task.bytes).extrapolated) {
       ++measured->extrapolated;
       measured->largest_extrapolated_bytes = std::max(measured->largest_extrapolated_bytes, task.bytes);
     }
@@ -322,7 +351,8 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
     cost = {phase_synchronous_time(phases, net), sent};
   }
   if (measured != nullptr) // what each rank sends stays the algorithm's; the time is the measurement's
-    cost.time_s = measured->model.time(task.bytes).time_s;
+    cost.time_s =
+        calibrate::scaled_time(measured->model, task.collective, measured->collective.ranks, ranks, task.bytes).time_s;
   memo_.emplace(key, cost);
   return cost;
 }
@@ -399,11 +429,44 @@ void set_model_flops_utilisation(const Scenario& s, RunResult& r) {
 
 namespace detail {
 
+namespace {
+// A note when the host thread that drives the DAG's first GPU is busy most of the iteration (sim/plan/host.hpp).
+void note_host_bound(const Scenario& s, const ComputeCosts& costs, RunResult& r) {
+  double busy = 0, gpu = 0;
+  int iterations = 1;
+  const auto first = r.graph.devices().front();
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto& t = r.graph.task(v);
+    iterations = std::max(iterations, t.iteration + 1);
+    if (t.device != first)
+      continue;
+    if (t.resource == dag::Resource::host_thread)
+      busy += r.timing[v].end_s - r.timing[v].start_s;
+    else if (t.resource == dag::Resource::gpu_compute && t.kind != dag::TaskKind::communication)
+      gpu += r.timing[v].end_s - r.timing[v].start_s;
+  }
+  busy /= iterations;
+  gpu /= iterations;
+  if (!(busy >= 0.8 * r.iteration_time_s) || !(busy > gpu))
+    return;
+  const auto* c = s.gpu.calibration ? &*s.gpu.calibration : nullptr;
+  const bool measured = c != nullptr && std::any_of(c->layers.begin(), c->layers.end(), [](const auto& l) {
+                          return l.second.forward_host_s.has_value() || l.second.backward_host_s.has_value();
+                        });
+  r.notes.push_back(fmt::format(
+      "host-bound: the host thread that issues {}'s work is busy {} of the {} iteration, its GPU compute {} ({}{} "
+      "per other GPU task); a faster GPU would not shorten the step",
+      dag::device_name(first), format_time(busy), format_time(r.iteration_time_s), format_time(gpu),
+      measured ? "host times per layer from the calibration, " : "", format_time(costs.worker.launch_s)));
+}
+} // namespace
+
 void finalize(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   if (r.pipeline) {
     finalize_pipeline(s, p);
     set_model_flops_utilisation(s, r);
+    note_host_bound(s, p.costs, r);
     return;
   }
   r.iteration_time_s = makespan_of(r.timing);
@@ -426,7 +489,8 @@ void finalize(const Scenario& s, Prepared& p) {
     b.idle_s = std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s - b.exposed_communication_s);
   }
   // The same worker alone: the reference for scaling efficiency.
-  const auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
+  auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
+  add_host_tasks(alone, HostTimes(p.costs.worker));
   r.single_gpu_iteration_s = makespan_of(schedule(alone));
   r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;
   r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
@@ -435,6 +499,7 @@ void finalize(const Scenario& s, Prepared& p) {
     largest = std::max(largest, g.bytes);
   r.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
   set_model_flops_utilisation(s, r);
+  note_host_bound(s, p.costs, r);
 }
 
 } // namespace detail

@@ -4,6 +4,7 @@
 
 #include "sim/plan/prepare.hpp"
 
+#include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/units.hpp"
 
@@ -80,6 +81,8 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   j["peak_memory_bytes_per_gpu"] = static_cast<std::int64_t>(r.peak_memory_bytes_per_gpu);
   if (r.model_flops_utilisation)
     j["model_flops_utilisation"] = *r.model_flops_utilisation;
+  if (s.measured.iteration_s)
+    j["measured_iteration_s"] = *s.measured.iteration_s;
   j["sim"] = {{"wall_s", r.sim.wall_s}, {"events", r.sim.events}, {"flows", r.sim.flows}};
   if (r.pipeline) {
     const auto& par = s.parallelism;
@@ -233,6 +236,57 @@ std::string tasks_csv(const Scenario& s, const RunResult& r) {
   return out;
 }
 
+namespace {
+
+// The measured step (`measured.timeline`, a Chrome trace written by `ddlsim import-trace`) beside the simulated one:
+// its slices and metadata, each of its processes renumbered after the simulated devices and named "traced: ...".
+void append_measured_timeline(const std::string& file, std::size_t first_pid, OrderedJson& events) {
+  const Json doc = load_json_file(file);
+  const Json* list = doc.is_object() && doc.contains("traceEvents") ? &doc.at("traceEvents") : &doc;
+  if (!list->is_array())
+    throw InputError(file, doc.is_object() ? "/traceEvents" : "", "expected an array of trace events");
+  std::map<std::string, std::size_t> pids; // by the trace's pid (a number or a string), in order of appearance
+  std::vector<bool> named;
+  const auto pid_of = [&](const Json& e, std::size_t i) {
+    const Json* pid = e.contains("pid") ? &e.at("pid") : nullptr;
+    if (pid == nullptr || !(pid->is_number() || pid->is_string()))
+      throw InputError(file, fmt::format("/traceEvents/{}/pid", i), "expected a process id");
+    const auto [it, fresh] = pids.try_emplace(pid->dump(), first_pid + pids.size());
+    if (fresh)
+      named.push_back(false);
+    return it->second;
+  };
+  OrderedJson out = OrderedJson::array();
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const Json& e = (*list)[i];
+    if (!e.is_object() || !e.contains("ph") || !e.at("ph").is_string())
+      throw InputError(file, fmt::format("/traceEvents/{}", i), "expected a trace event with \"ph\"");
+    const std::string ph = e.at("ph").get<std::string>();
+    if (ph != "X" && ph != "M")
+      continue;
+    OrderedJson copy = OrderedJson::parse(e.dump());
+    const std::size_t pid = pid_of(e, i);
+    copy["pid"] = pid;
+    if (ph == "M" && copy.value("name", "") == "process_name") {
+      const std::string name = copy.contains("args") ? copy["args"].value("name", "") : std::string();
+      copy["args"]["name"] = "traced: " + (name.empty() ? std::to_string(pid - first_pid) : name);
+      named[pid - first_pid] = true;
+    }
+    out.push_back(std::move(copy));
+  }
+  for (std::size_t k = 0; k < named.size(); ++k)
+    if (!named[k])
+      events.push_back({{"name", "process_name"},
+                        {"ph", "M"},
+                        {"pid", first_pid + k},
+                        {"tid", 0},
+                        {"args", {{"name", fmt::format("traced: process {}", k)}}}});
+  for (auto& e : out)
+    events.push_back(std::move(e));
+}
+
+} // namespace
+
 OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
   // One process per device (GPUs by rank, then hosts), one thread per resource (stream) that ran something. A host
   // serves the replicas of its node's GPUs: each one's host streams are threads of their own (thread t + i x
@@ -300,6 +354,8 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
   }
   for (auto& e : slices)
     events.push_back(std::move(e));
+  if (!s.measured.timeline.empty())
+    append_measured_timeline(s.measured.timeline, devices.size(), events);
   OrderedJson j;
   j["traceEvents"] = std::move(events);
   j["displayTimeUnit"] = "ms";
@@ -378,6 +434,11 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                                                            : std::string(),
                             r.pipeline->micro_batches, r.data_parallel, tensor_line(s, r),
                             100 * r.pipeline->bubble_fraction, 100 * r.pipeline->bubble_fraction_closed_form)
+              : std::string()) +
+         (s.measured.iteration_s
+              ? fmt::format("  measured       {}  (prediction {:+.1f} %{})\n", format_time(*s.measured.iteration_s),
+                            100 * (r.iteration_time_s / *s.measured.iteration_s - 1),
+                            s.measured.source.empty() ? std::string() : "; " + s.measured.source)
               : std::string()) +
          fmt::format("{}", fmt::join(notes_lines(r), ""));
 }

@@ -135,6 +135,7 @@ void parse_gpu(ObjectReader r, Scenario& s) {
   s.gpu.host_link = r.optional_quantity("host_link", Dimension::bandwidth, 0, true).value_or(s.gpu.host_link);
   s.gpu.efficiency = r.optional_number("efficiency", 1e-6, 1.0).value_or(1.0);
   s.gpu.single_gpu_iteration_s = r.optional_quantity("single_gpu_iteration", Dimension::time, 0, true);
+  s.gpu.speedup = r.optional_number("speedup", 1e-6, 1e6).value_or(1.0);
   if (r.has("calibration")) {
     if (s.gpu.calibration)
       r.fail("calibration", "the scenario's top-level \"calibration\" is given too: keep one of them");
@@ -307,6 +308,22 @@ void parse_data(ObjectReader r, Scenario& s) {
   r.finish();
 }
 
+void parse_host(ObjectReader r, Scenario& s) {
+  s.host.launch_s = r.optional_quantity("launch", Dimension::time);
+  r.finish();
+}
+
+void parse_measured(ObjectReader r, Scenario& s) {
+  s.measured.iteration_s = r.optional_quantity("iteration", Dimension::time, 0, true);
+  if (const auto timeline = r.optional_string("timeline")) {
+    s.measured.timeline = resolve_relative(r.file(), *timeline);
+    if (!std::filesystem::exists(s.measured.timeline))
+      r.fail("timeline", fmt::format("measured timeline '{}' does not exist", s.measured.timeline));
+  }
+  s.measured.source = r.optional_string("source").value_or("");
+  r.finish();
+}
+
 // ---- sweep ---------------------------------------------------------------------------------------------------
 
 // An axis: its key, its values and where they are in the file.
@@ -450,6 +467,10 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
   parse_strategy(r.object("strategy"), s);
   if (auto d = r.optional_object("data"))
     parse_data(*d, s);
+  if (auto h = r.optional_object("host"))
+    parse_host(*h, s);
+  if (auto m = r.optional_object("measured"))
+    parse_measured(*m, s);
   if (const auto o = r.optional_choice("optimizer", {"sgd", "sgd-momentum", "adam"}))
     s.optimizer = *o == "sgd"    ? dag::Optimizer::sgd
                   : *o == "adam" ? dag::Optimizer::adam

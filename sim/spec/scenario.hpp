@@ -30,6 +30,7 @@ struct GpuSpec {
   double efficiency = 1.0;     ///< achieved fraction of the roofline
   std::optional<double> single_gpu_iteration_s;
   std::optional<dag::Calibration> calibration;
+  double speedup = 1.0; ///< `gpu.speedup`: every GPU kernel time divided by it (host times and copies unchanged)
 };
 
 struct AllreduceSpec {
@@ -41,6 +42,18 @@ struct AllreduceSpec {
 struct DataSpec {
   double loading_per_sample_s = 0;
   bool prefetch = true;
+};
+
+/// `host`: the CPU thread that issues each GPU's work (sim/plan/host.hpp).
+struct HostSpec {
+  std::optional<double> launch_s; ///< host time per GPU task without a measured one (0: no host tasks)
+};
+
+/// `measured`: what was measured on the real run the scenario describes (written by `ddlsim import-trace`).
+struct MeasuredSpec {
+  std::optional<double> iteration_s; ///< the measured step, reported beside the prediction
+  std::string timeline;              ///< a Chrome trace of the measured step (resolved path), "" when none
+  std::string source;                ///< where it was measured
 };
 
 /// One sweep axis: a dotted scenario key and its values; axes in one zip group vary together.
@@ -74,6 +87,8 @@ struct Scenario {
   /// either way. Absent: 64, or fewer so that about 500,000 tasks are listed.
   std::optional<int> flow_report_replicas;
   DataSpec data;
+  HostSpec host;
+  MeasuredSpec measured;
   /// `optimizer`: the optimizer state per parameter in the pipeline memory model (dag/memory.hpp)
   dag::Optimizer optimizer = dag::Optimizer::sgd_momentum;
   Parallelism parallelism;              ///< `parallelism`: data x pipeline x tensor GPUs

@@ -11,7 +11,8 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
-// Two layers with calibrated times (forward 1, 3 ms; backward 2, 4 ms), no roofline: update and copy cost 0.
+// Two layers with calibrated times (forward 1, 3 ms; backward 2, 4 ms), no roofline: update and copy cost 0; no host
+// launches (their own cases below).
 Json calibrated_two_layers(const std::string& strategy) {
   Json doc = Json::parse(R"({
     "model": {"layers": [{"name": "a", "params": 1000000, "fwd_flops": 1},
@@ -21,7 +22,7 @@ Json calibrated_two_layers(const std::string& strategy) {
                             "layers": {"a": {"forward": "1 ms", "backward": "2 ms"},
                                        "b": {"forward": "3 ms", "backward": "4 ms"}}}},
     "cluster": {"nodes": 4, "gpus_per_node": 1, "inter_node": {"bandwidth": "1 GB/s", "latency": "50 us"}},
-    "strategy": {"kind": "wfbp"}
+    "strategy": {"kind": "wfbp"}, "host": {"launch": "0 s"}
   })");
   doc["strategy"]["kind"] = strategy;
   return doc;
@@ -87,9 +88,14 @@ TEST_CASE("sim::MgWfbp is never slower than WFBP or BSP on zoo models", "[sim][e
 TEST_CASE("sim::analytic engine reproduces a measured single-GPU iteration", "[sim][engine]") {
   Json doc = Json::parse(R"({"model": {"zoo": "resnet50", "batch_per_gpu": 64},
                              "gpu": {"preset": "V100-SXM2-32GB", "single_gpu_iteration": "252.9 ms"},
-                             "cluster": {"nodes": 1, "gpus_per_node": 1}, "strategy": {"kind": "wfbp"}})");
-  const auto r = run_analytic(parse_scenario(doc, "t.json"));
+                             "cluster": {"nodes": 1, "gpus_per_node": 1}, "strategy": {"kind": "wfbp"},
+                             "host": {"launch": "0 s"}})");
+  auto r = run_analytic(parse_scenario(doc, "t.json"));
   CHECK_THAT(r.iteration_time_s, WithinRel(0.2529, 1e-12));
+  // With the default launch (5 us per GPU task), the host issues the copy before anything runs: one launch later.
+  doc.erase("host");
+  r = run_analytic(parse_scenario(doc, "t.json"));
+  CHECK_THAT(r.iteration_time_s, WithinRel(0.2529 + 5e-6, 1e-12));
   CHECK_THAT(r.scaling_efficiency, WithinRel(1.0, 1e-12));
   CHECK(r.groups.empty());
   CHECK(r.compute_source == "single_gpu_iteration");

@@ -65,13 +65,21 @@ TEST_CASE("calibrate: nccl-tests logs become one measured collective per communi
 TEST_CASE("calibrate: a version-2 calibration reads back to the same bytes", "[calibrate][calibration]") {
   auto c = h100_calibration();
   c.batch_per_gpu = 32;
-  c.layers["conv1"] = {1.2e-3, 2.3e-3};
+  c.layers["conv1"] = {1.2e-3, 2.3e-3, 3.1e-4, 4.2e-4};
+  c.layers["fc"] = {1e-4, 2e-4}; // no host times measured
   c.selection["sort"] = {3e-5, 7e-11, 1e-9};
+  c.host = {
+      .launch_s = 1.2e-5, .iteration_s = 1.1e-3, .data_loading_s = 9.5e-3, .prefetch = false, .h2d_bandwidth = 6.2e9};
+  c.optimizer = {.gpu_s = 2.4e-3, .host_s = 2.1e-2};
   const std::string first = dag::calibration_json(c).dump(2);
   const auto read = dag::parse_calibration(Json::parse(first), "c.json", "");
   CHECK(read.version == 2);
   CHECK(read.collectives == c.collectives);
+  CHECK(read.layers == c.layers);
+  CHECK(read.host == c.host);
+  CHECK(read.optimizer == c.optimizer);
   CHECK(read.layers.at("conv1").backward_s == 2.3e-3);
+  CHECK_FALSE(read.layers.at("fc").forward_host_s.has_value());
   CHECK(dag::calibration_json(read).dump(2) == first);
 
   // Version 1 still reads; it has no measured collectives; an unknown version is refused with its path.
@@ -92,6 +100,11 @@ TEST_CASE("calibrate: a version-2 calibration reads back to the same bytes", "[c
   CHECK_THAT(error(R"({"version": 3, "layers": {}})"), Catch::Contains("c.json: /version"));
   CHECK_THAT(error(R"({"version": 1, "collectives": []})"),
              Catch::Contains("/collectives") && Catch::Contains("\"version\": 2"));
+  CHECK_THAT(error(R"({"version": 1, "host": {"launch": "5 us"}})"),
+             Catch::Contains("/host") && Catch::Contains("\"version\": 2"));
+  CHECK_THAT(error(R"({"version": 2, "host": {"launch": "5"}})"), Catch::Contains("/host/launch"));
+  CHECK_THAT(error(R"({"version": 2, "optimizer": {"gpu": "1 ms", "cpu": "1 ms"}})"),
+             Catch::Contains("/optimizer/cpu"));
   CHECK_THAT(error(R"({"version": 2, "collectives": [{"collective": "allreduce", "ranks": 8,
                        "table": [["8 B", "10 us"], ["8 B", "11 us"]]}]})"),
              Catch::Contains("/collectives/0/table/1") && Catch::Contains("increase"));

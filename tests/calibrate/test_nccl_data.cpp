@@ -3,6 +3,7 @@
 // (no note), and issue #12's acceptance: fitted on the H100 2x8 allreduce up to 64 MiB, the calibrated 1 GiB and
 // 8 GiB times are within 10 % of the measured ones, every row inside the range within 5 %.
 #include "calibrate/alpha_beta.hpp"
+#include "calibrate/measured.hpp"
 #include "calibrate/nccl_tests.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
@@ -195,6 +196,22 @@ TEST_CASE("calibrate: the H100 2x8 allreduce fitted up to 64 MiB predicts 1 GiB 
   INFO("fit on the out-of-place column: " << describe(fit));
   INFO("fit on the faster column: " << describe(fit_faster));
 
+  SECTION("ddlsim calibrate's measured collective keeps the faster column and fits the out-of-place one") {
+    NcclTestsLog truncated = read("h100_2x8_allreduce_8B-8GiB.txt");
+    std::erase_if(truncated.rows,
+                  [](const NcclMeasurement& r) { return static_cast<double>(r.size_bytes) > 64 * kMiB; });
+    const auto calibrated = measured_collectives({truncated}, {"h100_2x8"});
+    REQUIRE(calibrated.collectives.size() == 1);
+    const auto& m = calibrated.collectives.front();
+    REQUIRE(m.table.size() == measured.size());
+    for (std::size_t i = 0; i < measured.size(); ++i)
+      CHECK(m.table[i].time_s == measured[i].time_s);
+    REQUIRE(m.segments.size() == fit.segments().size());
+    for (std::size_t i = 0; i < m.segments.size(); ++i) {
+      CHECK(m.segments[i].alpha_s == fit.segments()[i].alpha_s);
+      CHECK(m.segments[i].beta_s_per_byte == fit.segments()[i].beta_s_per_byte);
+    }
+  }
   SECTION("extrapolated to 1 GiB and 8 GiB: within 10 % of the faster of in-place and out-of-place") {
     for (const double size : {kGiB, 8 * kGiB}) {
       const auto at =

@@ -2,6 +2,7 @@
 // interpolated inside its sizes, the alpha-beta segments outside them, only for the communicator measured; the notes
 // say which were used and what was extrapolated.
 #include "sim/analytic/analytic.hpp"
+#include "sim/flow/flow_engine.hpp"
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/spec/scenario.hpp"
@@ -68,17 +69,43 @@ TEST_CASE("calibration: a measured collective replaces the algorithm for its com
   const auto beyond = run_analytic(parse_scenario(scenario(16777216), "m.json"));
   CHECK_THAT(allreduce_s(beyond), WithinRel(0.0002 + 3.6e-11 * 67108864, 1e-12));
   CHECK(noted(beyond, "1 of them outside its measured sizes (1 MiB .. 16 MiB), extrapolated"));
-  // 4 nodes x 8 GPUs is another communicator: the ring's closed form, no note.
-  const auto other = run_analytic(parse_scenario(scenario(1048576, 4), "m.json"));
-  const auto wide = parse_scenario(scenario(1048576, 4), "m.json");
+  // 4 nodes x 8 GPUs: 8 GPUs per node across nodes as measured, 32 ranks instead of 16: the bus bandwidth kept
+  // (factor 2 (p - 1) / p), the start-up (the segment's alpha, 200 us) scaled by a ring's 2 (p - 1) steps.
+  const auto wider = run_analytic(parse_scenario(scenario(1048576, 4), "m.json"));
+  CHECK_THAT(allreduce_s(wider), WithinRel(0.0002 * 62 / 30 + (0.0003566 - 0.0002) * (62.0 / 32) / (30.0 / 16), 1e-12));
+  CHECK(noted(wider, "measured allreduce over 16 ranks on 2 nodes (<inline>) timed 1 collective over 32 ranks, its "
+                     "bus bandwidth kept"));
+  // One node of 8 GPUs is another fabric (no NIC on the path): the ring's closed form, no note.
+  auto one_node = scenario(1048576, 1);
+  const auto other = run_analytic(parse_scenario(one_node, "m.json"));
+  const auto alone = parse_scenario(one_node, "m.json");
   CHECK_THAT(
       allreduce_s(other),
-      WithinRel(make_cost_model(*wide.allreduce.algorithm, wide.cluster.network())->cost(4194304).time_s, 1e-12));
+      WithinRel(make_cost_model(*alone.allreduce.algorithm, alone.cluster.network())->cost(4194304).time_s, 1e-12));
   CHECK_FALSE(noted(other, "measured allreduce"));
-  // The flow engine does not use them yet, and says so.
-  const auto flow = detail::prepare(parse_scenario(scenario(1048576), "m.json"), "flow");
-  CHECK(noted(flow.result, "replayed by the analytic engine only"));
-  CHECK_FALSE(noted(flow.result, "measured allreduce over"));
+}
+
+TEST_CASE("calibration: the flow engine's links reproduce a measured allreduce over the whole cluster",
+          "[calibration][measured][flow]") {
+  // One segment, alpha 200 us and beta 3.6e-11 s/B, over 16 ranks: a ring of 30 steps on inter-node links of
+  // 30 / (16 x 3.6e-11) B/s and 200 / 30 / 2 us each (a hop crosses two NIC links); the intra-node links (300 GB/s,
+  // 1 us) are faster, so every step takes the inter-node hop's time: T = alpha + beta n at any size, here 64 MiB
+  // (one SimGrid engine per process: one flow run per test case).
+  auto doc = scenario(16777216);
+  doc["engine"] = "flow";
+  const auto flow = run_flow(parse_scenario(doc, "m.json"));
+  CHECK_THAT(allreduce_s(flow), WithinRel(0.0002 + 3.6e-11 * 67108864, 1e-6));
+  CHECK(noted(flow, "the flow engine's inter-node links take"));
+  CHECK_FALSE(noted(flow, "measured allreduce over")); // the analytic engine's note
+}
+
+TEST_CASE("calibration: the flow engine keeps the scenario's links for an algorithm other than the ring",
+          "[calibration][measured][flow]") {
+  auto doc = scenario(1048576);
+  doc["collectives"] = {{"allreduce", "tree"}};
+  doc["engine"] = "flow";
+  const auto tree = run_flow(parse_scenario(doc, "m.json"));
+  CHECK(noted(tree, "replayed by the analytic engine only"));
 }
 
 TEST_CASE("calibration: one of gpu.calibration and the top-level calibration", "[calibration][measured]") {
