@@ -435,11 +435,13 @@ StepResult StepAnalyser::run() {
 
   // Main-thread spans by position: unclassified spans before the backward are forward (after the data loading and
   // the input's copy) unless a forward marker names the forward; spans that launch host-to-device copies before the
-  // first layer operator are the copy.
+  // first layer operator are the copy. Between the first layer operator and the backward everything is forward
+  // (zero_grad called there, the loss): a layer's host time runs to the next layer's first operator, and the last
+  // forward layer's to the backward's.
   bool seen_layer = false;
   for (std::size_t i = 0; i < top.size(); ++i) {
     const Event& e = ev(main_, top[i]);
-    if (phase[i] != Phase::other || contains(lower(e.name), "zero_grad"))
+    if (phase[i] != Phase::other)
       continue;
     if (e.ts_us >= backward_from_)
       continue;

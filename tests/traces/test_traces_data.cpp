@@ -52,7 +52,7 @@ TEST_CASE("traces: the ResNet-50 V100 trace: zoo names, host and GPU sums", "[tr
     const double host = im.calibration.host.iteration_s.value() + im.calibration.host.data_loading_s.value() +
                         sum(a.layers, &TracedLayer::forward_host_s) + sum(a.layers, &TracedLayer::backward_host_s) +
                         im.calibration.optimizer.host_s.value();
-    CHECK_THAT(host, WithinRel(p.step_s, 0.03));
+    CHECK_THAT(host, WithinRel(p.step_s, 0.02));
     const double gpu = sum(a.layers, &TracedLayer::forward_gpu_s) + sum(a.layers, &TracedLayer::backward_gpu_s) +
                        p.optimizer_gpu_s + p.other_gpu_s;
     CHECK(gpu > 0.097);
