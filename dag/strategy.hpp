@@ -99,9 +99,20 @@ struct ParameterServerOptions {
   double worker_speed_spread = 0;        ///< ps-async: worker w computes (1 + spread x w / (p-1)) times slower
 };
 
+/// The collectives of a traced run (traced; dag/strategies/traced.cpp), in launch order: each is ready after the
+/// whole backward (`after_layer` -1) or after the backward of layer `after_layer`.
+struct TracedOptions {
+  struct Call {
+    Collective collective = Collective::allreduce;
+    double bytes = 0; ///< as the lowering counts it (allgather: gathered; reduce-scatter: input)
+    int after_layer = -1;
+  };
+  std::vector<Call> calls;
+};
+
 /// A strategy's options: the alternative of its family (std::monostate for strategies without options).
 using StrategyOptions = std::variant<std::monostate, BucketOptions, FusionOptions, SparsificationOptions,
-                                     QuantisationOptions, PowerSgdOptions, ParameterServerOptions>;
+                                     QuantisationOptions, PowerSgdOptions, ParameterServerOptions, TracedOptions>;
 
 /// The options of `o` as family struct T; a logic error if the strategy has other options.
 template <class T> [[nodiscard]] const T& options_as(const StrategyOptions& o) {

@@ -7,6 +7,7 @@
 #include "core/io.hpp"
 #include "core/units.hpp"
 #include "dag/calibration.hpp"
+#include "sim/cli/import_trace.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -40,13 +41,25 @@ int calibrate_command(const CalibrateRequest& request) {
       throw InputError(e.file(), e.pointer(), e.detail() + " with --collective (e.g. --collective all_reduce)");
     }
   }
-  auto measured = calibrate::measured_collectives(logs, request.nccl_tests);
-  if (measured.collectives.empty())
-    throw InputError(request.nccl_tests.front(), "", "no collective that ddlsim simulates was measured in these logs");
+  if (request.nccl_tests.empty() && request.kineto.empty())
+    throw InputError("", "--nccl-tests", "give nccl-tests logs (--nccl-tests) or profiler traces (--kineto)");
+  calibrate::MeasuredCollectives measured;
+  if (!logs.empty()) {
+    measured = calibrate::measured_collectives(logs, request.nccl_tests);
+    if (measured.collectives.empty())
+      throw InputError(request.nccl_tests.front(), "",
+                       "no collective that ddlsim simulates was measured in these logs");
+  }
 
   dag::Calibration c;
-  c.source = fmt::format("ddlsim calibrate --nccl-tests {}", fmt::join(request.nccl_tests, " "));
+  std::vector<std::string> sources;
+  if (!request.nccl_tests.empty())
+    sources.push_back(fmt::format("--nccl-tests {}", fmt::join(request.nccl_tests, " ")));
+  if (!request.kineto.empty())
+    sources.push_back(fmt::format("--kineto {}", fmt::join(request.kineto, " ")));
+  c.source = fmt::format("ddlsim calibrate {}", fmt::join(sources, " "));
   c.collectives = measured.collectives;
+  add_kineto_calibration(c, request.kineto);
   write_file_atomic(request.out, dag::calibration_json(c).dump(2) + "\n");
 
   for (const auto& m : c.collectives) {

@@ -1,5 +1,6 @@
 // `ddlsim calibrate`: measurements to a calibration file (docs/calibration.md). So far from nccl-tests output: the
-// measured collectives (calibrate/measured.hpp), written as a version-2 calibration.
+// measured collectives (calibrate/measured.hpp); from PyTorch profiler traces (--kineto), per-layer GPU and host
+// times, host costs and the optimizer; written as a version-2 calibration.
 #pragma once
 
 #include <optional>
@@ -13,8 +14,9 @@ struct CalibrateRequest {
   /// For logs that do not name theirs ("all_reduce", "all_gather", ...): one for all of them, or one per log ("auto"
   /// for a log that names its own).
   std::vector<std::string> collectives;
-  std::optional<int> ranks; ///< for logs without a device listing
-  std::string out;          ///< the calibration file to write
+  std::optional<int> ranks;        ///< for logs without a device listing
+  std::vector<std::string> kineto; ///< PyTorch profiler traces: layers, host costs, optimizer (import_trace.hpp)
+  std::string out;                 ///< the calibration file to write
 };
 
 /// Reads the measurements, writes `out` atomically and prints what it kept, fitted and left out. Returns the exit

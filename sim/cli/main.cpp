@@ -4,6 +4,7 @@
 #include "dag/strategy.hpp"
 #include "dag/zoo/zoo.hpp"
 #include "sim/cli/calibrate.hpp"
+#include "sim/cli/import_trace.hpp"
 #include "sim/cli/run.hpp"
 #include "sim/cli/sweep.hpp"
 #include "sim/network/collectives.hpp"
@@ -191,14 +192,24 @@ int main(int argc, char** argv) {
   sim::CalibrateRequest calibrate_request;
   int nccl_ranks = 0;
   auto* calibrate = app.add_subcommand("calibrate", "turn measurements into a calibration file (docs/calibration.md)");
-  calibrate->add_option("--nccl-tests", calibrate_request.nccl_tests, "nccl-tests output files (text or -J JSON)")
-      ->required();
+  calibrate->add_option("--nccl-tests", calibrate_request.nccl_tests, "nccl-tests output files (text or -J JSON)");
+  calibrate->add_option("--kineto", calibrate_request.kineto,
+                        "PyTorch profiler traces (JSON or .json.gz): layer, host and optimizer times");
   calibrate->add_option("--collective", calibrate_request.collectives,
                         "the collective of logs that do not name it (nccl-tests before 2.16.7): all_reduce, ...; "
                         "once for all, or once per log (auto: as the log says)");
   calibrate->add_option("--ranks", nccl_ranks, "the ranks of logs without a device listing")
       ->check(CLI::PositiveNumber);
   calibrate->add_option("--out", calibrate_request.out, "the calibration file to write")->required();
+
+  sim::ImportTraceRequest import_request;
+  auto* import_trace =
+      app.add_subcommand("import-trace", "a PyTorch profiler trace as a runnable scenario of the traced run: "
+                                         "workload.json, calibration.json, scenario.json, traced_step.json");
+  import_trace->add_option("TRACE", import_request.trace, "the trace (Chrome trace JSON, or gzip'd)")->required();
+  import_trace->add_option("--out", import_request.out, "the directory to write")->required();
+  import_trace->add_option("--host-scale", import_request.host_scale,
+                           "multiply every host time by F (profiler overhead correction; default 1)");
 
   auto* list = app.add_subcommand("list", "list what is built in");
   list->add_option("WHAT", what, "models | strategies | collectives | gpus")
@@ -231,6 +242,8 @@ int main(int argc, char** argv) {
       return plot_command(results_csv, plot_request, plot_out);
     if (list->parsed())
       return list_command(what);
+    if (import_trace->parsed())
+      return sim::import_trace_command(import_request);
     if (calibrate->parsed()) {
       if (nccl_ranks > 0)
         calibrate_request.ranks = nccl_ranks;

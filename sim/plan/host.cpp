@@ -75,12 +75,19 @@ void add_host_tasks(dag::IterationGraph& g, const HostTimes& times) {
       };
       if (task.iteration != iteration) {
         iteration = task.iteration;
-        if (times.iteration_s > 0)
-          chain(g.add({.kind = dag::TaskKind::launch,
-                       .resource = dag::Resource::host_thread,
-                       .duration_s = times.iteration_s,
-                       .iteration = task.iteration,
-                       .device = task.device}));
+        if (times.iteration_s > 0) {
+          const auto lead = g.add({.kind = dag::TaskKind::launch,
+                                   .resource = dag::Resource::host_thread,
+                                   .duration_s = times.iteration_s,
+                                   .iteration = task.iteration,
+                                   .device = task.device});
+          chain(lead);
+          // the iteration's first GPU task waits for host work (the batch, loaded without prefetch): the thread that
+          // loaded it runs the iteration's loop after it, not beside it
+          for (const auto u : g.predecessors(v))
+            if (g.task(u).resource == dag::Resource::host_cpu)
+              g.depend(u, lead);
+        }
       }
       const auto issue = times.issue(task);
       dag::Task host{.kind = dag::TaskKind::launch,

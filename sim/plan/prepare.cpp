@@ -214,6 +214,8 @@ CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& grou
     const auto first = g.first_collective();
     if (first != dag::Collective::allgather && first != dag::Collective::global_topk)
       continue;
+    if (g.selected == 0 && g.wire_bits == 0 && g.kernel_s() == 0)
+      continue; // a dense allgather (strategy traced), not a compressed group
     ++c.groups;
     c.elements += g.elements;
     c.selected += g.selected;

@@ -71,8 +71,10 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     b["tensors"] = g.tensors.size();
     b["elements"] = g.elements;
     b["bytes"] = static_cast<std::int64_t>(g.bytes);
-    b["first_tensor"] = names[static_cast<std::size_t>(g.tensors.front())];
-    b["last_tensor"] = names[static_cast<std::size_t>(g.tensors.back())];
+    if (!g.tensors.empty()) { // a traced collective on a model without parameter tensors has none
+      b["first_tensor"] = names[static_cast<std::size_t>(g.tensors.front())];
+      b["last_tensor"] = names[static_cast<std::size_t>(g.tensors.back())];
+    }
     buckets.push_back(std::move(b));
   }
   j["buckets"] = std::move(buckets);

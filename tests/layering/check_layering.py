@@ -16,13 +16,14 @@ LAYERS = {
     "core": ("core", set()),
     "dag": ("dag", {"core"}),
     "calibrate": ("calibrate", {"dag", "core"}),
+    "traces": ("traces", {"dag", "core"}),
     "network": ("sim/network", {"core"}),
     "spec": ("sim/spec", {"network", "dag", "core"}),
     "plan": ("sim/plan", {"spec", "network", "calibrate", "dag", "core"}),
     "analytic": ("sim/analytic", {"plan", "spec", "network", "dag", "core"}),
     "flow": ("sim/flow", {"plan", "spec", "network", "dag", "core"}),
     "report": ("sim/report", {"plan", "spec", "network", "dag", "core"}),
-    "cli": ("sim/cli", {"report", "analytic", "flow", "plan", "spec", "network", "calibrate", "dag", "core"}),
+    "cli": ("sim/cli", {"report", "analytic", "flow", "plan", "spec", "network", "calibrate", "traces", "dag", "core"}),
 }
 SIMGRID_LAYERS = {"flow"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
@@ -90,9 +91,12 @@ def self_test():
     sideways = tree({"sim/analytic/c.cpp": '#include "sim/flow/flow_engine.hpp"\n'})
     dag_up = tree({"dag/d.cpp": '#include "sim/spec/scenario.hpp"\n'})
     calibrate_up = tree({"calibrate/e.cpp": '#include "dag/calibration.hpp"\n#include "sim/plan/prepare.hpp"\n'})
+    traces_up = tree({"traces/f.cpp": '#include "dag/workload.hpp"\n#include "sim/spec/gpus.hpp"\n'})
+    traces_sideways = tree({"traces/g.cpp": '#include "calibrate/measured.hpp"\n'})
     ok = True
     for name, root, want in (("clean", clean, 0), ("upward", upward, 1), ("simgrid", simgrid, 1),
-                             ("sideways", sideways, 1), ("dag_up", dag_up, 1), ("calibrate_up", calibrate_up, 1)):
+                             ("sideways", sideways, 1), ("dag_up", dag_up, 1), ("calibrate_up", calibrate_up, 1),
+                             ("traces_up", traces_up, 1), ("traces_sideways", traces_sideways, 1)):
         got, _ = violations(root)
         if len(got) != want:
             print(f"self-test {name}: expected {want} violation(s), got {got}")

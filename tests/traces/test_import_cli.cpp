@@ -1,0 +1,82 @@
+// `ddlsim import-trace` and `ddlsim calibrate --kineto` end to end on a made-up trace: the four files, a scenario
+// that runs, the calibration's content; malformed traces exit 2 with one line naming the file.
+#include "support/cli.hpp"
+#include "support/tiny_trace.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace ddlsim::test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using Catch::Matchers::WithinRel;
+
+namespace {
+double seconds(const nlohmann::json& quantity) {
+  return std::stod(quantity.get<std::string>());
+} // "0.0001 s"
+} // namespace
+
+TEST_CASE("cli: import-trace writes a runnable scenario of the traced run", "[traces][cli]") {
+  TempDir dir;
+  const std::string trace = dir / "tiny.json.gz";
+  std::ofstream(trace, std::ios::binary) << gzip(tiny_trace(true));
+  const auto o = run_ok({"import-trace", trace, "--out", dir / "imported", "--host-scale", "0.5"});
+  CHECK_THAT(o.out, Contains("median step 1.000 ms"));
+  for (const char* f : {"workload.json", "calibration.json", "scenario.json", "traced_step.json"})
+    CHECK(fs::exists(fs::path(dir / "imported") / f));
+  const auto scenario = nlohmann::json::parse(read_text(fs::path(dir / "imported") / "scenario.json"));
+  CHECK(scenario["model"]["batch_per_gpu"] == 8);
+  CHECK(scenario["gpu"]["preset"] == "V100-SXM2-32GB");
+  CHECK(scenario["measured"]["iteration"] == "1.0000 ms");
+  CHECK(scenario["measured"]["timeline"] == "traced_step.json");
+  const auto calibration = nlohmann::json::parse(read_text(fs::path(dir / "imported") / "calibration.json"));
+  CHECK_THAT(seconds(calibration["layers"]["conv_0"]["forward_host"]), WithinRel(100e-6, 1e-9)); // 200 us x 0.5
+  const auto step = nlohmann::json::parse(read_text(fs::path(dir / "imported") / "traced_step.json"));
+  CHECK(step["traceEvents"].size() > 10);
+
+  SECTION("calibrate --kineto writes the same calibration content") {
+    const auto c = run_ok({"calibrate", "--kineto", trace, "--out", dir / "calib.json"});
+    const auto k = nlohmann::json::parse(read_text(fs::path(dir / "calib.json")));
+    CHECK_THAT(seconds(k["layers"]["conv_0"]["forward_host"]), WithinRel(200e-6, 1e-9));
+    CHECK(k["optimizer"]["gpu"] == calibration["optimizer"]["gpu"]);
+  }
+}
+
+TEST_CASE("cli: import-trace on malformed traces exits 2 naming the file", "[traces][cli]") {
+  TempDir dir;
+  const auto [name, content, message] = GENERATE(table<std::string, std::string, std::string>({
+      {"bad.json", "{\"traceEvents\": [ {\"ph\": \"X\",, }", "/traceEvents/0: not valid JSON at byte"},
+      {"cut.json.gz", "", "truncated gzip stream"},
+      {"nostep.json", tiny_trace(true, false), "no ProfilerStep#N span"},
+      {"nokernel.json", tiny_trace(true, true, false), "no GPU kernels"},
+  }));
+  CAPTURE(name);
+  const std::string path = dir / name;
+  const std::string whole = gzip(tiny_trace(true));
+  std::ofstream(path, std::ios::binary) << (content.empty() ? whole.substr(0, whole.size() / 2) : content);
+  const auto o = run_ddlsim({"import-trace", path, "--out", dir / "out"});
+  CHECK(o.exit_code == 2);
+  CHECK_THAT(o.err, StartsWith("ddlsim: " + path + ": ") && Contains(message));
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(fs::path(dir / "out")));
+}
+
+TEST_CASE("cli: the imported ResNet-50 V100 trace runs host-bound near its measured step", "[traces][cli][data]") {
+  // issue #12: the imported scenario predicts the median step (151.73 ms) and stays there with a GPU twice as fast.
+  // One iteration's makespan includes the GPU tail that in the trace runs into the next step's data loading (the
+  // backward's kernels end 9.8 ms after the step), hence the wider bound at speedup 1 (docs/traces.md).
+  static TempDir dir; // imported once for both rows
+  static const bool imported =
+      run_ok({"import-trace", std::string(DDLSIM_SHARED_DATA) + "/traces/kineto_resnet50_1xV100_bs32.json.gz", "--out",
+              dir / "imported"})
+          .exit_code == 0;
+  REQUIRE(imported);
+  const auto [speedup, tolerance] = GENERATE(table<std::string, double>({{"1", 0.10}, {"2", 0.05}}));
+  CAPTURE(speedup);
+  run_ok(
+      {"run", dir / "imported/scenario.json", "--out", dir / "run", "--no-trace", "--set", "gpu.speedup=" + speedup});
+  const auto summary = nlohmann::json::parse(read_text(fs::path(dir / "run") / "summary.json"));
+  CHECK_THAT(summary["measured_iteration_s"].get<double>(), WithinRel(0.151733, 1e-6));
+  CHECK_THAT(summary["iteration_time_s"].get<double>(), WithinRel(0.151733, tolerance));
+}

@@ -1,0 +1,1002 @@
+// Trace analysis (analysis.hpp). Per step: the CPU operators of every thread as call trees, runtime calls attached
+// to the innermost operator around them, GPU activities reached from the runtime calls by correlation id; the main
+// thread's top-level spans classified into phases; the forward operators grouped into layers at parameterised
+// operators; the autograd thread's operators joined to them by sequence number; host intervals attributed to the
+// operator they start with (so Python time between operators counts), then everything reduced to medians.
+#include "traces/analysis.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <numeric>
+#include <set>
+
+namespace ddlsim::traces {
+namespace {
+
+constexpr double kUs = 1e-6;
+
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool is_cpu(Category c) {
+  return c == Category::cpu_op || c == Category::user_annotation || c == Category::python;
+}
+bool is_gpu(Category c) {
+  return c == Category::kernel || c == Category::memcpy || c == Category::memset;
+}
+bool is_nccl(const Event& e) {
+  return e.cat == Category::kernel && contains(lower(e.name), "nccl");
+}
+bool is_sync(const Event& e) {
+  return e.cat == Category::runtime && (contains(e.name, "Synchronize") || e.name == "cudaMemcpy" ||
+                                        e.name == "cuMemcpy" || e.name == "cudaMemcpy2D");
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::int64_t numel(const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (const auto d : dims)
+    n *= d;
+  return n;
+}
+
+/// The layer an operator opens: its kind, or "" when it joins the layer before it.
+std::string layer_kind(const Event& e) {
+  const std::string& n = e.name;
+  if (n == "CompiledFunction")
+    return "compiled";
+  if (!starts_with(n, "aten::"))
+    return "";
+  const std::string_view op = std::string_view(n).substr(6);
+  if (starts_with(op, "conv") || op == "_convolution" || op == "cudnn_convolution")
+    return "conv";
+  if (op == "linear" || op == "addmm")
+    return "linear";
+  if (op == "matmul" && e.input_dims.size() >= 2 && e.input_dims[1].size() == 2 && e.input_dims[0].size() >= 2)
+    return "linear"; // x @ W: a weight without bias; attention's activation x activation has a batched right side
+  if (op == "batch_norm" || op == "native_batch_norm" || op == "_batch_norm_impl_index")
+    return "bn";
+  if (op == "layer_norm" || op == "native_layer_norm" || op == "group_norm")
+    return "ln";
+  if (op == "embedding" || op == "embedding_bag" || op == "_embedding_bag")
+    return "embedding";
+  if (contains(op, "pool"))
+    return "pool";
+  return "";
+}
+
+/// Parameter shapes and forward FLOPs per sample of a layer-opening operator, from its Input Dims.
+void derive_params(const Event& e, TracedLayer& l) {
+  const auto& d = e.input_dims;
+  const auto dim = [&](std::size_t i) -> std::vector<std::int64_t> {
+    return i < d.size() ? d[i] : std::vector<std::int64_t>{};
+  };
+  const auto add = [&](const char* what, std::vector<std::int64_t> shape) {
+    if (!shape.empty() && numel(shape) > 0)
+      l.params.push_back({l.name + "." + what, shape, numel(shape)});
+  };
+  l.input_shape = dim(0);
+  const std::string op = e.name.substr(std::min<std::size_t>(6, e.name.size()));
+  if (l.kind == "conv") {
+    add("weight", dim(1));
+    add("bias", dim(2));
+    const auto w = dim(1);
+    const auto x = dim(0);
+    if (w.size() == 4 && x.size() == 4 && x[0] > 0) {
+      // output spatial size unknown from inputs alone: taken as the input's (stride 1) and corrected by the next
+      // layer's input in finish_layers()
+      l.fwd_flops = 2.0 * static_cast<double>(w[0] * w[1] * w[2] * w[3]) * static_cast<double>(x[2] * x[3]);
+    }
+  } else if (l.kind == "linear") {
+    if (op == "addmm") { // addmm(bias, input, weight^T)
+      const auto w = dim(2);
+      if (w.size() == 2)
+        add("weight", {w[1], w[0]});
+      add("bias", dim(0));
+      l.input_shape = dim(1);
+    } else {
+      add("weight", dim(1));
+      if (op == "linear")
+        add("bias", dim(2));
+    }
+    if (!l.params.empty()) {
+      const auto& w = l.params.front().shape;
+      const auto x = l.input_shape;
+      double rows = 1; // per sample: every dimension between batch and features
+      for (std::size_t i = 1; i + 1 < x.size(); ++i)
+        rows *= static_cast<double>(x[i]);
+      l.fwd_flops = 2.0 * static_cast<double>(numel(w)) * rows;
+    }
+  } else if (l.kind == "bn") {
+    add("weight", dim(1));
+    add("bias", dim(2));
+  } else if (l.kind == "ln") {
+    add("weight", dim(op == "group_norm" ? 2 : 2));
+    add("bias", dim(3));
+  } else if (l.kind == "embedding") {
+    add("weight", dim(0));
+    l.input_shape = dim(1);
+  }
+}
+
+/// One operator (or annotation) of a CPU thread in a step, with its place in the call tree.
+struct Node {
+  std::size_t ev = 0;
+  int parent = -1;
+  std::vector<int> children;
+  std::vector<std::size_t> launches; ///< runtime calls directly inside it
+};
+
+/// The call trees of one thread's CPU events in a window.
+struct Forest {
+  std::vector<Node> nodes;
+  std::vector<int> roots;
+};
+
+/// Indexes built once per trace.
+struct Index {
+  std::vector<std::vector<std::size_t>> cpu;     ///< per thread: CPU events sorted by (ts, -dur)
+  std::vector<std::vector<std::size_t>> runtime; ///< per thread: runtime calls sorted by ts
+  std::vector<std::vector<std::size_t>> memory;  ///< per thread: [memory] events sorted by ts
+  std::multimap<std::int64_t, std::size_t> gpu_by_correlation;
+};
+
+Index build_index(const KinetoTrace& t) {
+  Index ix;
+  const std::size_t threads = t.threads.size();
+  ix.cpu.resize(threads);
+  ix.runtime.resize(threads);
+  ix.memory.resize(threads);
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const Event& e = t.events[i];
+    const auto th = static_cast<std::size_t>(e.thread);
+    if (is_cpu(e.cat))
+      ix.cpu[th].push_back(i);
+    else if (e.cat == Category::runtime)
+      ix.runtime[th].push_back(i);
+    else if (e.cat == Category::memory)
+      ix.memory[th].push_back(i);
+    else if (is_gpu(e.cat) && e.correlation >= 0)
+      ix.gpu_by_correlation.emplace(e.correlation, i);
+  }
+  const auto by_start = [&](std::size_t a, std::size_t b) {
+    const Event& x = t.events[a];
+    const Event& y = t.events[b];
+    if (x.ts_us != y.ts_us)
+      return x.ts_us < y.ts_us;
+    if (x.dur_us != y.dur_us)
+      return x.dur_us > y.dur_us;
+    return a < b;
+  };
+  for (std::size_t th = 0; th < threads; ++th) {
+    std::sort(ix.cpu[th].begin(), ix.cpu[th].end(), by_start);
+    std::sort(ix.runtime[th].begin(), ix.runtime[th].end(), by_start);
+    std::sort(ix.memory[th].begin(), ix.memory[th].end(), by_start);
+  }
+  return ix;
+}
+
+Forest build_forest(const KinetoTrace& t, const Index& ix, std::size_t thread, double from_us, double to_us) {
+  Forest f;
+  std::vector<int> stack;
+  const auto& cpu = ix.cpu[thread];
+  auto it =
+      std::lower_bound(cpu.begin(), cpu.end(), from_us, [&](std::size_t i, double v) { return t.events[i].ts_us < v; });
+  for (; it != cpu.end() && t.events[*it].ts_us < to_us; ++it) {
+    const Event& e = t.events[*it];
+    while (!stack.empty() && t.events[f.nodes[static_cast<std::size_t>(stack.back())].ev].end_us() <= e.ts_us)
+      stack.pop_back();
+    Node n;
+    n.ev = *it;
+    n.parent = stack.empty() ? -1 : stack.back();
+    const int id = static_cast<int>(f.nodes.size());
+    f.nodes.push_back(std::move(n));
+    if (stack.empty())
+      f.roots.push_back(id);
+    else
+      f.nodes[static_cast<std::size_t>(stack.back())].children.push_back(id);
+    stack.push_back(id);
+  }
+  // Runtime calls: into the innermost node around them (a sweep with the same stack discipline).
+  stack.clear();
+  std::size_t next = 0;
+  const auto& rt = ix.runtime[thread];
+  auto r =
+      std::lower_bound(rt.begin(), rt.end(), from_us, [&](std::size_t i, double v) { return t.events[i].ts_us < v; });
+  for (; r != rt.end() && t.events[*r].ts_us < to_us; ++r) {
+    const Event& e = t.events[*r];
+    while (next < f.nodes.size() && t.events[f.nodes[next].ev].ts_us <= e.ts_us) {
+      while (!stack.empty() &&
+             t.events[f.nodes[static_cast<std::size_t>(stack.back())].ev].end_us() <= t.events[f.nodes[next].ev].ts_us)
+        stack.pop_back();
+      stack.push_back(static_cast<int>(next++));
+    }
+    while (!stack.empty() && t.events[f.nodes[static_cast<std::size_t>(stack.back())].ev].end_us() < e.ts_us)
+      stack.pop_back();
+    if (!stack.empty())
+      f.nodes[static_cast<std::size_t>(stack.back())].launches.push_back(*r);
+  }
+  return f;
+}
+
+/// What one span of host work launched on the GPU.
+struct GpuWork {
+  double compute_s = 0; ///< kernels, memsets and copies other than NCCL's
+  double nccl_s = 0;
+  double h2d_s = 0;
+  double h2d_bytes = 0;
+  double sync_s = 0; ///< host time blocked in synchronising runtime calls
+  int tasks = 0;     ///< GPU activities launched (NCCL included)
+  std::vector<std::size_t> gpu_events;
+};
+
+class StepAnalyser;
+
+/// Per-step results, reduced over steps by the caller.
+struct StepResult {
+  double duration_s = 0;
+  std::vector<TracedLayer> layers; // structure + this step's times
+  std::vector<TracedCollective> collectives;
+  PhaseFigures phases;
+  std::vector<double> launch_per_task; // per layer operator that launched GPU work
+  std::optional<int> batch;
+  bool ok = true;
+  std::string problem;
+};
+
+class StepAnalyser {
+public:
+  StepAnalyser(const KinetoTrace& t, const Index& ix, std::size_t main_thread, double from_us, double to_us)
+      : t_(t), ix_(ix), main_(main_thread), from_(from_us), to_(to_us) {
+    forests_.resize(t.threads.size());
+    for (std::size_t th = 0; th < t.threads.size(); ++th)
+      if (!t.threads[th].gpu)
+        forests_[th] = build_forest(t, ix, th, from_us, to_us);
+  }
+
+  StepResult run();
+
+private:
+  const Event& ev(std::size_t th, int node) const {
+    return t_.events[forests_[th].nodes[static_cast<std::size_t>(node)].ev];
+  }
+
+  void collect(std::size_t th, int node, GpuWork& w) const {
+    const Node& n = forests_[th].nodes[static_cast<std::size_t>(node)];
+    for (const std::size_t r : n.launches) {
+      const Event& call = t_.events[r];
+      if (is_sync(call))
+        w.sync_s += call.dur_us * kUs;
+      if (call.correlation < 0)
+        continue;
+      const auto [lo, hi] = ix_.gpu_by_correlation.equal_range(call.correlation);
+      for (auto it = lo; it != hi; ++it) {
+        const Event& g = t_.events[it->second];
+        ++w.tasks;
+        w.gpu_events.push_back(it->second);
+        if (is_nccl(g))
+          w.nccl_s += g.dur_us * kUs;
+        else
+          w.compute_s += g.dur_us * kUs;
+        if (g.cat == Category::memcpy && contains(g.name, "HtoD")) {
+          w.h2d_s += g.dur_us * kUs;
+          w.h2d_bytes += g.bytes;
+        }
+      }
+    }
+    for (const int c : n.children)
+      collect(th, c, w);
+  }
+  GpuWork work(std::size_t th, int node) const {
+    GpuWork w;
+    collect(th, node, w);
+    return w;
+  }
+
+  /// The operators under an annotation: descends through user annotations and python functions to cpu_ops.
+  void leaves(std::size_t th, int node, std::vector<int>& out) const {
+    const Event& e = ev(th, node);
+    if (e.cat == Category::cpu_op || forests_[th].nodes[static_cast<std::size_t>(node)].children.empty()) {
+      out.push_back(node);
+      return;
+    }
+    for (const int c : forests_[th].nodes[static_cast<std::size_t>(node)].children)
+      leaves(th, c, out);
+  }
+
+  void sequence_numbers(std::size_t th, int node, std::vector<std::int64_t>& out) const {
+    const Event& e = ev(th, node);
+    if (e.sequence >= 0)
+      out.push_back(e.sequence);
+    for (const int c : forests_[th].nodes[static_cast<std::size_t>(node)].children)
+      sequence_numbers(th, c, out);
+  }
+
+  void find_collectives(StepResult& r);
+
+  const KinetoTrace& t_;
+  const Index& ix_;
+  std::size_t main_;
+  double from_, to_;
+  std::vector<Forest> forests_;
+  std::vector<std::size_t> backward_threads_;
+  double backward_from_ = 0, backward_to_ = 0;
+  std::map<std::int64_t, int> layer_of_sequence_;
+  // host intervals of the layer operators, for attributing collectives: (thread, start) -> layer, phase
+  struct Span {
+    double from_us, to_us;
+    int layer;
+    std::string phase;
+  };
+  std::vector<Span> spans_;
+};
+
+enum class Phase { data_loading, h2d, forward, backward_marker, optimizer, other };
+
+Phase classify(const Event& e) {
+  const std::string n = lower(e.name);
+  if (contains(n, "dataloader") || contains(n, "wait_for_batch") || contains(n, "sparse_data_dist"))
+    return Phase::data_loading;
+  if (starts_with(e.name, "Optimizer.step") || n == "## optimizer ##")
+    return Phase::optimizer;
+  if (contains(n, "zero_grad"))
+    return Phase::other;
+  if (contains(n, "copy_batch_to_gpu"))
+    return Phase::h2d;
+  if (e.cat != Category::cpu_op && contains(n, "backward"))
+    return Phase::backward_marker;
+  if (e.cat != Category::cpu_op && contains(n, "forward"))
+    return Phase::forward;
+  return Phase::other; // decided by position (StepAnalyser::run)
+}
+
+StepResult StepAnalyser::run() {
+  StepResult r;
+  r.duration_s = (to_ - from_) * kUs;
+  PhaseFigures& p = r.phases;
+  p.step_s = r.duration_s;
+
+  // The step's own node on the main thread: its children are the top-level spans.
+  const Forest& mf = forests_[main_];
+  int step_node = -1;
+  for (const int root : mf.roots)
+    if (starts_with(ev(main_, root).name, "ProfilerStep#"))
+      step_node = root;
+  std::vector<int> top = step_node >= 0 ? mf.nodes[static_cast<std::size_t>(step_node)].children : mf.roots;
+
+  // Backward: the top-level operators of the other CPU threads that run autograd (sequence numbers or *Backward*).
+  std::vector<std::pair<std::size_t, int>> backward_units;
+  for (std::size_t th = 0; th < forests_.size(); ++th) {
+    if (th == main_ || t_.threads[th].gpu || forests_[th].roots.empty())
+      continue;
+    bool autograd = false;
+    for (const auto& n : forests_[th].nodes) {
+      const Event& e = t_.events[n.ev];
+      if (e.fwd_thread >= 0 || contains(e.name, "Backward") || contains(e.name, "evaluate_function")) {
+        autograd = true;
+        break;
+      }
+    }
+    if (!autograd)
+      continue;
+    backward_threads_.push_back(th);
+    for (const int root : forests_[th].roots)
+      backward_units.emplace_back(th, root);
+  }
+  // A backward marker on the main thread without an autograd thread: backward runs there.
+  const bool marker_backward = backward_units.empty();
+  std::vector<Phase> phase(top.size(), Phase::other);
+  bool forward_marker = false;
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    phase[i] = classify(ev(main_, top[i]));
+    forward_marker = forward_marker || phase[i] == Phase::forward;
+  }
+  if (marker_backward)
+    for (std::size_t i = 0; i < top.size(); ++i)
+      if (phase[i] == Phase::backward_marker) {
+        std::vector<int> ls;
+        leaves(main_, top[i], ls);
+        for (const int l : ls)
+          backward_units.emplace_back(main_, l);
+      }
+  if (backward_units.empty()) {
+    r.ok = false;
+    r.problem = "no backward pass (no autograd operators)";
+    return r;
+  }
+  std::sort(backward_units.begin(), backward_units.end(),
+            [&](const auto& a, const auto& b) { return ev(a.first, a.second).ts_us < ev(b.first, b.second).ts_us; });
+  backward_from_ = ev(backward_units.front().first, backward_units.front().second).ts_us;
+  backward_to_ = backward_from_;
+  for (const auto& [th, n] : backward_units)
+    backward_to_ = std::max(backward_to_, ev(th, n).end_us());
+
+  // Main-thread spans by position: unclassified spans before the backward are forward (after the data loading and
+  // the input's copy) unless a forward marker names the forward; spans that launch host-to-device copies before the
+  // first layer operator are the copy. Between the first layer operator and the backward everything is forward
+  // (zero_grad called there, the loss): a layer's host time runs to the next layer's first operator, and the last
+  // forward layer's to the backward's.
+  bool seen_layer = false;
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    const Event& e = ev(main_, top[i]);
+    if (phase[i] != Phase::other)
+      continue;
+    if (e.ts_us >= backward_from_)
+      continue;
+    const GpuWork w = work(main_, top[i]);
+    if (!seen_layer && w.h2d_bytes > 0) {
+      phase[i] = Phase::h2d;
+      continue;
+    }
+    if (forward_marker)
+      continue;
+    std::vector<int> ls;
+    leaves(main_, top[i], ls);
+    for (const int l : ls)
+      seen_layer = seen_layer || !layer_kind(ev(main_, l)).empty();
+    if (seen_layer)
+      phase[i] = Phase::forward;
+  }
+
+  // Host intervals of the top-level spans: from a span's start to the next one's (the last to the step's end); the
+  // main thread's time inside the backward window is waiting for autograd (unless backward runs on it).
+  std::vector<int> forward_leaves;
+  std::vector<double> leaf_end;
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    const Event& e = ev(main_, top[i]);
+    const double start = i == 0 ? from_ : e.ts_us;
+    const double end = i + 1 < top.size() ? ev(main_, top[i + 1]).ts_us : to_;
+    double host = (end - start) * kUs;
+    const GpuWork w = work(main_, top[i]);
+    p.sync_wait_s += w.sync_s;
+    if (!marker_backward) { // the part of the interval inside the backward window is waiting
+      const double overlap = std::max(0.0, std::min(end, backward_to_) - std::max(start, backward_from_));
+      p.backward_wait_s += overlap * kUs;
+      host -= overlap * kUs;
+    }
+    p.gpu_kernels_s += w.compute_s;
+    p.nccl_s += w.nccl_s;
+    static constexpr const char* kPhaseNames[] = {"data_loading", "h2d", "forward", "backward", "optimizer", "other"};
+    if (phase[i] != Phase::forward)
+      spans_.push_back({start, end, -1, kPhaseNames[static_cast<int>(phase[i])]});
+    switch (phase[i]) {
+    case Phase::data_loading:
+      p.data_loading_s += host - w.sync_s;
+      p.other_gpu_s += w.compute_s;
+      break;
+    case Phase::h2d:
+      p.h2d_host_s += host;
+      p.h2d_copy_s += w.h2d_s;
+      p.h2d_bytes += w.h2d_bytes;
+      p.other_gpu_s += w.compute_s;
+      break;
+    case Phase::optimizer:
+      p.optimizer_host_s += host - w.sync_s;
+      p.optimizer_gpu_s += w.compute_s;
+      break;
+    case Phase::forward: {
+      // its operators' intervals (each to the next one's start, the last to the span's end or the backward's
+      // start); the rest of the span's interval (annotation overhead before its first operator) is other host time
+      std::vector<int> ls;
+      leaves(main_, top[i], ls);
+      const double until = marker_backward ? end : std::min(end, std::max(start, backward_from_));
+      double in_leaves = 0;
+      for (std::size_t k = 0; k < ls.size(); ++k) {
+        const double leaf_from = ev(main_, ls[k]).ts_us;
+        const double leaf_to = std::max(leaf_from, k + 1 < ls.size() ? ev(main_, ls[k + 1]).ts_us : until);
+        forward_leaves.push_back(ls[k]);
+        leaf_end.push_back(leaf_to);
+        in_leaves += (leaf_to - leaf_from) * kUs;
+      }
+      p.other_host_s += std::max(0.0, host - in_leaves);
+      break;
+    }
+    case Phase::backward_marker:
+      if (marker_backward)
+        break; // its leaves are the backward units
+      [[fallthrough]];
+    case Phase::other:
+      p.other_host_s += host - w.sync_s;
+      p.other_gpu_s += w.compute_s;
+      break;
+    }
+  }
+
+  // Layers: a new one at every layer-opening operator; the others join the layer before them.
+  std::vector<int> leaf_layer(forward_leaves.size(), -1);
+  for (std::size_t k = 0; k < forward_leaves.size(); ++k) {
+    const Event& e = ev(main_, forward_leaves[k]);
+    const std::string kind = layer_kind(e);
+    if (!kind.empty()) {
+      TracedLayer l;
+      l.kind = kind;
+      l.op = e.name;
+      l.name = fmt::format("{}_{}", kind, r.layers.size());
+      derive_params(e, l);
+      if (!r.batch && !l.input_shape.empty() && l.input_shape[0] > 0 && kind != "compiled")
+        r.batch = static_cast<int>(l.input_shape[0]);
+      r.layers.push_back(std::move(l));
+    }
+    leaf_layer[k] = r.layers.empty() ? 0 : static_cast<int>(r.layers.size()) - 1;
+  }
+  if (r.layers.empty()) {
+    TracedLayer l; // nothing recognisable: the whole forward as one layer
+    l.kind = "ops";
+    l.name = "model";
+    r.layers.push_back(std::move(l));
+  }
+  for (std::size_t k = 0; k < forward_leaves.size(); ++k) {
+    TracedLayer& l = r.layers[static_cast<std::size_t>(leaf_layer[k])];
+    const Event& e = ev(main_, forward_leaves[k]);
+    // the first leaf of a span takes the span's opening gap with it
+    const GpuWork w = work(main_, forward_leaves[k]);
+    const double host = (leaf_end[k] - e.ts_us) * kUs - w.sync_s;
+    l.forward_host_s += host;
+    l.forward_gpu_s += w.compute_s;
+    l.kernels_forward += w.tasks;
+    p.forward_s += host;
+    if (w.tasks > 0 && layer_kind(e) != "compiled")
+      r.launch_per_task.push_back(host / w.tasks);
+    std::vector<std::int64_t> seqs;
+    sequence_numbers(main_, forward_leaves[k], seqs);
+    for (const auto s : seqs)
+      layer_of_sequence_.emplace(s, leaf_layer[k]);
+    spans_.push_back({e.ts_us, leaf_end[k], leaf_layer[k], "forward"});
+  }
+  // Backward: each unit's interval to the next unit's start; its layer by sequence number, else the previous one's.
+  int current = static_cast<int>(r.layers.size()) - 1;
+  for (std::size_t k = 0; k < backward_units.size(); ++k) {
+    const auto [th, n] = backward_units[k];
+    const Event& e = ev(th, n);
+    std::vector<std::int64_t> seqs;
+    sequence_numbers(th, n, seqs);
+    for (const auto s : seqs)
+      if (const auto it = layer_of_sequence_.find(s); it != layer_of_sequence_.end()) {
+        current = it->second;
+        break;
+      }
+    const double end = k + 1 < backward_units.size()
+                           ? ev(backward_units[k + 1].first, backward_units[k + 1].second).ts_us
+                           : backward_to_;
+    const GpuWork w = work(th, n);
+    const double host = std::max(0.0, (end - e.ts_us) * kUs - w.sync_s);
+    TracedLayer& l = r.layers[static_cast<std::size_t>(current)];
+    l.backward_host_s += host;
+    l.backward_gpu_s += w.compute_s;
+    l.kernels_backward += w.tasks;
+    p.backward_s += host;
+    p.gpu_kernels_s += w.compute_s;
+    p.nccl_s += w.nccl_s;
+    p.sync_wait_s += w.sync_s;
+    if (w.tasks > 0 && !contains(e.name, "CompiledFunction"))
+      r.launch_per_task.push_back(host / w.tasks);
+    spans_.push_back({e.ts_us, end, current, "backward"});
+  }
+  // GPU busy time: the union of every activity launched in the step.
+  std::vector<std::pair<double, double>> busy;
+  for (std::size_t th = 0; th < forests_.size(); ++th)
+    for (std::size_t n = 0; n < forests_[th].nodes.size(); ++n)
+      for (const std::size_t rt : forests_[th].nodes[n].launches) {
+        const auto [lo, hi] = ix_.gpu_by_correlation.equal_range(t_.events[rt].correlation);
+        for (auto it = lo; it != hi; ++it) {
+          const Event& g = t_.events[it->second];
+          busy.emplace_back(g.ts_us, g.end_us());
+          ++p.gpu_tasks;
+        }
+      }
+  std::sort(busy.begin(), busy.end());
+  double covered = 0, reach = -1e300;
+  for (const auto& [a, b] : busy) {
+    if (b <= reach)
+      continue;
+    covered += b - std::max(a, reach);
+    reach = b;
+  }
+  p.gpu_busy_s = covered * kUs;
+
+  find_collectives(r);
+  return r;
+}
+
+struct CollectiveKind {
+  std::string kind;
+  Collective collective;
+};
+
+std::optional<CollectiveKind> collective_kind(std::string_view name) {
+  const std::string n = lower(name);
+  if (contains(n, "barrier") || contains(n, "wait"))
+    return std::nullopt;
+  if (contains(n, "all_reduce") || contains(n, "allreduce"))
+    return CollectiveKind{"allreduce", Collective::allreduce};
+  if (contains(n, "all_gather") || contains(n, "allgather"))
+    return CollectiveKind{"allgather", Collective::allgather};
+  if (contains(n, "reduce_scatter"))
+    return CollectiveKind{"reduce_scatter", Collective::reduce_scatter};
+  if (contains(n, "all_to_all") || contains(n, "alltoall"))
+    return CollectiveKind{"alltoall", Collective::none};
+  if (contains(n, "broadcast"))
+    return CollectiveKind{"broadcast", Collective::broadcast};
+  if (contains(n, "send"))
+    return CollectiveKind{"send", Collective::none};
+  if (contains(n, "recv"))
+    return CollectiveKind{"recv", Collective::none};
+  return std::nullopt;
+}
+
+void StepAnalyser::find_collectives(StepResult& r) {
+  // One per NCCL call: the nccl:* annotations when the trace has them, else the c10d:: operators.
+  bool annotated = false;
+  for (std::size_t th = 0; th < forests_.size() && !annotated; ++th)
+    for (const auto& n : forests_[th].nodes)
+      if (starts_with(t_.events[n.ev].name, "nccl:") && collective_kind(t_.events[n.ev].name)) {
+        annotated = true;
+        break;
+      }
+  struct Found {
+    double ts;
+    std::size_t th;
+    int node;
+  };
+  std::vector<Found> found;
+  for (std::size_t th = 0; th < forests_.size(); ++th)
+    for (std::size_t i = 0; i < forests_[th].nodes.size(); ++i) {
+      const Event& e = t_.events[forests_[th].nodes[i].ev];
+      const bool candidate = annotated ? starts_with(e.name, "nccl:") : starts_with(e.name, "c10d::");
+      if (!candidate || !collective_kind(e.name))
+        continue;
+      if (!annotated) { // the outermost c10d:: operator only
+        int parent = forests_[th].nodes[i].parent;
+        bool nested = false;
+        for (; parent >= 0; parent = forests_[th].nodes[static_cast<std::size_t>(parent)].parent)
+          nested = nested || starts_with(ev(th, parent).name, "c10d::");
+        if (nested)
+          continue;
+      }
+      found.push_back({e.ts_us, th, static_cast<int>(i)});
+    }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.ts < b.ts; });
+
+  std::map<std::size_t, double> previous_on_thread; // allocation events count from the previous collective on
+  for (const auto& f : found) {
+    const Event& e = ev(f.th, f.node);
+    const auto kind = *collective_kind(e.name);
+    TracedCollective c;
+    c.op = e.name;
+    c.kind = kind.kind;
+    c.collective = kind.collective;
+    // The chain of collective operators around it (record_param_comms, c10d::...): sizes and the outermost start.
+    std::vector<int> chain{f.node};
+    int outer = f.node;
+    for (int up = forests_[f.th].nodes[static_cast<std::size_t>(f.node)].parent; up >= 0;
+         up = forests_[f.th].nodes[static_cast<std::size_t>(up)].parent) {
+      const std::string& n = ev(f.th, up).name;
+      if (n == "record_param_comms" || starts_with(n, "c10d::") || starts_with(n, "nccl:")) {
+        chain.push_back(up);
+        outer = up;
+      }
+    }
+    double best = -1;
+    for (const int node : chain) {
+      const Event& x = ev(f.th, node);
+      if (x.in_nelems >= 0 || x.out_nelems >= 0) {
+        const int size = dtype_size(x.dtype) > 0 ? dtype_size(x.dtype) : 4;
+        const double b = static_cast<double>(std::max(x.in_nelems, x.out_nelems)) * size;
+        if (b > best) {
+          best = b;
+          c.size_from = "record_param_comms";
+        }
+        if (x.group_size > 0)
+          c.group_size = static_cast<int>(x.group_size);
+      }
+      std::int64_t small = -1, large = -1;
+      for (std::size_t a = 0; a < x.input_dims.size(); ++a) {
+        if (x.input_dims[a].empty())
+          continue;
+        const std::string type = a < x.input_types.size() ? x.input_types[a] : "";
+        const int size = dtype_size(type);
+        if (size == 0)
+          continue;
+        const std::int64_t n = numel(x.input_dims[a]);
+        small = small < 0 ? n : std::min(small, n);
+        large = std::max(large, n);
+        const double b = static_cast<double>(n) * size;
+        if (b > best) {
+          best = b;
+          c.size_from = "Input Dims";
+        }
+      }
+      if (c.group_size == 0 && small > 0 && large > small && (c.kind == "allgather" || c.kind == "reduce_scatter") &&
+          large % small == 0)
+        c.group_size = static_cast<int>(large / small);
+    }
+    const double outer_ts = ev(f.th, outer).ts_us;
+    if (best < 0) { // the last allocation on the thread before the call, since the previous collective
+      const auto& mem = ix_.memory[f.th];
+      const double since = previous_on_thread.count(f.th) ? previous_on_thread[f.th] : from_;
+      for (auto it = std::lower_bound(mem.begin(), mem.end(), outer_ts,
+                                      [&](std::size_t i, double v) { return t_.events[i].ts_us < v; });
+           it != mem.begin();) {
+        --it;
+        const Event& m = t_.events[*it];
+        if (m.ts_us < since)
+          break;
+        if (m.bytes > 0) {
+          best = m.bytes;
+          c.size_from = "allocation";
+          break;
+        }
+      }
+    }
+    previous_on_thread[f.th] = outer_ts;
+    if (best >= 0)
+      c.bytes = best;
+    const GpuWork w = work(f.th, outer);
+    // NCCL names its kernels after the collective (ncclKernel_AllReduce_..., ncclDevKernel_ReduceScatter_...; alltoall
+    // and send/recv run SendRecv); a kernel of another collective reached by correlation is a profiler mix-up
+    const std::string expected = c.kind == "allreduce"        ? "allreduce"
+                                 : c.kind == "allgather"      ? "allgather"
+                                 : c.kind == "reduce_scatter" ? "reducescatter"
+                                 : c.kind == "broadcast"      ? "broadcast"
+                                                              : "sendrecv";
+    for (const std::size_t g : w.gpu_events)
+      if (is_nccl(t_.events[g]) && !contains(lower(t_.events[g].name), expected) &&
+          !(c.kind == "alltoall" && contains(lower(t_.events[g].name), "alltoall")))
+        c.kernel_mismatch = t_.events[g].name.substr(0, t_.events[g].name.find('('));
+    if (w.nccl_s > 0 && c.kernel_mismatch.empty())
+      c.gpu_min_s = w.nccl_s;
+    c.host_s = ev(f.th, outer).dur_us * kUs;
+    // Where it was issued.
+    c.phase = "other";
+    for (const auto& s : spans_)
+      if (outer_ts >= s.from_us && outer_ts < s.to_us) {
+        c.phase = s.phase;
+        if (s.phase == "backward") {
+          c.layer = s.layer;
+          // layer 0's backward ends the pass: a call it issues waits for the whole backward
+          c.after_backward = s.layer == 0;
+        }
+      }
+    r.collectives.push_back(std::move(c));
+  }
+}
+
+} // namespace
+
+TraceAnalysis analyse(const KinetoTrace& trace) {
+  TraceAnalysis a;
+  a.path = trace.path;
+  a.device_name = trace.device_name;
+  a.world_size = trace.world_size;
+  a.rank = trace.rank;
+  // Steps.
+  std::vector<std::size_t> steps;
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const Event& e = trace.events[i];
+    if (is_cpu(e.cat) && starts_with(e.name, "ProfilerStep#"))
+      steps.push_back(i);
+  }
+  if (steps.empty())
+    throw InputError(trace.path, "",
+                     fmt::format("no ProfilerStep#N span among its {} events: profile with torch.profiler.profile(...) "
+                                 "and call prof.step() every iteration",
+                                 trace.event_count));
+  const bool any_kernel =
+      std::any_of(trace.events.begin(), trace.events.end(), [](const Event& e) { return e.cat == Category::kernel; });
+  if (!any_kernel)
+    throw InputError(trace.path, "",
+                     "no GPU kernels (category \"kernel\" or \"Kernel\"): profile with ProfilerActivity.CUDA");
+  std::sort(steps.begin(), steps.end(),
+            [&](std::size_t x, std::size_t y) { return trace.events[x].ts_us < trace.events[y].ts_us; });
+  // DataLoader workers prepare batches ahead; the single-process iterator loads on the training thread.
+  a.prefetch = std::any_of(trace.events.begin(), trace.events.end(), [](const Event& e) {
+    return is_cpu(e.cat) && contains(e.name, "_MultiProcessingDataLoaderIter");
+  });
+  const Index ix = build_index(trace);
+
+  std::vector<StepResult> results;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const Event& s = trace.events[steps[k]];
+    StepSpan span{s.name, s.ts_us, s.dur_us * kUs, steps.size() < 3 || k > 0};
+    a.steps.push_back(span);
+    if (!span.used)
+      continue;
+    StepAnalyser sa(trace, ix, static_cast<std::size_t>(s.thread), s.ts_us, s.end_us());
+    results.push_back(sa.run());
+  }
+  // Steps whose structure differs from the majority's are left out (a note says which).
+  std::map<std::pair<std::size_t, std::size_t>, int> shapes;
+  for (const auto& r : results)
+    if (r.ok)
+      ++shapes[{r.layers.size(), r.collectives.size()}];
+  if (shapes.empty())
+    throw InputError(trace.path, "", fmt::format("{} in {}", results.front().problem, a.steps.back().name));
+  const auto shape = std::max_element(shapes.begin(), shapes.end(), [](const auto& x, const auto& y) {
+                       return x.second < y.second;
+                     })->first;
+  std::vector<const StepResult*> used;
+  {
+    std::size_t r = 0;
+    for (auto& s : a.steps) {
+      if (!s.used)
+        continue;
+      const StepResult& res = results[r++];
+      if (!res.ok || std::pair{res.layers.size(), res.collectives.size()} != shape) {
+        s.used = false;
+        a.notes.push_back(
+            fmt::format("{} left out: {}", s.name,
+                        res.ok ? "its operators form other layers or collectives than the other steps'" : res.problem));
+        continue;
+      }
+      used.push_back(&res);
+    }
+  }
+  // The median step and the medians of every figure.
+  std::vector<double> durations;
+  for (const auto* r : used)
+    durations.push_back(r->duration_s);
+  const double med = median(durations);
+  double closest = 1e300;
+  for (std::size_t i = 0; i < a.steps.size(); ++i)
+    if (a.steps[i].used && std::abs(a.steps[i].duration_s - med) < closest) {
+      closest = std::abs(a.steps[i].duration_s - med);
+      a.median_step = static_cast<int>(i);
+    }
+  const auto med_of = [&](auto get) {
+    std::vector<double> v;
+    for (const auto* r : used)
+      v.push_back(get(*r));
+    return median(v);
+  };
+  a.layers = used.front()->layers;
+  for (std::size_t l = 0; l < a.layers.size(); ++l) {
+    auto& L = a.layers[l];
+    L.forward_gpu_s = med_of([&](const StepResult& r) { return r.layers[l].forward_gpu_s; });
+    L.backward_gpu_s = med_of([&](const StepResult& r) { return r.layers[l].backward_gpu_s; });
+    L.forward_host_s = med_of([&](const StepResult& r) { return r.layers[l].forward_host_s; });
+    L.backward_host_s = med_of([&](const StepResult& r) { return r.layers[l].backward_host_s; });
+  }
+  // Per-layer medians add up to less than the median step's total when the layers vary independently: rescale them
+  // so that they add up to the median of the per-step totals.
+  const auto rescale = [&](double TracedLayer::*field) {
+    const double total = med_of([&](const StepResult& r) {
+      return std::accumulate(r.layers.begin(), r.layers.end(), 0.0,
+                             [&](double s, const TracedLayer& l) { return s + l.*field; });
+    });
+    const double sum = std::accumulate(a.layers.begin(), a.layers.end(), 0.0,
+                                       [&](double s, const TracedLayer& l) { return s + l.*field; });
+    if (sum > 0)
+      for (auto& L : a.layers)
+        L.*field *= total / sum;
+  };
+  rescale(&TracedLayer::forward_gpu_s);
+  rescale(&TracedLayer::backward_gpu_s);
+  rescale(&TracedLayer::forward_host_s);
+  rescale(&TracedLayer::backward_host_s);
+  a.collectives = used.front()->collectives;
+  for (std::size_t c = 0; c < a.collectives.size(); ++c) {
+    auto& C = a.collectives[c];
+    std::optional<double> lowest;
+    for (const auto* r : used)
+      if (const auto g = r->collectives[c].gpu_min_s)
+        lowest = lowest ? std::min(*lowest, *g) : *g;
+    C.gpu_min_s = lowest;
+    C.host_s = med_of([&](const StepResult& r) { return r.collectives[c].host_s; });
+  }
+  auto& p = a.phases;
+#define DDLSIM_MEDIAN(field) p.field = med_of([](const StepResult& r) { return r.phases.field; })
+  DDLSIM_MEDIAN(step_s);
+  DDLSIM_MEDIAN(data_loading_s);
+  DDLSIM_MEDIAN(h2d_host_s);
+  DDLSIM_MEDIAN(h2d_copy_s);
+  DDLSIM_MEDIAN(h2d_bytes);
+  DDLSIM_MEDIAN(forward_s);
+  DDLSIM_MEDIAN(backward_s);
+  DDLSIM_MEDIAN(optimizer_host_s);
+  DDLSIM_MEDIAN(optimizer_gpu_s);
+  DDLSIM_MEDIAN(other_host_s);
+  DDLSIM_MEDIAN(sync_wait_s);
+  DDLSIM_MEDIAN(backward_wait_s);
+  DDLSIM_MEDIAN(gpu_busy_s);
+  DDLSIM_MEDIAN(gpu_kernels_s);
+  DDLSIM_MEDIAN(other_gpu_s);
+  DDLSIM_MEDIAN(nccl_s);
+#undef DDLSIM_MEDIAN
+  std::vector<double> launches;
+  for (const auto* r : used)
+    launches.insert(launches.end(), r->launch_per_task.begin(), r->launch_per_task.end());
+  p.launch_s = median(launches);
+  p.gpu_tasks = used.front()->phases.gpu_tasks;
+  a.batch = used.front()->batch;
+
+  // Activation bytes per sample: the next layer's input (fp32); FLOPs of convolutions at the output's size.
+  for (std::size_t l = 0; l < a.layers.size(); ++l) {
+    auto& L = a.layers[l];
+    if (l + 1 < a.layers.size()) {
+      const auto& next = a.layers[l + 1].input_shape;
+      if (next.size() >= 2 && next[0] > 0) {
+        L.activation_bytes = 4.0 * static_cast<double>(numel(next) / next[0]);
+        if (L.kind == "conv" && next.size() == 4 && L.input_shape.size() == 4 && L.input_shape[2] > 0)
+          L.fwd_flops *=
+              static_cast<double>(next[2] * next[3]) / static_cast<double>(L.input_shape[2] * L.input_shape[3]);
+      }
+    }
+  }
+  return a;
+}
+
+OrderedJson traced_step_events(const KinetoTrace& trace, const TraceAnalysis& analysis) {
+  const StepSpan& step = analysis.steps[static_cast<std::size_t>(analysis.median_step)];
+  const double from = step.start_us;
+  const double to = step.start_us + step.duration_s / kUs;
+  // CPU events inside the step; GPU activities launched from it (by correlation), wherever they ran.
+  std::set<std::int64_t> correlations;
+  for (const auto& e : trace.events)
+    if (e.cat == Category::runtime && e.ts_us >= from && e.ts_us < to && e.correlation >= 0)
+      correlations.insert(e.correlation);
+  OrderedJson events = OrderedJson::array();
+  std::set<int> threads;
+  for (const auto& e : trace.events) {
+    if (e.cat == Category::memory)
+      continue;
+    const bool inside = is_gpu(e.cat) ? correlations.count(e.correlation) > 0 : e.ts_us >= from && e.ts_us < to;
+    if (!inside)
+      continue;
+    const Thread& th = trace.threads[static_cast<std::size_t>(e.thread)];
+    threads.insert(e.thread);
+    OrderedJson j;
+    j["ph"] = "X";
+    j["cat"] = e.cat == Category::kernel            ? "kernel"
+               : e.cat == Category::memcpy          ? "gpu_memcpy"
+               : e.cat == Category::memset          ? "gpu_memset"
+               : e.cat == Category::runtime         ? "cuda_runtime"
+               : e.cat == Category::user_annotation ? "user_annotation"
+               : e.cat == Category::python          ? "python_function"
+                                                    : "cpu_op";
+    j["name"] = e.name;
+    j["pid"] = th.pid;
+    j["tid"] = th.tid;
+    j["ts"] = std::round((e.ts_us - from) * 1000) / 1000;
+    j["dur"] = e.dur_us;
+    events.push_back(std::move(j));
+  }
+  for (const int t : threads) {
+    const Thread& th = trace.threads[static_cast<std::size_t>(t)];
+    OrderedJson m;
+    m["ph"] = "M";
+    m["name"] = "thread_name";
+    m["pid"] = th.pid;
+    m["tid"] = th.tid;
+    m["args"] = {{"name", th.name.empty() ? (th.gpu ? th.tid : "thread " + th.tid) : th.name}};
+    events.push_back(std::move(m));
+  }
+  OrderedJson out;
+  out["traceEvents"] = std::move(events);
+  out["displayTimeUnit"] = "ms";
+  out["source"] = fmt::format("{}, {}", analysis.path, step.name);
+  return out;
+}
+
+} // namespace ddlsim::traces
