@@ -78,7 +78,8 @@ TEST_CASE("sim::ps push and pull take their closed forms on an alpha-beta star",
   doc["strategy"]["servers"] = servers;
   doc["strategy"]["placement"] = "dedicated";
   const auto r = run_scenario(parse_scenario(doc, "ps.json"));
-  const auto push = tasks_of_collective(r, dag::Collective::ps_push), pull = tasks_of_collective(r, dag::Collective::ps_pull);
+  const auto push = tasks_of_collective(r, dag::Collective::ps_push),
+             pull = tasks_of_collective(r, dag::Collective::ps_pull);
   REQUIRE(push.size() == 2);
   REQUIRE(pull.size() == 2);
   CHECK_THAT(push[0]->duration_s, WithinRel(a + p * small / B, 1e-12));
