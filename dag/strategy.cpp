@@ -255,4 +255,38 @@ IterationGraph build_iteration(const Model& model, const WorkerCosts& costs, con
   return g;
 }
 
+IterationGraph unroll_iterations(const IterationGraph& one, int iterations) {
+  const auto unique = [&](TaskKind kind) {
+    std::optional<IterationGraph::Id> found;
+    for (std::size_t v = 0; v < one.size(); ++v)
+      if (one.task(v).kind == kind) {
+        if (found)
+          throw std::logic_error(fmt::format("unroll_iterations: more than one {} task", task_kind_name(kind)));
+        found = v;
+      }
+    if (!found)
+      throw std::logic_error(fmt::format("unroll_iterations: no {} task", task_kind_name(kind)));
+    return *found;
+  };
+  const auto load = unique(TaskKind::data_load), h2d = unique(TaskKind::h2d), update = unique(TaskKind::update);
+  IterationGraph g;
+  const std::size_t n = one.size();
+  for (int k = 0; k < iterations; ++k) {
+    const std::size_t base = g.size();
+    for (std::size_t v = 0; v < n; ++v) {
+      Task t = one.task(v);
+      t.iteration = k;
+      g.add(t);
+    }
+    for (std::size_t v = 0; v < n; ++v)
+      for (const auto w : one.successors(v))
+        g.depend(base + v, base + w);
+    if (k > 0) {
+      g.depend(base - n + update, base + h2d);
+      g.depend(base - n + load, base + load);
+    }
+  }
+  return g;
+}
+
 } // namespace ddlsim::dag

@@ -44,6 +44,10 @@ struct WorkerCosts {
   double launch_s = 0;
   double update_host_s = 0;
   double iteration_host_s = 0;
+  /// Whether the host times were given (the scenario's `host.launch`, or measured host times in the calibration)
+  /// rather than the default of one kernel launch per task: the host may then bound the step, and an iteration is
+  /// measured in the steady state (unroll_iterations).
+  bool host_times_given = false;
 };
 
 /// A parameter tensor in the model's flattened registration order.
@@ -307,6 +311,13 @@ void quantise_group(GradientGroup& group, const StrategyInput& in, Quantiser q);
 /// become ready, as the hook's callbacks launch them. The update waits for the end of every chain.
 [[nodiscard]] IterationGraph build_iteration(const Model& model, const WorkerCosts& costs,
                                              const std::vector<GradientGroup>& groups, bool communicate);
+
+/// `iterations` consecutive copies of a build_iteration DAG (Task::iteration 0, 1, ...): copy k + 1's host-to-device
+/// copy waits for copy k's update (one GPU stream, and the forward reads the updated weights), and its data loading for
+/// copy k's (one loader). With a batch loaded on the training thread (no prefetch), the host threads add the wait for
+/// the previous iteration's launches (sim/plan/host.hpp). Throws std::logic_error on a DAG without exactly one data
+/// loading, copy and update.
+[[nodiscard]] IterationGraph unroll_iterations(const IterationGraph& one, int iterations);
 
 /// Adds each group's chain (its launch delay, kernels and collectives, in order) to `g` on `device`, its collectives
 /// over `communicator` (-1: set later by IterationGraph::place): a chain starts after `ready(group)`, the groups'

@@ -121,9 +121,16 @@ dag::Calibration trace_calibration(const TraceAnalysis& a, const std::vector<std
                          std::count_if(a.steps.begin(), a.steps.end(), [](const StepSpan& s) { return s.used; }),
                          host_scale != 1 ? fmt::format(", host times x {}", host_scale) : "");
   c.batch_per_gpu = a.batch.value_or(1);
+  // The gradient collectives replayed (the strategy `traced`) are issued in a layer's backward: the simulation charges
+  // each one launch on the host thread, which the layer's traced backward host time already holds.
+  std::vector<int> replayed(a.layers.size(), 0);
+  for (const auto& call : a.collectives)
+    if (call.phase == "backward" && call.collective != Collective::none && call.bytes && !a.layers.empty())
+      ++replayed[std::min(static_cast<std::size_t>(std::max(call.layer, 0)), a.layers.size() - 1)];
   std::string current;
   for (std::size_t i = 0; i < a.layers.size(); ++i) {
     const auto& l = a.layers[i];
+    const double backward_host = std::max(0.0, l.backward_host_s - replayed[i] * a.phases.launch_s);
     if (i < names.size() && !names[i].empty())
       current = names[i];
     if (current.empty())
@@ -132,7 +139,7 @@ dag::Calibration trace_calibration(const TraceAnalysis& a, const std::vector<std
     t.forward_s += l.forward_gpu_s;
     t.backward_s += l.backward_gpu_s;
     t.forward_host_s = t.forward_host_s.value_or(0) + l.forward_host_s * host_scale;
-    t.backward_host_s = t.backward_host_s.value_or(0) + l.backward_host_s * host_scale;
+    t.backward_host_s = t.backward_host_s.value_or(0) + backward_host * host_scale;
   }
   const auto& p = a.phases;
   c.host.launch_s = p.launch_s * host_scale;

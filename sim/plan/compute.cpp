@@ -63,6 +63,7 @@ void finish_costs(const Scenario& s, dag::WorkerCosts& w) {
   w.bwd_host_s.assign(layers, w.launch_s);
   w.update_host_s = w.launch_s;
   w.iteration_host_s = 0;
+  w.host_times_given = s.host.launch_s.has_value();
   if (c != nullptr) {
     for (std::size_t l = 0; l < layers; ++l) {
       const auto it = c->layers.find(m.layers[l].name);
@@ -70,9 +71,12 @@ void finish_costs(const Scenario& s, dag::WorkerCosts& w) {
         continue;
       w.fwd_host_s[l] = it->second.forward_host_s.value_or(w.fwd_host_s[l]);
       w.bwd_host_s[l] = it->second.backward_host_s.value_or(w.bwd_host_s[l]);
+      w.host_times_given |= it->second.forward_host_s.has_value() || it->second.backward_host_s.has_value();
     }
     w.update_host_s = c->optimizer.host_s.value_or(w.update_host_s);
     w.iteration_host_s = c->host.iteration_s.value_or(0);
+    w.host_times_given |=
+        c->host.launch_s.has_value() || c->optimizer.host_s.has_value() || c->host.iteration_s.has_value();
   }
 }
 

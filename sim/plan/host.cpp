@@ -36,6 +36,7 @@ bool HostTimes::any() const {
 HostTimes::HostTimes(const dag::WorkerCosts& w)
     : iteration_s(w.iteration_host_s), launch_s(w.launch_s), update_s(w.update_host_s), forward_s(w.fwd_host_s),
       backward_s(w.bwd_host_s) {
+  steady_state = w.host_times_given && any();
   issue = [this](const dag::Task& t) {
     const auto layer = static_cast<std::size_t>(t.layer);
     if (t.kind == dag::TaskKind::forward && t.layer >= 0 && layer < forward_s.size())
@@ -75,6 +76,11 @@ void add_host_tasks(dag::IterationGraph& g, const HostTimes& times) {
       };
       if (task.iteration != iteration) {
         iteration = task.iteration;
+        // a batch loaded on this thread (no prefetch) is loaded after the previous iteration's work was issued
+        if (have_previous)
+          for (const auto u : g.predecessors(v))
+            if (g.task(u).resource == dag::Resource::host_cpu)
+              g.depend(previous, u);
         if (times.iteration_s > 0) {
           const auto lead = g.add({.kind = dag::TaskKind::launch,
                                    .resource = dag::Resource::host_thread,

@@ -35,6 +35,10 @@ struct HostTimes {
   std::vector<double> forward_s, backward_s; ///< by layer
   /// Whether the host costs anything (else add_host_tasks adds nothing).
   [[nodiscard]] bool any() const;
+  /// Whether an iteration should be measured in the steady state: host times were given (not the default launch
+  /// cost) and cost something. The host thread then runs ahead of the GPU into the next iteration, as a training
+  /// loop does, and a single iteration's makespan would count the GPU's lag behind it.
+  bool steady_state = false;
 };
 
 /// Adds the host threads' tasks to `g`: for every GPU task (on a GPU device and a GPU resource: compute, compression,
@@ -43,7 +47,8 @@ struct HostTimes {
 /// a GPU's launch tasks run one after the other in the order its GPU tasks start in the DAG's schedule without
 /// them (the order the program issues them), each iteration (Task::iteration) led by a launch task of
 /// `iteration_s` when that is positive. A host task (data loading) that a GPU task waits for delays its launch as
-/// well: the thread that loaded the batch issues the work on it.
+/// well, and waits for the previous iteration's launches: the thread that loaded the batch issues the work on it.
+/// On a DAG of several iterations, each GPU's launches run on across them.
 void add_host_tasks(dag::IterationGraph& g, const HostTimes& times);
 
 } // namespace ddlsim::sim

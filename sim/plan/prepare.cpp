@@ -163,6 +163,14 @@ Prepared prepare(const Scenario& s, std::string engine) {
     r.graph = ps_async_graph(s, p.costs.worker, r.groups);
   else
     r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
+  if (!ps && HostTimes(p.costs.worker).steady_state) {
+    r.graph = dag::unroll_iterations(r.graph, kSteadyStateIterations);
+    r.notes.push_back(fmt::format(
+        "host times given: {} iterations are unrolled, each GPU's host thread issuing the next iteration's work "
+        "while its GPU finishes the last, and the iteration time is the steady-state period between the last two "
+        "iterations' ends",
+        kSteadyStateIterations));
+  }
   r.graph.place(
       {.gpu = 0, .node = 0, .gpus_per_node = s.cluster.gpus_per_node, .data_parallel = data_parallel_group(s)});
   r.communication_bytes_per_worker =
@@ -319,7 +327,7 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
         measured = m.get();
       scaled = true;
     }
-  if (measured != nullptr) { // counted per collective, not per distinct cost
+  if (measured != nullptr && task.iteration == 0) { // counted per collective of one iteration, not per distinct cost
     ++(scaled ? measured->scaled[ranks] : measured->used);
     if (!scaled && measured->model.time(task.bytes).extrapolated) {
       ++measured->extrapolated;
@@ -438,6 +446,10 @@ void note_host_bound(const Scenario& s, const ComputeCosts& costs, RunResult& r)
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
     iterations = std::max(iterations, t.iteration + 1);
+    // a batch loaded without prefetch is loaded by the thread that issues the work
+    const dag::Device host{.kind = dag::Device::Kind::host, .index = first.index / s.cluster.gpus_per_node};
+    if (t.resource == dag::Resource::host_cpu && !costs.worker.prefetch && t.device == host)
+      busy += r.timing[v].end_s - r.timing[v].start_s;
     if (t.device != first)
       continue;
     if (t.resource == dag::Resource::host_thread)
@@ -454,9 +466,10 @@ void note_host_bound(const Scenario& s, const ComputeCosts& costs, RunResult& r)
                           return l.second.forward_host_s.has_value() || l.second.backward_host_s.has_value();
                         });
   r.notes.push_back(fmt::format(
-      "host-bound: the host thread that issues {}'s work is busy {} of the {} iteration, its GPU compute {} ({}{} "
+      "host-bound: the host thread that issues {}'s work{} is busy {} of the {} iteration, its GPU compute {} ({}{} "
       "per other GPU task); a faster GPU would not shorten the step",
-      dag::device_name(first), format_time(busy), format_time(r.iteration_time_s), format_time(gpu),
+      dag::device_name(first), costs.worker.prefetch || costs.worker.data_load_s == 0 ? "" : " and loads its batches",
+      format_time(busy), format_time(r.iteration_time_s), format_time(gpu),
       measured ? "host times per layer from the calibration, " : "", format_time(costs.worker.launch_s)));
 }
 } // namespace
@@ -488,10 +501,28 @@ void finalize(const Scenario& s, Prepared& p) {
     auto& b = r.breakdown;
     b.idle_s = std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s - b.exposed_communication_s);
   }
+  if (const auto ends = iteration_ends(r.graph, r.timing); !r.parameter_server && ends.size() >= 2) {
+    // host times given: the steady-state period between the last two iterations' ends (the window's breakdown)
+    const double from = ends[ends.size() - 2], to = ends.back();
+    r.iteration_time_s = to - from;
+    r.breakdown = breakdown_in(r.graph, r.timing, from, to);
+    const auto longest = longest_finish(r.graph);
+    std::vector<TaskTiming> by_path(r.graph.size());
+    for (std::size_t v = 0; v < by_path.size(); ++v)
+      by_path[v].end_s = longest[v];
+    const auto path_ends = iteration_ends(r.graph, by_path);
+    r.critical_path_s = path_ends.back() - path_ends[path_ends.size() - 2];
+  }
   // The same worker alone: the reference for scaling efficiency.
+  const HostTimes host(p.costs.worker);
   auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
-  add_host_tasks(alone, HostTimes(p.costs.worker));
-  r.single_gpu_iteration_s = makespan_of(schedule(alone));
+  if (host.steady_state)
+    alone = dag::unroll_iterations(alone, kSteadyStateIterations);
+  add_host_tasks(alone, host);
+  const auto alone_timing = schedule(alone);
+  const auto alone_ends = iteration_ends(alone, alone_timing);
+  r.single_gpu_iteration_s =
+      alone_ends.size() >= 2 ? alone_ends.back() - alone_ends[alone_ends.size() - 2] : makespan_of(alone_timing);
   r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;
   r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
   double largest = 0;

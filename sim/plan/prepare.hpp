@@ -123,6 +123,9 @@ double cost_communication(const Scenario& s, const CollectiveModel& whole_cluste
 
 /// Iterations ps-sync unrolls in its DAG; the iteration time is the period between the last two (steady state).
 inline constexpr int kPsSyncIterations = 3;
+/// Iterations a data-parallel DAG is unrolled to when its host times were given (HostTimes::steady_state): the
+/// iteration is the period between the ends of the last two.
+inline constexpr int kSteadyStateIterations = 2;
 
 /// Bytes of one worker's push to each server: its shards of every key (dag/strategies/ps.cpp).
 [[nodiscard]] std::vector<double> server_shard_bytes(const std::vector<dag::GradientGroup>& groups, int servers);

@@ -120,6 +120,17 @@ double makespan_of(const std::vector<TaskTiming>& timing) {
   return m;
 }
 
+std::vector<double> iteration_ends(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing) {
+  std::vector<double> ends;
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    const auto k = static_cast<std::size_t>(g.task(v).iteration);
+    if (ends.size() <= k)
+      ends.resize(k + 1, 0.0);
+    ends[k] = std::max(ends[k], timing[v].end_s);
+  }
+  return ends;
+}
+
 std::vector<double> longest_finish(const dag::IterationGraph& g) {
   std::vector<double> finish(g.size(), 0);
   for (auto v : g.topological_order()) {

@@ -24,6 +24,8 @@ namespace ddlsim::sim {
 
 /// The latest end of any task.
 [[nodiscard]] double makespan_of(const std::vector<TaskTiming>& timing);
+/// The latest end of any task of each iteration (Task::iteration), by iteration.
+[[nodiscard]] std::vector<double> iteration_ends(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing);
 
 /// Longest dependency path ending at each task (durations, resources ignored).
 [[nodiscard]] std::vector<double> longest_finish(const dag::IterationGraph& g);

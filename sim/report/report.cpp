@@ -404,7 +404,7 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
   const auto& b = r.breakdown;
   std::size_t collectives = 0; // one per group, or a chain of them (PowerSGD)
   for (std::size_t v = 0; v < r.graph.size(); ++v)
-    if (r.graph.task(v).kind == dag::TaskKind::communication &&
+    if (r.graph.task(v).kind == dag::TaskKind::communication && r.graph.task(v).iteration == 0 &&
         r.graph.task(v).collective != dag::Collective::point_to_point &&
         r.graph.task(v).resource != dag::Resource::gpu_compute) // tensor parallelism's: on the pipeline line
       ++collectives;

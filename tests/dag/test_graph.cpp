@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace ddlsim::dag;
 using Catch::Matchers::WithinRel;
 
@@ -61,6 +63,38 @@ TEST_CASE("dag::build_iteration makes load, copy, forward, backward, groups and 
       }
     CHECK(comms == 2);
     CHECK(g.topological_order().size() == g.size());
+  }
+}
+
+TEST_CASE("dag::unroll_iterations chains copies through the update and the loader", "[dag][graph]") {
+  const auto model = chain(3);
+  const auto costs = costs_for(3);
+  const auto one = build_iteration(model, costs, {}, false);
+  const auto g = unroll_iterations(one, 3);
+  REQUIRE(g.size() == 3 * one.size());
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    CHECK(g.task(v).iteration == static_cast<int>(v / one.size()));
+    CHECK(g.task(v).kind == one.task(v % one.size()).kind);
+  }
+  // Without resources, the critical path runs load, copy, 6 s forward, 12 s backward, update, then the next
+  // iteration's copy: 0.5 + 3 x (0.25 + 6 + 12 + 0.125).
+  CHECK_THAT(g.critical_path().length_s, WithinRel(0.5 + 3 * (0.25 + 6 + 12 + 0.125), 1e-12));
+  // Each copy's loading waits for the previous copy's, its copy for the previous update.
+  const auto find = [&](TaskKind kind, int iteration) {
+    for (std::size_t v = 0; v < g.size(); ++v)
+      if (g.task(v).kind == kind && g.task(v).iteration == iteration)
+        return v;
+    FAIL("no such task");
+    return std::size_t{0};
+  };
+  const auto preds_of_copy = g.predecessors(find(TaskKind::h2d, 2));
+  CHECK(std::find(preds_of_copy.begin(), preds_of_copy.end(), find(TaskKind::update, 1)) != preds_of_copy.end());
+  CHECK(g.predecessors(find(TaskKind::data_load, 1)) == std::vector<std::size_t>{find(TaskKind::data_load, 0)});
+  CHECK(g.predecessors(find(TaskKind::data_load, 0)).empty());
+  SECTION("a DAG that is not one iteration is refused") {
+    IterationGraph two_updates = one;
+    two_updates.add({.kind = TaskKind::update, .resource = Resource::gpu_compute});
+    CHECK_THROWS_WITH(unroll_iterations(two_updates, 2), Catch::Contains("more than one update"));
   }
 }
 

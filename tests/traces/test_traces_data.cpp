@@ -73,6 +73,15 @@ TEST_CASE("traces: the compiled 2xV100 trace: 404 allreduces after backward", "[
     bytes += parse_quantity(c["bytes"].get<std::string>(), Dimension::bytes);
   }
   CHECK(bytes == 1093771264.0); // 1.094 GB per step
+  // The backward host time that issued them is charged once: one launch per replayed allreduce, the rest to layers.
+  double traced_backward_host = 0, calibrated_backward_host = 0;
+  for (const auto& l : im.analysis.layers)
+    traced_backward_host += l.backward_host_s;
+  for (const auto& [name, t] : im.calibration.layers)
+    calibrated_backward_host += t.backward_host_s.value_or(0);
+  REQUIRE(im.calibration.host.launch_s.has_value());
+  CHECK(traced_backward_host > 0.2);
+  CHECK_THAT(calibrated_backward_host + 404 * *im.calibration.host.launch_s, WithinRel(traced_backward_host, 1e-9));
   CHECK(im.scenario["cluster"]["gpus_per_node"] == 2);
   CHECK(im.model.tensor_count() == 404);
 }
