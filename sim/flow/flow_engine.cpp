@@ -262,16 +262,27 @@ public:
   ReplicaTimer(const dag::IterationGraph& graph, Dependencies deps, std::size_t slots, FlowRun& run,
                CollectivePlan& plan)
       : graph_(graph), deps_(std::move(deps)), n_(graph.size()), slots_(slots), run_(run), plan_(plan),
-        timing_(slots * n_), pending_(slots * n_), finished_(slots * n_, false), instance_of_(n_, -1),
-        axis_(n_, dag::IterationGraph::Axis::copy) {
+        instance_of_(n_, -1), axis_(n_, dag::IterationGraph::Axis::copy) {
     time_ahead();
-    for (std::size_t k = 0; k < slots_; ++k) {
-      std::copy(pending_ahead_.begin(), pending_ahead_.end(), pending_.begin() + static_cast<long>(k * n_));
-      for (std::size_t v = 0; v < n_; ++v) {
-        timing_[k * n_ + v] = ahead_[v] ? ahead_timing_[v] : TaskTiming{ahead_timing_[v].start_s, 0};
-        finished_[k * n_ + v] = ahead_[v] != 0;
+    // Per copy, only the tasks that are not timed ahead (a collective and what follows it): a dense index m_ wide.
+    dense_.assign(n_, kAhead);
+    for (std::size_t v = 0; v < n_; ++v)
+      if (!ahead_[v])
+        dense_[v] = m_++;
+    std::vector<TaskTiming> first_timing(m_);
+    std::vector<int> first_pending(m_);
+    for (std::size_t v = 0; v < n_; ++v)
+      if (!ahead_[v]) {
+        first_timing[dense_[v]] = TaskTiming{ahead_timing_[v].start_s, 0};
+        first_pending[dense_[v]] = pending_ahead_[v];
       }
+    timing_.reserve(slots_ * m_);
+    pending_.reserve(slots_ * m_);
+    for (std::size_t k = 0; k < slots_; ++k) {
+      timing_.insert(timing_.end(), first_timing.begin(), first_timing.end());
+      pending_.insert(pending_.end(), first_pending.begin(), first_pending.end());
     }
+    finished_.assign(slots_ * m_, false);
   }
 
   /// Collective task v runs as graph.instances(v) instances (the CollectivePlan's jobs job, job + 1, ...), each
@@ -302,13 +313,18 @@ public:
     drain();
   }
 
-  [[nodiscard]] bool finished(std::size_t slot, std::size_t v) const { return finished_[slot * n_ + v]; }
+  [[nodiscard]] bool finished(std::size_t slot, std::size_t v) const {
+    return ahead_[v] != 0 || finished_[slot * m_ + dense_[v]];
+  }
   /// Collective instances timed without SimGrid (FlowRun::unshared_time).
   [[nodiscard]] std::size_t unshared_instances() const { return unshared_instances_; }
   /// Replica `slot`'s timing, by task id, after the run.
   [[nodiscard]] std::vector<TaskTiming> take_timing(std::size_t slot) {
-    const auto first = timing_.begin() + static_cast<long>(slot * n_);
-    return {first, first + static_cast<long>(n_)};
+    std::vector<TaskTiming> out(ahead_timing_);
+    for (std::size_t v = 0; v < n_; ++v)
+      if (!ahead_[v])
+        out[v] = timing_[slot * m_ + dense_[v]];
+    return out;
   }
 
 private:
@@ -321,7 +337,10 @@ private:
     double start_s = 0;
   };
 
-  TaskTiming& timing(std::size_t slot, std::size_t v) { return timing_[slot * n_ + v]; }
+  static constexpr std::size_t kAhead = static_cast<std::size_t>(-1);
+  // Copy (slot, v) of a task that is not timed ahead.
+  [[nodiscard]] std::size_t copy_of(std::size_t slot, std::size_t v) const { return slot * m_ + dense_[v]; }
+  TaskTiming& timing(std::size_t slot, std::size_t v) { return timing_[copy_of(slot, v)]; }
 
   // The tasks that no collective precedes (through the dependencies and the streams' order: the host threads'
   // launches, the data loading, most of the forward and backward passes) take the same time in every copy,
@@ -373,7 +392,7 @@ private:
     if (instance_of_[v] < 0) {
       auto& t = timing(slot, v);
       t.end_s = t.start_s + graph_.task(v).duration_s;
-      done_.push_back(slot * n_ + v);
+      done_.push_back({slot, v});
       return;
     }
     const auto first = static_cast<std::size_t>(instance_of_[v]);
@@ -387,15 +406,15 @@ private:
   // Ends the copies in done_ and everything that follows from them without the network.
   void drain() {
     while (!done_.empty()) {
-      const std::size_t copy = done_.back();
+      const auto [slot, v] = done_.back();
       done_.pop_back();
+      const std::size_t copy = copy_of(slot, v);
       finished_[copy] = true;
-      const std::size_t slot = copy / n_;
       const double end = timing_[copy].end_s;
-      for (std::size_t w : deps_.successors[copy % n_]) {
-        auto& t = timing(slot, w);
-        t.start_s = std::max(t.start_s, end);
-        if (--pending_[slot * n_ + w] == 0)
+      for (std::size_t w : deps_.successors[v]) { // not ahead either: it follows a collective
+        const std::size_t next = copy_of(slot, w);
+        timing_[next].start_s = std::max(timing_[next].start_s, end);
+        if (--pending_[next] == 0)
           ready(slot, w);
       }
     }
@@ -440,7 +459,7 @@ private:
       auto& t = timing(k, inst.task);
       t.start_s = inst.start_s;
       t.end_s = end_s;
-      done_.push_back(k * n_ + inst.task);
+      done_.push_back({k, inst.task});
     }
   }
 
@@ -452,14 +471,17 @@ private:
   std::vector<char> ahead_;              ///< by task: no collective precedes it (time_ahead)
   std::vector<TaskTiming> ahead_timing_; ///< by task: an ahead task's timing; another's start after its ahead ones
   std::vector<int> pending_ahead_;       ///< by task: predecessors that are not ahead
-  std::vector<TaskTiming> timing_;       ///< by slot * n + task
-  std::vector<int> pending_;             ///< predecessors not yet done, by slot * n + task
-  std::vector<bool> finished_;
-  std::vector<long> instance_of_; ///< by task: its (first) instance, -1 for a task that is not a collective
+  std::vector<std::size_t> dense_;       ///< by task: its index among the tasks not timed ahead, kAhead for one that is
+  std::size_t m_ = 0;                    ///< tasks not timed ahead
+  std::vector<TaskTiming> timing_;       ///< by copy_of(slot, task), of the tasks not timed ahead
+  std::vector<int> pending_;             ///< predecessors not yet done, by copy_of(slot, task)
+  std::vector<bool> finished_;           ///< by copy_of(slot, task)
+  std::vector<long> instance_of_;        ///< by task: its (first) instance, -1 for a task that is not a collective
   std::vector<dag::IterationGraph::Axis> axis_; ///< by task: what a collective's communicator spans
   std::deque<Instance> instances_;              ///< stable addresses (handlers hold them)
-  std::vector<std::size_t> done_;               ///< copies ended whose successors are still to be told
-  std::vector<char> unshared_;                  ///< by task: its instances' links are their own (empty: none is)
+  std::vector<std::pair<std::size_t, std::size_t>>
+      done_;                   ///< copies (slot, task) ended whose successors are still to be told
+  std::vector<char> unshared_; ///< by task: its instances' links are their own (empty: none is)
   std::size_t unshared_instances_ = 0;
 };
 
