@@ -4,6 +4,7 @@
 // operators; the autograd thread's operators joined to them by sequence number; host intervals attributed to the
 // operator they start with (so Python time between operators counts), then everything reduced to medians.
 #include "traces/analysis.hpp"
+#include "traces/modules.hpp"
 #include "traces/operators.hpp"
 
 #include "core/error.hpp"
@@ -15,6 +16,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 namespace ddlsim::traces {
 namespace {
@@ -99,6 +101,7 @@ struct StepResult {
   PhaseFigures phases;
   std::vector<double> launch_per_task; // per layer operator that launched GPU work
   std::optional<int> batch;
+  bool from_modules = false; // layers from module annotations
   bool ok = true;
   std::string problem;
 };
@@ -361,29 +364,22 @@ StepResult StepAnalyser::run() {
     }
   }
 
-  // Layers: a new one at every layer-opening operator; the others join the layer before them.
-  std::vector<int> leaf_layer(forward_leaves.size(), -1);
+  // Layers: leaf modules when the forward has module annotations, else layer-opening operators (modules.hpp).
+  std::vector<ForwardLeaf> fl(forward_leaves.size());
   for (std::size_t k = 0; k < forward_leaves.size(); ++k) {
-    const Event& e = ev(main_, forward_leaves[k]);
-    const std::string kind = layer_kind(e);
-    if (!kind.empty()) {
-      TracedLayer l;
-      l.kind = kind;
-      l.op = e.name;
-      l.name = fmt::format("{}_{}", kind, r.layers.size());
-      derive_params(e, l);
-      if (!r.batch && !l.input_shape.empty() && l.input_shape[0] > 0 && kind != "compiled")
-        r.batch = static_cast<int>(l.input_shape[0]);
-      r.layers.push_back(std::move(l));
-    }
-    leaf_layer[k] = r.layers.empty() ? 0 : static_cast<int>(r.layers.size()) - 1;
+    fl[k].event = &ev(main_, forward_leaves[k]);
+    for (int up = mf.nodes[static_cast<std::size_t>(forward_leaves[k])].parent; up >= 0;
+         up = mf.nodes[static_cast<std::size_t>(up)].parent)
+      if (is_module(ev(main_, up)))
+        fl[k].modules.insert(fl[k].modules.begin(), &ev(main_, up));
   }
-  if (r.layers.empty()) {
-    TracedLayer l; // nothing recognisable: the whole forward as one layer
-    l.kind = "ops";
-    l.name = "model";
-    r.layers.push_back(std::move(l));
-  }
+  Layering layering = form_layers(fl);
+  r.layers = std::move(layering.layers);
+  r.from_modules = layering.from_modules;
+  const std::vector<int>& leaf_layer = layering.leaf_layer;
+  for (const auto& l : r.layers)
+    if (!r.batch && !l.input_shape.empty() && l.input_shape[0] > 0 && l.kind != "compiled")
+      r.batch = static_cast<int>(l.input_shape[0]);
   for (std::size_t k = 0; k < forward_leaves.size(); ++k) {
     TracedLayer& l = r.layers[static_cast<std::size_t>(leaf_layer[k])];
     const Event& e = ev(main_, forward_leaves[k]);
@@ -664,10 +660,10 @@ TraceAnalysis analyse(const KinetoTrace& trace) {
     results.push_back(sa.run());
   }
   // Steps whose structure differs from the majority's are left out (a note says which).
-  std::map<std::pair<std::size_t, std::size_t>, int> shapes;
+  std::map<std::tuple<std::size_t, std::size_t, bool>, int> shapes;
   for (const auto& r : results)
     if (r.ok)
-      ++shapes[{r.layers.size(), r.collectives.size()}];
+      ++shapes[{r.layers.size(), r.collectives.size(), r.from_modules}];
   if (shapes.empty())
     throw InputError(trace.path, "", fmt::format("{} in {}", results.front().problem, a.steps.back().name));
   const auto shape = std::max_element(shapes.begin(), shapes.end(), [](const auto& x, const auto& y) {
@@ -680,7 +676,7 @@ TraceAnalysis analyse(const KinetoTrace& trace) {
       if (!s.used)
         continue;
       const StepResult& res = results[r++];
-      if (!res.ok || std::pair{res.layers.size(), res.collectives.size()} != shape) {
+      if (!res.ok || std::tuple{res.layers.size(), res.collectives.size(), res.from_modules} != shape) {
         s.used = false;
         a.notes.push_back(
             fmt::format("{} left out: {}", s.name,
@@ -767,6 +763,7 @@ TraceAnalysis analyse(const KinetoTrace& trace) {
   p.launch_s = median(launches);
   p.gpu_tasks = used.front()->phases.gpu_tasks;
   a.batch = used.front()->batch;
+  a.layers_from_modules = used.front()->from_modules;
 
   // Activation bytes per sample: the next layer's input (fp32); FLOPs of convolutions at the output's size.
   for (std::size_t l = 0; l < a.layers.size(); ++l) {

@@ -1,10 +1,11 @@
 // What one PyTorch profiler trace says about a training step (docs/traces.md): the steps (ProfilerStep#N), the
 // phases of each (data loading, host-to-device copy, forward, backward, optimizer, the rest), the layers formed from
-// parameterised operators (with their weight shapes), each layer's GPU kernel time (kernels reached from its
-// operators' launches by correlation id) and host time (the CPU thread's time from the layer's first operator to the
-// next layer's; backward operators join their forward operator's layer by sequence number), and the collectives with
-// their sizes. Per-step figures are reduced to medians over the steps (minimum for NCCL kernels, which include waiting
-// for peers). No engine: the import (import.hpp) turns this into a workload, a calibration and a scenario.
+// module annotations or else parameterised operators (with their weight shapes), each layer's GPU kernel time (kernels
+// reached from its operators' launches by correlation id) and host time (the CPU thread's time from the layer's first
+// operator to the next layer's; backward operators join their forward operator's layer by sequence number), and the
+// collectives with their sizes. Per-step figures are reduced to medians over the steps (minimum for NCCL kernels, which
+// include waiting for peers). No engine: the import (import.hpp) turns this into a workload, a calibration and a
+// scenario.
 #pragma once
 
 #include "core/collective.hpp"
@@ -19,9 +20,9 @@ namespace ddlsim::traces {
 
 /// A layer as traced, with its figures reduced over the steps (seconds).
 struct TracedLayer {
-  std::string name;                      ///< "conv_1", "bn_2", ... (zoo names after naming, import.hpp)
-  std::string kind;                      ///< conv, linear, bn, ln, embedding, pool, compiled
-  std::string op;                        ///< the operator that opened it (aten::conv2d, ...)
+  std::string name;                      ///< "conv_1", "bn_2", ..., a module's "Conv2d_3" (zoo names: import.hpp)
+  std::string kind;                      ///< conv, linear, bn, ln, embedding, pool, compiled, module, ops
+  std::string op;                        ///< the operator that opened it (a module's: its parameterised one)
   std::vector<dag::ParamTensor> params;  ///< from the operator's Input Dims (names "<layer>.weight", ".bias")
   std::vector<std::int64_t> input_shape; ///< the operator's first input (batch first)
   double fwd_flops = 0;                  ///< per sample, when derivable (conv, linear)
@@ -88,6 +89,7 @@ struct TraceAnalysis {
   int median_step = 0; ///< index into steps of the step closest to the median (the traced step written out)
   std::optional<int> batch;
   std::vector<TracedLayer> layers;
+  bool layers_from_modules = false; ///< layers are leaf modules ("nn.Module: ..." annotations), not operators
   std::vector<TracedCollective> collectives;
   PhaseFigures phases;
   bool prefetch = false;          ///< DataLoader workers (the loader's own threads/processes) vs single-process loading

@@ -335,7 +335,8 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
                             a.steps.size(),
                             std::count_if(a.steps.begin(), a.steps.end(), [](const StepSpan& x) { return x.used; }),
                             ms(p.step_s), med.name, ms(med.duration_s)));
-  out.push_back(fmt::format("layers: {}{}, batch {}", a.layers.size(),
+  out.push_back(fmt::format("layers: {}{}{}, batch {}", a.layers.size(),
+                            a.layers_from_modules ? " from the leaf modules of its nn.Module annotations" : "",
                             im.zoo.empty() ? " (no zoo model has these weight shapes)"
                                            : fmt::format(" named after zoo model {}", im.zoo),
                             a.batch ? std::to_string(*a.batch) : "unknown"));
