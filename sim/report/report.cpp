@@ -233,8 +233,13 @@ std::string tasks_csv(const Scenario& s, const RunResult& r) {
     middle[v] = fmt::format(",{},{},{},{},{},", dag::resource_name(t.resource), dag::task_kind_name(t.kind),
                             layer_name(s, t.layer), t.group >= 0 ? std::to_string(t.group) : "", t.bytes);
   }
+  const auto replicas = reported_replicas(r);
+  std::size_t row_bytes = 0; // the middle columns, a device name and two times of up to 24 characters each
+  for (const auto& m : middle)
+    row_bytes += m.size() + 8 + 2 * 24 + 2;
+  out.reserve(out.size() + replicas.size() * row_bytes);
   auto it = std::back_inserter(out);
-  for (const auto& [replica, timing] : reported_replicas(r))
+  for (const auto& [replica, timing] : replicas)
     for (std::size_t v = 0; v < r.graph.size(); ++v) {
       out += dag::device_name(r.graph.replica_device(replica, r.graph.task(v).device));
       out += middle[v];
