@@ -614,6 +614,20 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
                                slots < static_cast<std::size_t>(replicas) ? " (node 0's)" : "");
   Simulation sim(plan.platform_cluster());
   FlowRun run(sim.platform, sim.clock);
+  // Collectives one at a time: every collective task on the comm stream of one GPU, without lanes, each one instance
+  // over all the copies (a data-parallel DAG): each copy's stream runs them in one order, and an instance ends for
+  // all its copies at once, so the next cannot start before it has ended.
+  bool one_at_a_time = true;
+  std::optional<dag::Device> issuer;
+  for (std::size_t v = 0; v < n && one_at_a_time; ++v) {
+    const auto& task = graph.task(v);
+    if (task.collective == dag::Collective::none)
+      continue;
+    one_at_a_time = task.resource == dag::Resource::comm && task.lane < 0 && graph.instances(task) == 1 &&
+                    (!issuer || *issuer == task.device);
+    issuer = task.device;
+  }
+  run.set_one_at_a_time(one_at_a_time);
   ReplicaTimer timer(graph, std::move(deps), slots, run, plan);
   for (std::size_t v = 0; v < n; ++v)
     if (graph.task(v).collective != dag::Collective::none)
