@@ -81,6 +81,16 @@ Point run_cli(const fs::path& dir, const std::string& name, const Json& scenario
   return p;
 }
 
+// The run of median wall time among `runs` runs of `point` (a failed run counts as the slowest).
+template <class F> Point median_of(int runs, F point) {
+  std::vector<Point> all;
+  for (int i = 0; i < runs; ++i)
+    all.push_back(point());
+  std::sort(all.begin(), all.end(),
+            [](const Point& a, const Point& b) { return a.ok != b.ok ? a.ok : a.process_s < b.process_s; });
+  return all[all.size() / 2];
+}
+
 std::string cells(const Point& p) {
   if (!p.ok)
     return fmt::format("{:>9} {:>8} {:>10}", "failed", "", "");
@@ -178,8 +188,8 @@ int main(int argc, char** argv) {
   const auto check_target = [&](const char* what, int gpus, const Point& p) {
     const double limit_s = gpus == 1024 ? 0.5 : gpus == 8192 ? 10.0 : 0.0;
     if (limit_s > 0 && p.ok)
-      targets.push_back(fmt::format("{:<13} {:>5} GPUs: {:>7.3f} s wall (target <= {:g} s) {}", what, gpus, p.process_s,
-                                    limit_s, p.process_s <= limit_s ? "met" : "NOT met"));
+      targets.push_back(fmt::format("{:<13} {:>5} GPUs: {:>7.3f} s wall, median of 3 (target <= {:g} s) {}", what, gpus,
+                                    p.process_s, limit_s, p.process_s <= limit_s ? "met" : "NOT met"));
   };
   for (int gpus = 64; gpus <= max_gpus; gpus *= 2) {
     const auto flow = run_cli(dir, fmt::format("sym{}", gpus), resnet50(gpus, "flow"));
@@ -187,8 +197,10 @@ int main(int argc, char** argv) {
     if (gpus <= max_full) {
       Json doc = resnet50(gpus, "flow");
       doc["flow"] = {{"symmetry", "off"}};
-      full = run_cli(dir, fmt::format("full{}", gpus), doc);
-      fat = run_cli(dir, fmt::format("fattree{}", gpus), resnet50_fat_tree(gpus));
+      // The points with targets: the median of three runs (single runs on this shared machine vary by +-30 %).
+      const int runs = gpus == 1024 || gpus == 8192 ? 3 : 1;
+      full = median_of(runs, [&] { return run_cli(dir, fmt::format("full{}", gpus), doc); });
+      fat = median_of(runs, [&] { return run_cli(dir, fmt::format("fattree{}", gpus), resnet50_fat_tree(gpus)); });
     }
     const auto analytic = run_cli(dir, fmt::format("analytic{}", gpus), resnet50(gpus, "analytic"));
     fmt::print("{:>5} | {} | {} | {} | {:>11.3f} {:>11.3f} {:>11.3f} | {:>8.5f}%\n", gpus, cells(flow),
