@@ -5,6 +5,7 @@
 #include "dag/zoo/zoo.hpp"
 #include "sim/cli/calibrate.hpp"
 #include "sim/cli/import_trace.hpp"
+#include "sim/cli/probe_plan.hpp"
 #include "sim/cli/run.hpp"
 #include "sim/cli/sweep.hpp"
 #include "sim/network/collectives.hpp"
@@ -211,6 +212,13 @@ int main(int argc, char** argv) {
   import_trace->add_option("--host-scale", import_request.host_scale,
                            "multiply every host time by F (profiler overhead correction; default 1)");
 
+  std::string plan_out;
+  auto* probe_plan =
+      app.add_subcommand("probe-plan", "what ddlsim-probe should measure on a GPU node for this scenario (PLAN.json)");
+  probe_plan->add_option("SCENARIO", scenario, "scenario JSON file")->required();
+  probe_plan->add_option("--set", overrides, "override a scenario key: a.b=JSON (repeatable)");
+  probe_plan->add_option("--out", plan_out, "the plan file to write")->required();
+
   auto* list = app.add_subcommand("list", "list what is built in");
   list->add_option("WHAT", what, "models | strategies | collectives | gpus")
       ->required()
@@ -242,6 +250,8 @@ int main(int argc, char** argv) {
       return plot_command(results_csv, plot_request, plot_out);
     if (list->parsed())
       return list_command(what);
+    if (probe_plan->parsed())
+      return sim::probe_plan_command(scenario, overrides, plan_out);
     if (import_trace->parsed())
       return sim::import_trace_command(import_request);
     if (calibrate->parsed()) {
