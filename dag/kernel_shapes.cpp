@@ -165,7 +165,8 @@ std::vector<LayerKernel> layer_kernels(const Model& model, int batch) {
       const std::int64_t head = t.hidden / t.heads;
       k.kind = LayerKernel::Kind::batched_gemm;
       k.count = static_cast<std::int64_t>(batch) * t.heads;
-      const bool scores = layer.name.size() >= 7 && layer.name.ends_with(".scores");
+      // Q K^T gives heads x s x s scores per sample; the scores times V give s x hidden
+      const bool scores = elements(layer.activation_bytes) == std::int64_t{t.heads} * t.sequence * t.sequence;
       k.gemm_m = t.sequence;
       k.gemm_n = scores ? t.sequence : head; // Q K^T: s x s over the head; then the scores times V: s x head
       k.gemm_k = scores ? head : t.sequence;

@@ -18,6 +18,11 @@
 namespace ddlsim::traces {
 namespace {
 
+// A gradient collective of backward that the strategy `traced` replays (import_trace's scenario, its calibration).
+bool replayed_collective(const TracedCollective& c) {
+  return c.phase == "backward" && c.collective != Collective::none && c.bytes.has_value();
+}
+
 std::string ms(double s) {
   return fmt::format("{:.3f} ms", s * 1e3);
 }
@@ -125,7 +130,7 @@ dag::Calibration trace_calibration(const TraceAnalysis& a, const std::vector<std
   // each one launch on the host thread, which the layer's traced backward host time already holds.
   std::vector<int> replayed(a.layers.size(), 0);
   for (const auto& call : a.collectives)
-    if (call.phase == "backward" && call.collective != Collective::none && call.bytes && !a.layers.empty())
+    if (replayed_collective(call) && !a.layers.empty())
       ++replayed[std::min(static_cast<std::size_t>(std::max(call.layer, 0)), a.layers.size() - 1)];
   std::string current;
   for (std::size_t i = 0; i < a.layers.size(); ++i) {
@@ -230,7 +235,7 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
   std::map<std::string, std::pair<int, double>> unsimulated; // kind/phase -> count, bytes
   int unknown_size = 0;
   for (const auto& c : a.collectives) {
-    if (c.phase == "backward" && c.collective != Collective::none && c.bytes) {
+    if (replayed_collective(c)) {
       OrderedJson j;
       j["collective"] = std::string(collective_name(c.collective));
       j["bytes"] = fmt::format("{} B", *c.bytes);

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <set>
+#include <optional>
 #include <tuple>
 
 namespace ddlsim::sim {
@@ -90,24 +90,19 @@ OrderedJson probe_plan(const Scenario& s) {
   }
   plan["low_rank"] = std::move(low_rank);
 
-  // Collectives of one iteration on the first GPU's DAG, by (collective, size, communicator size and nodes).
-  std::map<std::tuple<std::string, double, std::size_t, std::size_t>, int> calls;
+  // Collectives of one iteration on the first GPU's DAG, by (collective, size, communicator size and nodes): a
+  // transfer between two GPUs, or a collective over its communicator's layout (as the engines cost it).
+  std::map<std::tuple<std::string, double, int, int>, int> calls;
+  std::vector<std::optional<CommunicatorLayout>> layouts(r.graph.communicators().size());
   const int per_node = s.cluster.gpus_per_node;
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
     if (t.collective == dag::Collective::none || t.iteration != 0)
       continue;
-    std::size_t ranks = 2, nodes = 1;
-    if (t.collective == dag::Collective::point_to_point) {
-      nodes = t.src / per_node == t.dst / per_node ? 1 : 2;
-    } else if (t.communicator >= 0) {
-      const auto& members = r.graph.communicator(t.communicator).ranks;
-      std::set<int> distinct;
-      for (const int m : members)
-        distinct.insert(m / per_node);
-      ranks = members.size();
-      nodes = distinct.size();
-    }
+    const bool transfer = t.collective == dag::Collective::point_to_point;
+    const auto* shape = transfer ? nullptr : &task_layout(s, r.graph, t, layouts).shape;
+    const int ranks = transfer ? 2 : shape->workers();
+    const int nodes = transfer ? (t.src / per_node == t.dst / per_node ? 1 : 2) : shape->nodes;
     ++calls[{std::string(dag::collective_name(t.collective)), t.bytes, ranks, nodes}];
   }
   OrderedJson collectives = OrderedJson::array();

@@ -35,8 +35,7 @@ bool HostTimes::any() const {
 
 HostTimes::HostTimes(const dag::WorkerCosts& w)
     : iteration_s(w.iteration_host_s), launch_s(w.launch_s), update_s(w.update_host_s), forward_s(w.fwd_host_s),
-      backward_s(w.bwd_host_s) {
-  steady_state = w.host_times_given && any();
+      backward_s(w.bwd_host_s), given(w.host_times_given) {
   issue = [this](const dag::Task& t) {
     const auto layer = static_cast<std::size_t>(t.layer);
     if (t.kind == dag::TaskKind::forward && t.layer >= 0 && layer < forward_s.size())

@@ -38,7 +38,8 @@ struct HostTimes {
   /// Whether an iteration should be measured in the steady state: host times were given (not the default launch
   /// cost) and cost something. The host thread then runs ahead of the GPU into the next iteration, as a training
   /// loop does, and a single iteration's makespan would count the GPU's lag behind it.
-  bool steady_state = false;
+  [[nodiscard]] bool steady_state() const { return given && any(); }
+  bool given = false; ///< dag::WorkerCosts::host_times_given
 };
 
 /// Adds the host threads' tasks to `g`: for every GPU task (on a GPU device and a GPU resource: compute, compression,

@@ -163,7 +163,7 @@ Prepared prepare(const Scenario& s, std::string engine) {
     r.graph = ps_async_graph(s, p.costs.worker, r.groups);
   else
     r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
-  if (!ps && HostTimes(p.costs.worker).steady_state) {
+  if (!ps && HostTimes(p.costs.worker).steady_state()) {
     r.graph = dag::unroll_iterations(r.graph, kSteadyStateIterations);
     r.notes.push_back(fmt::format(
         "host times given: {} iterations are unrolled, each GPU's host thread issuing the next iteration's work "
@@ -443,11 +443,11 @@ void note_host_bound(const Scenario& s, const ComputeCosts& costs, RunResult& r)
   double busy = 0, gpu = 0;
   int iterations = 1;
   const auto first = r.graph.devices().front();
+  const dag::Device host{.kind = dag::Device::Kind::host, .index = first.index / s.cluster.gpus_per_node};
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
     iterations = std::max(iterations, t.iteration + 1);
     // a batch loaded without prefetch is loaded by the thread that issues the work
-    const dag::Device host{.kind = dag::Device::Kind::host, .index = first.index / s.cluster.gpus_per_node};
     if (t.resource == dag::Resource::host_cpu && !costs.worker.prefetch && t.device == host)
       busy += r.timing[v].end_s - r.timing[v].start_s;
     if (t.device != first)
@@ -506,17 +506,13 @@ void finalize(const Scenario& s, Prepared& p) {
     const double from = ends[ends.size() - 2], to = ends.back();
     r.iteration_time_s = to - from;
     r.breakdown = breakdown_in(r.graph, r.timing, from, to);
-    const auto longest = longest_finish(r.graph);
-    std::vector<TaskTiming> by_path(r.graph.size());
-    for (std::size_t v = 0; v < by_path.size(); ++v)
-      by_path[v].end_s = longest[v];
-    const auto path_ends = iteration_ends(r.graph, by_path);
+    const auto path_ends = iteration_ends(r.graph, longest_finish(r.graph));
     r.critical_path_s = path_ends.back() - path_ends[path_ends.size() - 2];
   }
   // The same worker alone: the reference for scaling efficiency.
   const HostTimes host(p.costs.worker);
   auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
-  if (host.steady_state)
+  if (host.steady_state())
     alone = dag::unroll_iterations(alone, kSteadyStateIterations);
   add_host_tasks(alone, host);
   const auto alone_timing = schedule(alone);

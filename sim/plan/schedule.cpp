@@ -120,15 +120,21 @@ double makespan_of(const std::vector<TaskTiming>& timing) {
   return m;
 }
 
-std::vector<double> iteration_ends(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing) {
+std::vector<double> iteration_ends(const dag::IterationGraph& g, const std::vector<double>& end_s) {
   std::vector<double> ends;
   for (std::size_t v = 0; v < g.size(); ++v) {
     const auto k = static_cast<std::size_t>(g.task(v).iteration);
     if (ends.size() <= k)
       ends.resize(k + 1, 0.0);
-    ends[k] = std::max(ends[k], timing[v].end_s);
+    ends[k] = std::max(ends[k], end_s[v]);
   }
   return ends;
+}
+
+std::vector<double> iteration_ends(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing) {
+  std::vector<double> end_s(timing.size());
+  std::transform(timing.begin(), timing.end(), end_s.begin(), [](const TaskTiming& t) { return t.end_s; });
+  return iteration_ends(g, end_s);
 }
 
 std::vector<double> longest_finish(const dag::IterationGraph& g) {

@@ -24,8 +24,10 @@ namespace ddlsim::sim {
 
 /// The latest end of any task.
 [[nodiscard]] double makespan_of(const std::vector<TaskTiming>& timing);
-/// The latest end of any task of each iteration (Task::iteration), by iteration.
+/// The latest end of any task of each iteration (Task::iteration), by iteration: of the timeline, or of per-task
+/// ends such as longest_finish's.
 [[nodiscard]] std::vector<double> iteration_ends(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing);
+[[nodiscard]] std::vector<double> iteration_ends(const dag::IterationGraph& g, const std::vector<double>& end_s);
 
 /// Longest dependency path ending at each task (durations, resources ignored).
 [[nodiscard]] std::vector<double> longest_finish(const dag::IterationGraph& g);
