@@ -3,6 +3,7 @@
 
 #include "calibrate/measured.hpp"
 #include "calibrate/nccl_tests.hpp"
+#include "calibrate/probe.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "core/units.hpp"
@@ -41,14 +42,23 @@ int calibrate_command(const CalibrateRequest& request) {
       throw InputError(e.file(), e.pointer(), e.detail() + " with --collective (e.g. --collective all_reduce)");
     }
   }
-  if (request.nccl_tests.empty() && request.kineto.empty())
-    throw InputError("", "--nccl-tests", "give nccl-tests logs (--nccl-tests) or profiler traces (--kineto)");
+  if (request.nccl_tests.empty() && request.kineto.empty() && request.probes.empty())
+    throw InputError("", "--nccl-tests",
+                     "give nccl-tests logs (--nccl-tests), profiler traces (--kineto) or probe files (--probe)");
+  std::vector<calibrate::ProbeFile> probes;
+  std::vector<std::string> log_sources = request.nccl_tests;
+  for (const auto& path : request.probes) {
+    probes.push_back(calibrate::read_probe(path));
+    if (!probes.back().collectives.rows.empty()) {
+      logs.push_back(probes.back().collectives);
+      log_sources.push_back("ddlsim-probe " + path);
+    }
+  }
   calibrate::MeasuredCollectives measured;
   if (!logs.empty()) {
-    measured = calibrate::measured_collectives(logs, request.nccl_tests);
+    measured = calibrate::measured_collectives(logs, log_sources);
     if (measured.collectives.empty())
-      throw InputError(request.nccl_tests.front(), "",
-                       "no collective that ddlsim simulates was measured in these logs");
+      throw InputError(log_sources.front(), "", "no collective that ddlsim simulates was measured in these logs");
   }
 
   dag::Calibration c;
@@ -57,9 +67,12 @@ int calibrate_command(const CalibrateRequest& request) {
     sources.push_back(fmt::format("--nccl-tests {}", fmt::join(request.nccl_tests, " ")));
   if (!request.kineto.empty())
     sources.push_back(fmt::format("--kineto {}", fmt::join(request.kineto, " ")));
+  if (!request.probes.empty())
+    sources.push_back(fmt::format("--probe {}", fmt::join(request.probes, " ")));
   c.source = fmt::format("ddlsim calibrate {}", fmt::join(sources, " "));
   c.collectives = measured.collectives;
   add_kineto_calibration(c, request.kineto);
+  const auto probe_notes = calibrate::add_probe_calibration(c, probes);
   write_file_atomic(request.out, dag::calibration_json(c).dump(2) + "\n");
 
   for (const auto& m : c.collectives) {
@@ -77,9 +90,11 @@ int calibrate_command(const CalibrateRequest& request) {
   }
   for (std::size_t i = 0; i < logs.size(); ++i)
     for (const auto& note : logs[i].notes)
-      fmt::print("note: {}: {}\n", request.nccl_tests[i], note);
+      fmt::print("note: {}: {}\n", log_sources[i], note);
   for (const auto& note : measured.notes)
     fmt::print("note: {}\n", note);
+  for (const auto& note : probe_notes)
+    fmt::print("probe: {}\n", note);
   fmt::print("wrote {}\n", request.out);
   return 0;
 }

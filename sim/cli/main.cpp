@@ -196,6 +196,8 @@ int main(int argc, char** argv) {
   calibrate->add_option("--nccl-tests", calibrate_request.nccl_tests, "nccl-tests output files (text or -J JSON)");
   calibrate->add_option("--kineto", calibrate_request.kineto,
                         "PyTorch profiler traces (JSON or .json.gz): layer, host and optimizer times");
+  calibrate->add_option("--probe", calibrate_request.probes,
+                        "ddlsim-probe files: layers, selection curves, collectives, host-to-device bandwidth");
   calibrate->add_option("--collective", calibrate_request.collectives,
                         "the collective of logs that do not name it (nccl-tests before 2.16.7): all_reduce, ...; "
                         "once for all, or once per log (auto: as the log says)");

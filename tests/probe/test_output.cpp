@@ -1,0 +1,225 @@
+// The probe's outputs with fake timings (cuda_probe/results.hpp): the "ddlsim-probe" JSON, its collectives in
+// nccl-tests' text format read back by ddlsim's nccl-tests reader, and `ddlsim calibrate --probe` on a file the
+// probe's own writer produced: the calibration's per-layer times and selection curves equal the fake inputs.
+#include "calibrate/nccl_tests.hpp"
+#include "calibrate/probe.hpp"
+#include "core/json.hpp"
+#include "cuda_probe/results.hpp"
+#include "dag/calibration.hpp"
+#include "sim/cli/calibrate.hpp"
+#include "support/cli.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+
+using namespace ddlsim;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+// A plan of three layers (a convolution, a memory-bound kernel, a GEMM) and one sparsified group.
+probe::ProbePlan fake_plan() {
+  probe::ProbePlan p;
+  p.file = "plan.json";
+  p.scenario = "fake";
+  p.model = "tiny";
+  p.gpu = "H100-SXM5-80GB";
+  p.batch_per_gpu = 16;
+  probe::LayerKernel conv;
+  conv.name = "conv1";
+  conv.kind = "conv";
+  conv.kernel = probe::KernelKind::convolution;
+  conv.input = {16, 3, 32, 32};
+  conv.filters = {8, 3, 3, 3};
+  probe::LayerKernel bn;
+  bn.name = "bn1";
+  bn.kind = "bn";
+  bn.kernel = probe::KernelKind::memory;
+  bn.bytes = 262144;
+  probe::LayerKernel fc;
+  fc.name = "fc";
+  fc.kind = "fc";
+  fc.kernel = probe::KernelKind::gemm;
+  fc.m = 16;
+  fc.n = 10;
+  fc.k = 8192;
+  p.layers = {conv, bn, fc};
+  p.selection = {{1 << 22, 4195}};
+  return p;
+}
+
+// Every measurement of the plan on 4 GPUs of one node, timed by formulas: layers by index and pass; selection
+// curves fixed + e m + s k per algorithm; collectives 20 us + bytes / 100 GB/s (in-place 1 % faster); h2d
+// 10 us + bytes / 25 GB/s pinned, / 10 GB/s pageable.
+probe::ProbeResults fake_results(const probe::ProbePlan& plan) {
+  probe::ProbeResults r;
+  r.plan = plan;
+  r.options.ranks = 4;
+  r.options.nodes = 1;
+  r.options.max_collective_bytes = 1 << 20;
+  r.device.name = "NVIDIA H100 80GB HBM3";
+  r.device.pci_bus_id = "00000000:18:00.0";
+  r.device.compute_capability_major = 9;
+  r.device.multiprocessors = 132;
+  r.device.memory_bytes = 85e9;
+  r.device.l2_bytes = 52428800;
+  r.device.max_sm_clock_hz = 1.98e9;
+  r.device.driver_version = "580.65.06";
+  r.device.runtime_version = "13.0";
+  r.device.cudnn_version = "9.19.0";
+  r.device.cublas_version = "13.1.0";
+  r.device.cusolver_version = "12.0.0";
+  r.device.nccl_version = "2.28.3";
+  r.hosts = {"gpu-node-1"};
+  for (const auto& m : probe::measurements(plan, r.options)) {
+    double t = 0;
+    switch (m.group) {
+    case probe::Group::layer:
+      t = 1e-4 * (m.layer + 1) * (m.pass == "forward" ? 1 : m.pass == "backward_data" ? 1.5 : 2.25);
+      break;
+    case probe::Group::selection: {
+      const double fixed = m.algorithm == "sampling" ? 40e-6 : 25e-6;
+      const double per_element = m.algorithm == "threshold" ? 20e-12 : 70e-12;
+      t = fixed + per_element * static_cast<double>(m.elements) + 1e-9 * static_cast<double>(m.selected);
+      break;
+    }
+    case probe::Group::collective:
+      t = (20e-6 + m.bytes / 100e9) * (m.in_place ? 0.99 : 1);
+      break;
+    case probe::Group::h2d:
+      t = 10e-6 + m.bytes / (m.pinned ? 25e9 : 10e9);
+      break;
+    case probe::Group::memory_bandwidth:
+      t = 5e-6 + m.bytes / 3e12;
+      break;
+    case probe::Group::launch:
+      t = 2.5e-6;
+      break;
+    case probe::Group::low_rank:
+      t = 30e-6;
+      break;
+    case probe::Group::overlap:
+      t = m.overlap_case == "alone" ? 8e-3 : 9e-3;
+      break;
+    }
+    probe::gpu::Result result;
+    // eleven samples around t: the median is t
+    std::vector<double> samples;
+    for (int i = -5; i <= 5; ++i)
+      samples.push_back(t * (1 + 1e-3 * i));
+    result.stats = probe::summarise(samples);
+    result.stats.stopped_by = "noise";
+    result.stats.converged = true;
+    r.entries.push_back({m, result});
+  }
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("probe::probe_json writes every measurement with units and the device", "[probe]") {
+  const auto plan = fake_plan();
+  const auto r = fake_results(plan);
+  const Json j = Json::parse(probe::probe_json(r));
+  CHECK(j["format"] == "ddlsim-probe");
+  CHECK(j["version"] == 1);
+  CHECK(j["device"]["name"] == "NVIDIA H100 80GB HBM3");
+  CHECK(j["device"]["compute_capability"] == "9.0");
+  CHECK(j["device"]["clocks"]["max_sm"] == "1980000000 Hz");
+  CHECK(j["device"]["clocks"]["sm"].is_null()); // NVML unknown
+  CHECK(j["device"]["nccl"] == "2.28.3");
+  CHECK(j["communicator"]["ranks"] == 4);
+  REQUIRE(j["measurements"].size() == r.entries.size());
+  const auto& first_layer = *std::find_if(j["measurements"].begin(), j["measurements"].end(),
+                                          [](const Json& m) { return m["group"] == "layer"; });
+  CHECK(first_layer["layer"] == "conv1");
+  CHECK(first_layer["pass"] == "forward");
+  CHECK(first_layer["time"]["median"] == "0.0001 s"); // shortest round-trip digits
+  CHECK(first_layer["time"]["samples"] == 11);
+  CHECK(first_layer["time"]["stopped_by"] == "noise");
+  SECTION("the same results give the same bytes") {
+    CHECK(probe::probe_json(r) == probe::probe_json(r));
+  }
+}
+
+TEST_CASE("probe::nccl_tests_text is read back by ddlsim's nccl-tests reader", "[probe]") {
+  const auto r = fake_results(fake_plan());
+  const std::string text = probe::nccl_tests_text(r);
+  const auto log = calibrate::parse_nccl_tests(text, "probe.nccl-tests.txt");
+  CHECK(log.notes.empty()); // busbw consistent with the ranks and the collective
+  std::map<calibrate::NcclCollective, int> rows;
+  for (const auto& row : log.rows) {
+    ++rows[row.collective];
+    CHECK(row.ranks == 4);
+    CHECK(row.nodes == 1);
+    const double t = 20e-6 + static_cast<double>(row.size_bytes) / 100e9;
+    REQUIRE(row.out_of_place);
+    CHECK_THAT(row.out_of_place->time_s, WithinRel(t, 0.01)); // printed with 2-3 significant decimals in us
+    CHECK_THAT(row.in_place.time_s, WithinRel(0.99 * t, 0.01));
+  }
+  CHECK(rows.size() == 6); // all_reduce, all_gather, reduce_scatter, broadcast, alltoall, sendrecv
+  CHECK(rows.at(calibrate::NcclCollective::all_reduce) == 18); // 8 B .. 1 MiB
+  CHECK(rows.at(calibrate::NcclCollective::all_gather) == 17); // 16 B .. 1 MiB: whole floats per rank
+}
+
+TEST_CASE("calibrate --probe turns the probe's file into layer times and selection curves equal to its inputs",
+          "[probe][calibrate]") {
+  const auto plan = fake_plan();
+  const auto r = fake_results(plan);
+  test::TempDir dir;
+  const std::string probe_path = (dir.path() / "probe.json").string();
+  probe::write_file_atomic(probe_path, probe::probe_json(r));
+  sim::CalibrateRequest request;
+  request.probes = {probe_path};
+  request.out = (dir.path() / "calib.json").string();
+  REQUIRE(sim::calibrate_command(request) == 0);
+  const auto c = dag::parse_calibration(load_json_file(request.out), request.out, "");
+  CHECK(c.batch_per_gpu == 16);
+  REQUIRE(c.layers.size() == 3);
+  // conv1 is the first layer: no backward-data kernel (the batch needs no gradient); the others add both passes
+  CHECK_THAT(c.layers.at("conv1").forward_s, WithinRel(1e-4, 1e-12));
+  CHECK_THAT(c.layers.at("conv1").backward_s, WithinRel(2.25e-4, 1e-12));
+  CHECK_THAT(c.layers.at("bn1").forward_s, WithinRel(2e-4, 1e-12));
+  CHECK_THAT(c.layers.at("bn1").backward_s, WithinRel(2e-4 * 2.25, 1e-12)); // its one "backward" pass
+  CHECK_THAT(c.layers.at("fc").forward_s, WithinRel(3e-4, 1e-12));
+  CHECK_THAT(c.layers.at("fc").backward_s, WithinRel(3e-4 * (1.5 + 2.25), 1e-12));
+  // radix_select -> sort, sampling, threshold: the fit recovers each formula; radix_sort has no calibration name
+  REQUIRE(c.selection.size() == 3);
+  for (const auto& [name, fixed, per_element] :
+       {std::tuple{"sort", 25e-6, 70e-12}, std::tuple{"sampling", 40e-6, 70e-12},
+        std::tuple{"threshold", 25e-6, 20e-12}}) {
+    CAPTURE(name);
+    const auto& curve = c.selection.at(name);
+    CHECK_THAT(curve.fixed_s, WithinRel(fixed, 1e-9));
+    CHECK_THAT(curve.per_element_s, WithinRel(per_element, 1e-9));
+    CHECK_THAT(curve.per_selected_s, WithinRel(1e-9, 1e-9));
+  }
+  // pinned copies: 256 MiB at 10 us + bytes / 25 GB/s
+  const double big = 256.0 * 1024 * 1024;
+  REQUIRE(c.host.h2d_bandwidth);
+  CHECK_THAT(*c.host.h2d_bandwidth, WithinRel(big / (10e-6 + big / 25e9), 1e-12));
+  CHECK(!c.host.launch_s);
+  // the collectives as measured tables over 4 ranks on one node, the faster (in-place) side per size
+  REQUIRE(c.collectives.size() == 5); // alltoall is not simulated
+  for (const auto& m : c.collectives) {
+    CHECK((m.ranks == 4 && m.nodes == 1));
+    for (const auto& p : m.table)
+      CHECK_THAT(p.time_s, WithinRel(0.99 * (20e-6 + p.size_bytes / 100e9), 1e-9));
+  }
+}
+
+TEST_CASE("calibrate --probe refuses a malformed probe file naming the path", "[probe][calibrate]") {
+  const auto r = fake_results(fake_plan());
+  test::TempDir dir;
+  const std::string path = (dir.path() / "probe.json").string();
+  Json j = Json::parse(probe::probe_json(r));
+  j["measurements"][3]["time"]["median"] = "12";
+  std::ofstream(path) << j.dump();
+  CHECK_THROWS_WITH(calibrate::read_probe(path), Catch::Matchers::Contains("/measurements/3/time/median"));
+  j = Json::parse(probe::probe_json(r));
+  j["version"] = 7;
+  std::ofstream(path) << j.dump();
+  CHECK_THROWS_WITH(calibrate::read_probe(path), Catch::Matchers::Contains("/version"));
+}
