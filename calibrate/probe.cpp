@@ -175,6 +175,17 @@ ProbeFile read_probe(const std::string& path) {
     }
     m.finish();
   }
+  if (const Json* failed = r.optional("failed")) {
+    if (!failed->is_array())
+      throw InputError(path, "/failed", "expected an array, got " + json_type_phrase(*failed));
+    for (std::size_t i = 0; i < failed->size(); ++i) {
+      ObjectReader f((*failed)[i], path, json_pointer_append("/failed", i));
+      (void)f.string("group");
+      const auto what = f.string("what");
+      p.failed.push_back(what + ": " + f.string("error"));
+      f.finish();
+    }
+  }
   r.finish();
   // a size measured on one side only: both columns are that measurement (the faster of the two is then it)
   for (auto& row : p.collectives.rows) {
@@ -314,6 +325,8 @@ std::vector<std::string> add_probe_calibration(dag::Calibration& c, const std::v
       notes.push_back(fmt::format("{}: compute beside an allreduce takes {:.3f} x its time alone (not yet a "
                                   "calibration entry)",
                                   p.path, *p.overlap_with_allreduce_s / *p.overlap_alone_s));
+    for (const auto& f : p.failed)
+      notes.push_back(fmt::format("{}: failed on the GPU, not measured: {}", p.path, f));
     if (p.low_rank > 0)
       notes.push_back(fmt::format("{}: {} PowerSGD kernel measurements kept in the probe file (not yet a "
                                   "calibration entry)",

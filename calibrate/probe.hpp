@@ -41,8 +41,9 @@ struct ProbeFile {
   std::vector<Bandwidth> memory, h2d_pinned, h2d_pageable;
   std::optional<double> launch_s;
   std::optional<double> overlap_alone_s, overlap_with_allreduce_s;
-  int low_rank = 0;         ///< PowerSGD measurements
-  NcclTestsLog collectives; ///< as nccl-tests rows (out-of-place and in-place), ranks and nodes per row
+  int low_rank = 0;                ///< PowerSGD measurements
+  std::vector<std::string> failed; ///< what failed on the GPU ("what: error")
+  NcclTestsLog collectives;        ///< as nccl-tests rows (out-of-place and in-place), ranks and nodes per row
 };
 
 /// Reads a probe file; bad input is an InputError naming the file and JSON path.

@@ -50,6 +50,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> skip;
   double max_bytes = 1024.0 * 1024 * 1024;
   double min_time_s = 0.5;
+  double timeout_s = 15;
   app.add_option("plan", plan_path, "the plan from `ddlsim probe-plan SCENARIO --out PLAN.json`")->required();
   app.add_option("--out", out, "the probe file to write (ddlsim-probe JSON)");
   app.add_flag("--dry-run", dry_run, "print every measurement it would run, and exit");
@@ -63,6 +64,8 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(8.0, 64.0 * 1024 * 1024 * 1024));
   app.add_option("--min-time", min_time_s, "seconds of samples before the noise may stop a measurement (0.5)")
       ->check(CLI::Range(0.0, 60.0));
+  app.add_option("--timeout", timeout_s, "wall-clock seconds after which a measurement stops anyway (15)")
+      ->check(CLI::Range(0.001, 3600.0));
   app.add_option("--nccl-tests-out", nccl_out,
                  "where to write the collectives in nccl-tests' format (default: beside --out, .nccl-tests.txt)");
   try {
@@ -186,6 +189,7 @@ int run(int argc, char** argv) {
   results.plan = plan;
   results.options = options;
   results.rule.min_time_s = min_time_s;
+  results.rule.timeout_s = timeout_s;
   results.processes = env.world_size;
   try {
     results.device = probe::gpu::describe(device);
@@ -196,7 +200,18 @@ int run(int argc, char** argv) {
                   results.device.compute_capability_major, results.device.compute_capability_minor,
                   results.device.driver_version.c_str(), list.size());
     for (std::size_t i = 0; i < list.size(); ++i) {
-      probe::gpu::Result r = context->run(list[i], results.rule);
+      probe::gpu::Result r;
+      try {
+        r = context->run(list[i], results.rule);
+      } catch (const std::exception& e) {
+        // NCCL's ranks may be out of step after a failure: stop; a kernel on this GPU alone: record it and go on
+        if (list[i].group == probe::Group::collective || list[i].group == probe::Group::overlap)
+          throw;
+        if (talk)
+          std::printf("[%zu/%zu] %s: FAILED: %s\n", i + 1, list.size(), list[i].label.c_str(), e.what());
+        results.failures.push_back({list[i], e.what()});
+        continue;
+      }
       if (talk) {
         std::printf("[%zu/%zu] %s: median %s (%d samples, noise %.2f %%%s)%s%s\n", i + 1, list.size(),
                     list[i].label.c_str(), human_time(r.stats.median_s).c_str(), r.stats.samples, 100 * r.stats.noise,
@@ -220,6 +235,9 @@ int run(int argc, char** argv) {
   try {
     probe::write_file_atomic(out, probe::probe_json(results));
     std::printf("wrote %s\n", out.c_str());
+    if (!results.failures.empty())
+      std::printf("%zu measurement%s failed (listed under \"failed\" in %s)\n", results.failures.size(),
+                  results.failures.size() == 1 ? "" : "s", out.c_str());
     const std::string text = probe::nccl_tests_text(results);
     if (!text.empty()) {
       if (nccl_out.empty()) {

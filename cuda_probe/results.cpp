@@ -164,6 +164,10 @@ std::string probe_json(const ProbeResults& r) {
   for (const auto& e : r.entries)
     all.push_back(measurement_json(r, e));
   j["measurements"] = std::move(all);
+  Json failed = Json::array();
+  for (const auto& f : r.failures)
+    failed.push_back({{"group", group_name(f.measurement.group)}, {"what", f.measurement.label}, {"error", f.error}});
+  j["failed"] = std::move(failed);
   return j.dump(2) + "\n";
 }
 

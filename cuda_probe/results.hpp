@@ -28,6 +28,11 @@ struct ProbeResults {
     gpu::Result result;
   };
   std::vector<Entry> entries; ///< in the order measured
+  struct Failure {
+    Measurement measurement;
+    std::string error;
+  };
+  std::vector<Failure> failures; ///< measurements that failed on the GPU (out of memory, an unsupported shape, ...)
 };
 
 /// The "ddlsim-probe" document, quantities as strings with their units in base units ("1.25e-05 s", "4096 B",

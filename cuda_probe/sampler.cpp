@@ -55,6 +55,10 @@ Statistics summarise(std::vector<double> samples) {
   return st;
 }
 
+double SampleSource::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - made_).count();
+}
+
 Statistics measure(SampleSource& source, const StoppingRule& rule) {
   if (!(rule.timeout_s > 0) || !std::isfinite(rule.timeout_s))
     throw std::invalid_argument("probe: the stopping rule needs a positive, finite timeout");
@@ -63,17 +67,24 @@ Statistics measure(SampleSource& source, const StoppingRule& rule) {
     warm += checked(source.sample_s());
   std::vector<double> samples;
   double total = 0;
+  // Welford's running mean and sum of squared deviations: the relative standard deviation in O(1) per sample
+  double mean = 0, m2 = 0;
   std::string stopped_by;
   while (true) {
     const double s = checked(source.sample_s());
     samples.push_back(s);
     total += s;
+    const double n = static_cast<double>(samples.size());
+    const double delta = s - mean;
+    mean += delta / n;
+    m2 += delta * (s - mean);
     const bool enough = static_cast<int>(samples.size()) >= rule.min_samples && total >= rule.min_time_s;
-    if (enough && relative_stdev(samples, total) <= rule.max_noise) {
+    const double noise = samples.size() < 2 ? 0 : std::sqrt(m2 / (n - 1)) / mean;
+    if (enough && noise <= rule.max_noise) {
       stopped_by = "noise";
       break;
     }
-    if (total >= rule.timeout_s) {
+    if (source.elapsed_s() >= rule.timeout_s) {
       stopped_by = "timeout";
       break;
     }

@@ -2,10 +2,12 @@
 // scripted fake in tests), warmed up, then sampled until its relative noise is low enough or time runs out, and
 // summarised by order statistics. The stopping rule is nvbench's default "stdrel" criterion (NVIDIA/nvbench,
 // docs/cli_help.md: --min-samples 10, --min-time 0.5 s, --max-noise 0.5 % relative standard deviation, --timeout
-// 15 s) after a warm-up of at least 25 ms (issue #13). Times are the samples' own (GPU time), not the host's wall
-// clock, so that a scripted timer reproduces every decision.
+// 15 s) after a warm-up of at least 25 ms (issue #13). The minimum time counts the samples' own (GPU) time, the
+// timeout the source's wall-clock time (as nvbench's --timeout), which a scripted source scripts too, so that tests
+// reproduce every decision; the noise is kept as running sums (Welford), so a check costs O(1) per sample.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,12 @@ public:
   SampleSource& operator=(const SampleSource&) = delete;
   virtual ~SampleSource() = default;
   [[nodiscard]] virtual double sample_s() = 0;
+  /// Wall-clock seconds since the source was made (the timeout's clock). Sources whose samples several processes
+  /// take together return a value they agreed on, so that every process stops at the same sample.
+  [[nodiscard]] virtual double elapsed_s() const;
+
+private:
+  std::chrono::steady_clock::time_point made_ = std::chrono::steady_clock::now();
 };
 
 struct StoppingRule {
@@ -27,7 +35,7 @@ struct StoppingRule {
   int min_samples = 10;
   double min_time_s = 0.5;  ///< measured samples' total time before the noise may stop the measurement
   double max_noise = 0.005; ///< relative standard deviation of the samples (stdev / mean)
-  double timeout_s = 15;    ///< measured samples' total time after which the measurement stops anyway
+  double timeout_s = 15;    ///< wall-clock time (SampleSource::elapsed_s) after which the measurement stops anyway
 };
 
 /// Order statistics of the measured samples (seconds). Percentiles interpolate linearly between order statistics

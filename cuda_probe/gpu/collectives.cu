@@ -300,13 +300,18 @@ public:
       PROBE_CUDA(cudaEventElapsedTime(&ms, r.start, r.stop));
       slowest_ms = std::max(slowest_ms, ms);
     }
-    agree_max(state_, &slowest_ms, 1);
-    return seconds_of(slowest_ms);
+    // the sample and the wall clock (the timeout's) agreed over the processes: every one stops at the same sample
+    float agreed[2] = {slowest_ms, static_cast<float>(SampleSource::elapsed_s())};
+    agree_max(state_, agreed, 2);
+    elapsed_s_ = agreed[1];
+    return seconds_of(agreed[0]);
   }
+  [[nodiscard]] double elapsed_s() const override { return elapsed_s_; }
 
 private:
   NcclState& state_;
   std::function<void(NcclState::Rank&)> issue_;
+  double elapsed_s_ = 0;
 };
 
 /// A collective's float counts at a size in nccl-tests' convention (src/*.cu `*GetCollByteCount`): `bytes` is the
@@ -465,12 +470,16 @@ public:
     ++samples;
     if (margin_ms >= 0)
       ++covered;
-    agree_max(state_, &gemm_ms, 1);
-    return seconds_of(gemm_ms);
+    float agreed[2] = {gemm_ms, static_cast<float>(SampleSource::elapsed_s())}; // as CollectiveSource
+    agree_max(state_, agreed, 2);
+    elapsed_s_ = agreed[1];
+    return seconds_of(agreed[0]);
   }
+  [[nodiscard]] double elapsed_s() const override { return elapsed_s_; }
   int samples = 0, covered = 0; ///< samples, and those whose allreduces ended after the GEMM (this GPU's)
 
 private:
+  double elapsed_s_ = 0;
   Device& dev_;
   NcclState& state_;
   NcclState::Rank& own_;

@@ -627,8 +627,11 @@ Result run_memory_bandwidth(Device& dev, const Measurement& m, const StoppingRul
 
 namespace {
 
-/// The host's wall-clock cost of one kernel launch: 1000 back-to-back launches of an empty kernel per sample, the
-/// stream drained before the clock starts and after it stops.
+/// The host's wall-clock time of 1000 back-to-back launches of an empty kernel (one sample), the stream drained before
+/// the clock starts and after it stops. A sample is the whole 1000 launches' time, not the time per launch: the
+/// stopping rule sums samples against its minimum time and timeout, so that a per-launch sample would keep the loop
+/// running 1000 times longer than the rule's times (0.5 s of "samples" = 500 s of launching, 15 s = over 4 hours);
+/// run_launch divides the statistics by the launches afterwards.
 class LaunchSource final : public SampleSource {
 public:
   explicit LaunchSource(cudaStream_t stream) : stream_(stream) {}
@@ -640,7 +643,7 @@ public:
     const auto stop = std::chrono::steady_clock::now();
     PROBE_CUDA(cudaGetLastError());
     PROBE_CUDA(cudaStreamSynchronize(stream_));
-    return std::chrono::duration<double>(stop - start).count() / kLaunchesPerSample;
+    return std::chrono::duration<double>(stop - start).count();
   }
 
 private:
@@ -651,8 +654,13 @@ private:
 
 Result run_launch(Device& dev, const Measurement& /*m*/, const StoppingRule& rule) {
   LaunchSource source(dev.stream);
-  return Result{measure(source, rule), "per launch, host time, " + std::to_string(kLaunchesPerSample) +
-                                           " launches per sample of an empty <<<1,1>>> kernel"};
+  Statistics stats = measure(source, rule);
+  // per launch: every time statistic scales by 1 / launches (the relative noise does not change)
+  for (double* t :
+       {&stats.total_s, &stats.min_s, &stats.p10_s, &stats.median_s, &stats.p90_s, &stats.max_s, &stats.mean_s})
+    *t /= kLaunchesPerSample;
+  return Result{stats, "per launch, host time, " + std::to_string(kLaunchesPerSample) +
+                           " launches per sample of an empty <<<1,1>>> kernel"};
 }
 
 Result run_h2d(Device& dev, const Measurement& m, const StoppingRule& rule) {

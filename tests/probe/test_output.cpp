@@ -210,6 +210,24 @@ TEST_CASE("calibrate --probe turns the probe's file into layer times and selecti
   }
 }
 
+TEST_CASE("a measurement that failed on the GPU is listed in the probe file and noted by calibrate", "[probe]") {
+  auto r = fake_results(fake_plan());
+  const auto failed = r.entries.back().measurement;
+  r.entries.pop_back();
+  r.failures.push_back({failed, "cudaMalloc failed: out of memory"});
+  test::TempDir dir;
+  const std::string path = (dir.path() / "probe.json").string();
+  probe::write_file_atomic(path, probe::probe_json(r));
+  const auto p = calibrate::read_probe(path);
+  REQUIRE(p.failed.size() == 1);
+  CHECK(p.failed.front() == failed.label + ": cudaMalloc failed: out of memory");
+  dag::Calibration c;
+  const auto notes = calibrate::add_probe_calibration(c, {p});
+  CHECK(std::count(notes.begin(), notes.end(),
+                   path + ": failed on the GPU, not measured: " + failed.label +
+                       ": cudaMalloc failed: out of memory") == 1);
+}
+
 TEST_CASE("calibrate --probe refuses a malformed probe file naming the path", "[probe][calibrate]") {
   const auto r = fake_results(fake_plan());
   test::TempDir dir;

@@ -14,16 +14,23 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
-// Replays `script` in a loop; counts the samples taken.
+// Replays `script` in a loop; counts the samples taken. Its wall clock advances by each sample's time (warm-up
+// included): the operation alone, nothing around it.
 class Scripted final : public SampleSource {
 public:
   explicit Scripted(std::vector<double> script) : script_(std::move(script)) {}
-  double sample_s() override { return script_[taken_++ % script_.size()]; }
+  double sample_s() override {
+    const double s = script_[taken_++ % script_.size()];
+    elapsed_ += s;
+    return s;
+  }
+  [[nodiscard]] double elapsed_s() const override { return elapsed_; }
   [[nodiscard]] std::size_t taken() const { return taken_; }
 
 private:
   std::vector<double> script_;
   std::size_t taken_ = 0;
+  double elapsed_ = 0;
 };
 
 constexpr double kTick = 1.0 / 64; // 15.625 ms
@@ -82,20 +89,21 @@ TEST_CASE("probe: a long kernel stops at the minimum sample count", "[probe]") {
 
 TEST_CASE("probe: a noisy kernel runs until the timeout", "[probe]") {
   // Alternating 1/64 +- 1/512 s: the relative noise stays at 1/8 (x sqrt(n / (n - 1))), far above 0.5 %; each pair
-  // takes 1/32 s, so the 15 s timeout comes after 960 samples. Warm-up: the first pair (0.03125 s >= 25 ms).
+  // takes 1/32 s. Warm-up: the first pair (0.03125 s >= 25 ms); the wall clock reaches the 15 s timeout after 960
+  // samples in all, 958 of them measured (479 pairs, 14.96875 s).
   const double high = kTick + 1.0 / 512, low = kTick - 1.0 / 512;
   Scripted source({high, low});
   const auto st = measure(source);
   CHECK(st.warmup_samples == 2);
-  CHECK(st.samples == 960);
-  CHECK(st.total_s == 15);
+  CHECK(st.samples == 958);
+  CHECK(st.total_s == 14.96875);
   CHECK_FALSE(st.converged);
   CHECK(st.stopped_by == "timeout");
   CHECK(st.min_s == low);
   CHECK(st.p10_s == low);
-  CHECK(st.median_s == kTick); // halfway between the 480th (low) and 481st (high) sorted samples
+  CHECK(st.median_s == kTick); // halfway between the 479th (low) and 480th (high) sorted samples
   CHECK(st.p90_s == high);
-  CHECK_THAT(st.noise, WithinRel(0.125 * std::sqrt(960.0 / 959.0), 1e-12));
+  CHECK_THAT(st.noise, WithinRel(0.125 * std::sqrt(958.0 / 957.0), 1e-12));
   SECTION("a looser noise bound stops it early") {
     Scripted again({high, low});
     StoppingRule rule;
@@ -104,6 +112,32 @@ TEST_CASE("probe: a noisy kernel runs until the timeout", "[probe]") {
     CHECK(loose.samples == 32);
     CHECK(loose.converged);
   }
+}
+
+TEST_CASE("probe: the timeout is the source's wall clock, not the samples' time", "[probe]") {
+  // An operation of 2^-18 or 3 x 2^-18 s (about 4 and 11 us, never settling) whose every sample takes 2^-15 s of wall
+  // time (launch, synchronisation, the L2 flush). Warm-up: 25 ms of samples is 1,639 pairs (1,638 pairs and one more
+  // sample fall short), 3,278 samples. A 0.5 s timeout is 16,384 samples of wall time, so 13,106 are measured; they
+  // add up to only 6,553 x 2^-16 = 0.09999 s, below the minimum time, so the noise rule never stops it.
+  class Slow final : public SampleSource {
+  public:
+    double sample_s() override {
+      elapsed_ += 1.0 / 32768;
+      return (taken_++ % 2 == 0 ? 1.0 : 3.0) / 262144;
+    }
+    [[nodiscard]] double elapsed_s() const override { return elapsed_; }
+
+  private:
+    int taken_ = 0;
+    double elapsed_ = 0;
+  } source;
+  StoppingRule rule;
+  rule.timeout_s = 0.5;
+  const auto st = measure(source, rule);
+  CHECK(st.stopped_by == "timeout");
+  CHECK(st.warmup_samples == 3278);
+  CHECK(st.samples == 13106);
+  CHECK(st.total_s == 6553.0 / 65536);
 }
 
 TEST_CASE("probe: a rule that cannot stop, or a source that gives no time, is refused", "[probe]") {
