@@ -7,6 +7,8 @@
 #include "cuda_probe/results.hpp"
 #include "dag/calibration.hpp"
 #include "sim/cli/calibrate.hpp"
+#include "sim/cli/probe_plan.hpp"
+#include "sim/cli/run.hpp"
 #include "support/cli.hpp"
 
 #include <catch2/catch.hpp>
@@ -240,4 +242,44 @@ TEST_CASE("calibrate --probe refuses a malformed probe file naming the path", "[
   j["version"] = 7;
   std::ofstream(path) << j.dump();
   CHECK_THROWS_WITH(calibrate::read_probe(path), Catch::Matchers::Contains("/version"));
+}
+
+TEST_CASE("ResNet-50: a probe file of the quickstart plan calibrates every layer the engine then runs",
+          "[probe][calibrate]") {
+  // The plan of the shipped quickstart scenario, every measurement timed by formula, written by the probe's writer,
+  // read by calibrate and used by a run: each layer's forward and backward tasks take the probe's times (the plan's
+  // batch is the scenario's, so no scaling).
+  const auto scenario_path = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json";
+  const auto scenario = sim::load_scenario(scenario_path, {});
+  const auto plan = probe::parse_plan(sim::probe_plan(scenario).dump(2), "plan.json");
+  auto r = fake_results(plan);
+  test::TempDir dir;
+  const std::string probe_path = (dir.path() / "probe.json").string();
+  probe::write_file_atomic(probe_path, probe::probe_json(r));
+  sim::CalibrateRequest request;
+  request.probes = {probe_path};
+  request.out = (dir.path() / "calib.json").string();
+  REQUIRE(sim::calibrate_command(request) == 0);
+  const auto calibrated = sim::load_scenario(scenario_path, {"calibration=" + request.out});
+  const auto run = sim::run_scenario(calibrated);
+  int forward = 0, backward = 0;
+  for (std::size_t v = 0; v < run.graph.size(); ++v) {
+    const auto& t = run.graph.task(v);
+    if (t.layer < 0 || t.iteration != 0)
+      continue;
+    const double l = t.layer + 1;
+    if (t.kind == dag::TaskKind::forward) {
+      ++forward;
+      CHECK_THAT(t.duration_s, WithinRel(1e-4 * l, 1e-9));
+    }
+    if (t.kind == dag::TaskKind::backward) {
+      ++backward;
+      const bool memory = plan.layers[static_cast<std::size_t>(t.layer)].kernel == probe::KernelKind::memory;
+      // memory-bound: one backward kernel (x 2.25); otherwise backward-data (x 1.5, none for conv1) + filter (x 2.25)
+      const double expected = memory ? 2.25 : (t.layer == 0 ? 0 : 1.5) + 2.25;
+      CHECK_THAT(t.duration_s, WithinRel(1e-4 * l * expected, 1e-9));
+    }
+  }
+  CHECK(forward == 109);
+  CHECK(backward == 109);
 }
