@@ -13,9 +13,26 @@
 namespace ddlsim::sim {
 
 struct LinkSpec {
-  double bandwidth = 0; ///< B/s
+  LinkSpec() = default;
+  LinkSpec(double bandwidth_Bps, double latency) : bandwidth(bandwidth_Bps), latency_s(latency) {}
+  double bandwidth = 0; ///< B/s that NCCL achieves: the scenario's rate x `efficiency`
   double latency_s = 0;
+  std::string transport; ///< "rdma", "tcp", or empty: the bandwidth as the scenario gives it
+  double efficiency = 1; ///< applied to the scenario's rate (the transport's default, or the scenario's own)
 };
+
+/// The share of a link's rate that NCCL's collectives achieve over a transport (`cluster.*.transport`):
+///  - rdma (InfiniBand, RoCE): 12.2 GB/s of allreduce bus bandwidth on a 100 Gb/s card, "as good as you can get"
+///    (NVIDIA's NCCL maintainer, NVIDIA/nccl-tests issue #29): 12.2 / 12.5.
+///  - tcp (NCCL's socket transport): 9.45 GB/s of allreduce bus bandwidth at 1 GiB over 2 nodes x 4 A100 whose nodes
+///    have two 200 Gb/s Slingshot-11 ports each, used through plain TCP sockets (../shared/data/nccl-tests/
+///    a100_2x4_tcp_allreduce.txt, ALCF Polaris; ALCF's machine overview for the ports): 9.45 / 50.
+inline constexpr double kRdmaEfficiency = 12.2 / 12.5;
+inline constexpr double kTcpEfficiency = 9.45 / 50;
+inline constexpr std::array<std::string_view, 2> kTransportNames{"rdma", "tcp"};
+[[nodiscard]] constexpr double transport_efficiency(std::string_view transport) {
+  return transport == "rdma" ? kRdmaEfficiency : transport == "tcp" ? kTcpEfficiency : 1.0;
+}
 
 struct Network {
   int nodes = 1;

@@ -134,6 +134,17 @@ Prepared prepare(const Scenario& s, std::string engine) {
   p.costs = compute_costs(s);
   r.compute_source = p.costs.source;
   const Network net = s.cluster.network();
+  // links whose transport (or the scenario) scales their rate (network/cluster.hpp: transport_efficiency)
+  const std::pair<const char*, const LinkSpec*> links[] = {
+      {"intra-node", s.cluster.gpus_per_node > 1 ? &s.cluster.intra : nullptr},
+      {"inter-node", s.cluster.nodes > 1 ? &s.cluster.inter : nullptr}};
+  for (const auto& [name, link] : links)
+    if (link && link->efficiency != 1)
+      r.notes.push_back(
+          fmt::format("{} links: {} at {:.1f} % of the rate the scenario gives ({} of {})", name,
+                      link->transport.empty() ? "the scenario's efficiency" : link->transport + " transport",
+                      100 * link->efficiency, format_bandwidth(link->bandwidth),
+                      format_bandwidth(link->bandwidth / link->efficiency)));
   p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
                                      : make_cost_model(*s.allreduce.algorithm, net);
   if (s.pipeline) {

@@ -153,10 +153,22 @@ void parse_gpu(ObjectReader r, Scenario& s) {
 
 // ---- cluster, collectives, strategy, data ----------------------------------------------------------------------
 
+// A link: its rate and latency, and optionally the transport NCCL uses over it, whose share of the rate
+// (network/cluster.hpp: transport_efficiency) or the scenario's own `efficiency` scales the rate.
 LinkSpec parse_link(ObjectReader r) {
   LinkSpec l;
   l.bandwidth = r.quantity("bandwidth", Dimension::bandwidth, 0, true);
   l.latency_s = r.quantity("latency", Dimension::time);
+  if (auto t = r.optional_choice("transport", {std::string(kTransportNames[0]), std::string(kTransportNames[1])})) {
+    l.transport = *t;
+    l.efficiency = transport_efficiency(*t);
+  }
+  if (auto e = r.optional_number("efficiency", 0, 1)) {
+    if (!(*e > 0))
+      r.fail("efficiency", "expected a share of the link's rate in (0, 1]");
+    l.efficiency = *e;
+  }
+  l.bandwidth *= l.efficiency;
   r.finish();
   return l;
 }
