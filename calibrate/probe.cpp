@@ -29,10 +29,6 @@ double median_time(ObjectReader& m) {
   return median;
 }
 
-std::optional<NcclCollective> probe_collective(const std::string& name) {
-  return find_nccl_collective(name);
-}
-
 } // namespace
 
 ProbeFile read_probe(const std::string& path) {
@@ -106,16 +102,14 @@ ProbeFile read_probe(const std::string& path) {
         it->name = name;
         it->first = p.layers.size() == 1;
       }
-      if (pass == "forward") {
+      if (pass == "forward")
         it->forward_s += t;
-        ++it->kernels;
-      } else if (pass == "backward_data") {
+      else if (pass == "backward_data")
         it->backward_data_s += t;
-      } else if (pass == "backward_filter") {
+      else if (pass == "backward_filter")
         it->backward_filter_s += t;
-      } else {
+      else
         it->backward_s += t;
-      }
     } else if (group == "memory_bandwidth" || group == "h2d") {
       const double bytes = m.quantity("bytes", Dimension::bytes, 0, true);
       const bool pinned = group == "h2d" && m.choice("host_memory", {"pinned", "pageable"}) == "pinned";
@@ -142,7 +136,7 @@ ProbeFile read_probe(const std::string& path) {
       (which == "alone" ? p.overlap_alone_s : p.overlap_with_allreduce_s) = median_time(m);
     } else { // collective
       const auto name = m.string("collective");
-      const auto c = probe_collective(name);
+      const auto c = find_nccl_collective(name);
       if (!c)
         throw InputError(path, m.path("collective"), fmt::format("unknown collective '{}'", name));
       const double bytes = m.quantity("bytes", Dimension::bytes, 0, true);

@@ -28,7 +28,6 @@ struct ProbeFile {
     double backward_filter_s = 0;
     double backward_s = 0; ///< memory-bound kernels
     bool first = false;    ///< the plan's first layer (autograd computes no gradient for the batch)
-    int kernels = 0;
   };
   std::vector<Layer> layers;
   struct SelectionPoint {

@@ -148,19 +148,6 @@ std::string join(const std::array<std::int64_t, 4>& a) {
          std::to_string(a[3]) + "]";
 }
 
-// Sizes as nccl-tests and ddlsim print them: "64 MiB", "8 B", "1.5 KiB".
-std::string size_text(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  std::ostringstream out;
-  out << bytes << " " << units[u];
-  return out.str();
-}
-
 std::string layer_label(const LayerKernel& l, const std::string& pass, Dtype dtype) {
   const std::string head = "layer " + l.name + " " + pass + ": ";
   const std::string dt = std::string(" (") + dtype_name(dtype) + ")";
@@ -251,6 +238,31 @@ ProbePlan read_plan(const std::string& path) {
   return parse_plan(text.str(), path);
 }
 
+std::string size_text(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  std::ostringstream out;
+  out << bytes << " " << units[u];
+  return out.str();
+}
+
+bool partitioned_collective(const std::string& nccl_name) {
+  return nccl_name == "all_gather" || nccl_name == "reduce_scatter" || nccl_name == "alltoall";
+}
+
+double busbw_factor(const std::string& nccl_name, int ranks) {
+  const double n = ranks;
+  if (nccl_name == "all_reduce")
+    return 2 * (n - 1) / n;
+  if (nccl_name == "all_gather" || nccl_name == "reduce_scatter" || nccl_name == "alltoall")
+    return (n - 1) / n;
+  return 1;
+}
+
 const char* dtype_name(Dtype d) {
   switch (d) {
   case Dtype::fp32:
@@ -318,8 +330,7 @@ std::string nccl_tests_name(const std::string& c) {
 std::vector<double> collective_sizes(const ProbePlan& plan, const std::string& nccl_name, double max_bytes, int ranks) {
   // nccl-tests' sizes: float elements, and for the collectives whose size is the whole buffer a whole number of
   // elements per rank (src/*.cu GetCollByteCount rounds the count down to a multiple of the ranks)
-  const bool whole = nccl_name == "all_gather" || nccl_name == "reduce_scatter" || nccl_name == "alltoall";
-  const double unit = 4.0 * (whole ? std::max(ranks, 1) : 1);
+  const double unit = 4.0 * (partitioned_collective(nccl_name) ? std::max(ranks, 1) : 1);
   std::set<double> sizes;
   auto add = [&](double b) {
     const double rounded = std::floor(b / unit) * unit;

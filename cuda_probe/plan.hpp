@@ -131,6 +131,17 @@ struct SelectionAlgorithm {
 };
 [[nodiscard]] const std::vector<SelectionAlgorithm>& selection_algorithms();
 
+/// Whether nccl-tests' size of the collective is the whole buffer split over the ranks (all_gather, reduce_scatter,
+/// alltoall: src/*.cu GetCollByteCount) rather than one rank's buffer.
+[[nodiscard]] bool partitioned_collective(const std::string& nccl_name);
+
+/// nccl-tests' bus bandwidth factor for `ranks` (all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n;
+/// broadcast, sendrecv 1).
+[[nodiscard]] double busbw_factor(const std::string& nccl_name, int ranks);
+
+/// A size as ddlsim prints it: "64 MiB", "8 B", "1.5 KiB".
+[[nodiscard]] std::string size_text(double bytes);
+
 /// nccl-tests' name of a ddlsim collective ("allreduce" -> "all_reduce"); empty when NCCL has none.
 [[nodiscard]] std::string nccl_tests_name(const std::string& ddlsim_collective);
 

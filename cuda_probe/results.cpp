@@ -107,15 +107,6 @@ std::string quantity(double value, const char* unit) {
   return shortest(value) + " " + unit;
 }
 
-double busbw_factor(const std::string& nccl_name, int ranks) {
-  const double n = ranks;
-  if (nccl_name == "all_reduce")
-    return 2 * (n - 1) / n;
-  if (nccl_name == "all_gather" || nccl_name == "reduce_scatter" || nccl_name == "alltoall")
-    return (n - 1) / n;
-  return 1;
-}
-
 std::string probe_json(const ProbeResults& r) {
   Json j;
   j["format"] = "ddlsim-probe";
@@ -220,8 +211,7 @@ std::string nccl_tests_text(const ProbeResults& r) {
         continue; // nccl-tests prints both sides; a size measured on one side only is in the JSON
       // nccl-tests' count: elements per rank's buffer (all_gather: the send buffer, reduce_scatter: the receive
       // buffer, i.e. the whole buffer / ranks), float
-      const bool whole = name == "all_gather" || name == "reduce_scatter" || name == "alltoall";
-      const double count = std::floor(bytes / 4 / (whole ? ranks : 1));
+      const double count = std::floor(bytes / 4 / (partitioned_collective(name) ? ranks : 1));
       std::snprintf(line, sizeof line, "%12.0f  %12.0f  %8s  %6s  %6d", bytes, count, "float", reduces ? "sum" : "none",
                     rooted ? 0 : -1);
       out += line;

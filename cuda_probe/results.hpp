@@ -46,10 +46,6 @@ struct ProbeResults {
 /// A quantity as the probe writes it: shortest round-trip digits and the unit ("0.000125 s").
 [[nodiscard]] std::string quantity(double value, const char* unit);
 
-/// nccl-tests' bus bandwidth factor for `ranks` (all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n;
-/// broadcast, sendrecv 1).
-[[nodiscard]] double busbw_factor(const std::string& nccl_name, int ranks);
-
 /// Writes `text` to `path` through a temporary file in the same directory and a rename; throws std::runtime_error
 /// naming the path when it cannot.
 void write_file_atomic(const std::string& path, const std::string& text);

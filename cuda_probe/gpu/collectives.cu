@@ -206,24 +206,19 @@ NcclState& nccl(Device& dev) {
 /// Grows a rank's buffers (zeroed: no NaN from stale memory) to at least these sizes.
 void reserve(NcclState::Rank& r, std::size_t send_bytes, std::size_t recv_bytes) {
   PROBE_CUDA(cudaSetDevice(r.device));
-  if (r.send_bytes < send_bytes) {
-    if (r.send != nullptr)
-      PROBE_CUDA(cudaFree(r.send));
-    r.send = nullptr;
-    r.send_bytes = 0;
-    PROBE_CUDA(cudaMalloc(&r.send, send_bytes));
-    r.send_bytes = send_bytes;
-    PROBE_CUDA(cudaMemsetAsync(r.send, 0, send_bytes, r.stream));
-  }
-  if (r.recv_bytes < recv_bytes) {
-    if (r.recv != nullptr)
-      PROBE_CUDA(cudaFree(r.recv));
-    r.recv = nullptr;
-    r.recv_bytes = 0;
-    PROBE_CUDA(cudaMalloc(&r.recv, recv_bytes));
-    r.recv_bytes = recv_bytes;
-    PROBE_CUDA(cudaMemsetAsync(r.recv, 0, recv_bytes, r.stream));
-  }
+  const auto grow = [&r](void*& buffer, std::size_t& have, std::size_t want) {
+    if (have >= want)
+      return;
+    if (buffer != nullptr)
+      PROBE_CUDA(cudaFree(buffer));
+    buffer = nullptr;
+    have = 0;
+    PROBE_CUDA(cudaMalloc(&buffer, want));
+    have = want;
+    PROBE_CUDA(cudaMemsetAsync(buffer, 0, want, r.stream));
+  };
+  grow(r.send, r.send_bytes, send_bytes);
+  grow(r.recv, r.recv_bytes, recv_bytes);
   PROBE_CUDA(cudaStreamSynchronize(r.stream)); // the streams are non-blocking: nothing else orders the memsets
 }
 
@@ -342,29 +337,21 @@ struct CollectiveCounts {
   // in place (nccl-tests' sendInplaceOffset and recvInplaceOffset, times the rank): both buffers inside the receive
   // buffer, the send part at rank x send_offset, the receive part at rank x recv_offset (elements)
   std::size_t send_offset = 0, recv_offset = 0;
-  double bytes = 0;      ///< the size actually run, in the same convention
-  double bus_factor = 0; ///< busbw / algbw (nccl-tests doc/PERFORMANCE.md)
+  double bytes = 0; ///< the size actually run, in the same convention
 };
 
-bool partitioned(Collective c) {
-  return c == Collective::all_gather || c == Collective::reduce_scatter || c == Collective::alltoall;
-}
-
-CollectiveCounts counts_of(Collective collective, double requested_bytes, int ranks) {
+CollectiveCounts counts_of(Collective collective, bool partitioned, double requested_bytes, int ranks) {
   const auto elements = static_cast<std::size_t>(std::floor(requested_bytes / sizeof(float)));
   const auto n = static_cast<std::size_t>(ranks);
-  const double nd = ranks;
   CollectiveCounts c;
-  if (!partitioned(collective)) {
+  if (!partitioned) {
     const std::size_t count = std::max<std::size_t>(elements, 1);
     c.send = c.recv = c.per_call = count;
     c.bytes = static_cast<double>(count * sizeof(float));
-    c.bus_factor = collective == Collective::all_reduce ? 2 * (nd - 1) / nd : 1; // broadcast, sendrecv: 1
     return c;
   }
   const std::size_t per_rank = std::max<std::size_t>(elements / n, 1);
   c.bytes = static_cast<double>(per_rank * n * sizeof(float));
-  c.bus_factor = (nd - 1) / nd;
   c.per_call = per_rank;
   c.send = collective == Collective::all_gather ? per_rank : per_rank * n;
   c.recv = collective == Collective::reduce_scatter ? per_rank : per_rank * n;
@@ -510,7 +497,7 @@ Result run_collective(Device& dev, const Measurement& m, const StoppingRule& rul
     const Collective collective = collective_named(m.collective);
     NcclState& state = nccl(dev);
     const int n = state.ranks;
-    const CollectiveCounts counts = counts_of(collective, m.bytes, n);
+    const CollectiveCounts counts = counts_of(collective, partitioned_collective(m.collective), m.bytes, n);
     // in place, everything lives in the receive buffer, which then holds the larger of the two (as in nccl-tests)
     const std::size_t recv_elements = m.in_place ? std::max(counts.send, counts.recv) : counts.recv;
     for (NcclState::Rank& r : state.local)
@@ -550,12 +537,12 @@ Result run_collective(Device& dev, const Measurement& m, const StoppingRule& rul
     Result result;
     result.stats = measure(source, rule);
     const double algbw = counts.bytes / result.stats.median_s / 1e9;
-    result.note = format("algbw %.1f GB/s busbw %.1f GB/s", algbw, algbw * counts.bus_factor) + " (median; " +
-                  std::to_string(n) + " rank" + (n == 1 ? "" : "s") + (m.in_place ? ", in place" : ", out of place") +
-                  ", a sample is the slowest rank's time";
+    result.note = format("algbw %.1f GB/s busbw %.1f GB/s", algbw, algbw * busbw_factor(m.collective, n)) +
+                  " (median; " + std::to_string(n) + " rank" + (n == 1 ? "" : "s") +
+                  (m.in_place ? ", in place" : ", out of place") + ", a sample is the slowest rank's time";
     if (counts.bytes != m.bytes)
       result.note += format("; %.0f B run for the %.0f B asked: whole float elements", counts.bytes, m.bytes) +
-                     (partitioned(collective) ? ", the same number from every rank" : "");
+                     (partitioned_collective(m.collective) ? ", the same number from every rank" : "");
     if (m.ranks > 0 && m.ranks != n)
       result.note +=
           "; the measurement names " + std::to_string(m.ranks) + " ranks, the communicator has " + std::to_string(n);

@@ -32,17 +32,6 @@ constexpr int kLaunchesPerSample = 1000;
 
 // ---- sizes, checked ----
 
-std::string size_text(std::size_t bytes) {
-  char text[32];
-  if (bytes >= kGiB)
-    std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / kGiB);
-  else if (bytes >= kMiB)
-    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / kMiB);
-  else
-    std::snprintf(text, sizeof text, "%zu B", bytes);
-  return text;
-}
-
 /// The product of positive sizes, or std::runtime_error naming `what` (a size not positive, or overflow).
 std::size_t product(std::initializer_list<std::int64_t> factors, const std::string& what) {
   std::size_t p = 1;
@@ -95,9 +84,9 @@ void reserve(const std::string& what, std::initializer_list<Need> needs) {
   std::size_t free_bytes = 0, device_bytes = 0;
   PROBE_CUDA(cudaMemGetInfo(&free_bytes, &device_bytes));
   if (extra_bytes > 0 && extra_bytes + kHeadroomBytes > free_bytes)
-    throw std::runtime_error(what + ": needs " + size_text(total_bytes) + " of device memory (" +
-                             size_text(extra_bytes) + " more than the probe holds), " + size_text(free_bytes) +
-                             " free of " + size_text(device_bytes));
+    throw std::runtime_error(what + ": needs " + probe::size_text(total_bytes) + " of device memory (" +
+                             probe::size_text(extra_bytes) + " more than the probe holds), " +
+                             probe::size_text(free_bytes) + " free of " + probe::size_text(device_bytes));
   for (const Need& n : needs)
     n.buffer.get(n.bytes);
 }
@@ -267,8 +256,8 @@ Result run_copy(Device& dev, std::size_t bytes, const StoppingRule& rule, const 
   const Copy copy = prepare_copy(dev, bytes, what);
   EventSource source(dev, [&copy](cudaStream_t s) { copy.launch(s); });
   Result r{measure(source, rule), std::string("copy kernel y = a x") + (copy.vector ? " (float4)" : "") + ", " +
-                                      size_text(copy.moved_bytes() / 2) + " read + " +
-                                      size_text(copy.moved_bytes() / 2) + " written"};
+                                      probe::size_text(copy.moved_bytes() / 2) + " read + " +
+                                      probe::size_text(copy.moved_bytes() / 2) + " written"};
   if (bandwidth) {
     char text[64];
     std::snprintf(text, sizeof text, "; %.1f GB/s at the median",
@@ -328,7 +317,7 @@ ConvChoice search(Device& dev, int max_count, Heuristic heuristic, Find find, co
     if (perfs[i].status == CUDNN_STATUS_SUCCESS && perfs[i].memory <= search_bytes)
       return ConvChoice{static_cast<int>(perfs[i].algo), name_of(names, static_cast<int>(perfs[i].algo)),
                         perfs[i].mathType, perfs[i].memory, search_bytes};
-  throw std::runtime_error(what + ": cuDNN found no algorithm within a workspace of " + size_text(search_bytes));
+  throw std::runtime_error(what + ": cuDNN found no algorithm within a workspace of " + probe::size_text(search_bytes));
 }
 
 Result run_convolution(Device& dev, const LayerKernel& L, const std::string& pass, const StoppingRule& rule,
@@ -466,12 +455,13 @@ Result run_convolution(Device& dev, const LayerKernel& L, const std::string& pas
   EventSource source(dev, std::move(op)); // the cuDNN handle is bound to dev.stream
   const Statistics stats = measure(source, rule);
   return Result{stats, std::string("cudnn algo ") + choice.name + " (" + std::to_string(choice.algo) + ", " +
-                           name_of(kMathTypes, static_cast<int>(choice.math)) + "), workspace " + size_text(ws_bytes) +
-                           " (search allowed " + size_text(choice.search_bytes) + "); x " +
-                           dims_text({in[0], in[1], in[2], in[3]}) + ", w " + dims_text({f[0], f[1], f[2], f[3]}) +
-                           ", y " + dims_text({yn, yc, yh, yw}) + ", stride " + dims_text({L.stride[0], L.stride[1]}) +
-                           ", padding " + dims_text({L.padding[0], L.padding[1]}) + ", groups " +
-                           std::to_string(L.groups) + ", " + dtype_name(dtype)};
+                           name_of(kMathTypes, static_cast<int>(choice.math)) + "), workspace " +
+                           probe::size_text(ws_bytes) + " (search allowed " + probe::size_text(choice.search_bytes) +
+                           "); x " + dims_text({in[0], in[1], in[2], in[3]}) + ", w " +
+                           dims_text({f[0], f[1], f[2], f[3]}) + ", y " + dims_text({yn, yc, yh, yw}) + ", stride " +
+                           dims_text({L.stride[0], L.stride[1]}) + ", padding " +
+                           dims_text({L.padding[0], L.padding[1]}) + ", groups " + std::to_string(L.groups) + ", " +
+                           dtype_name(dtype)};
 }
 
 // ---- GEMMs (cuBLASLt) ----
@@ -516,7 +506,8 @@ public:
   }
 
   [[nodiscard]] std::string describe() const {
-    return "heuristic algo " + std::to_string(algo_id_) + " (workspace " + size_text(heuristic_.workspaceSize) + ")";
+    return "heuristic algo " + std::to_string(algo_id_) + " (workspace " + probe::size_text(heuristic_.workspaceSize) +
+           ")";
   }
 
 private:
@@ -590,7 +581,7 @@ Result run_matmul(Device& dev, const LayerKernel& L, const std::string& pass, co
   const Statistics stats = measure(source, rule);
   return Result{stats, "cublasLt " + shapes + " row-major" +
                            (batch > 1 ? ", " + std::to_string(batch) + " of them" : "") + ", " + dtype_name(dtype) +
-                           " (compute fp32), " + matmul.describe() + " of " + size_text(kMatmulWorkspaceBytes)};
+                           " (compute fp32), " + matmul.describe() + " of " + probe::size_text(kMatmulWorkspaceBytes)};
 }
 
 } // namespace
@@ -686,7 +677,7 @@ Result run_h2d(Device& dev, const Measurement& m, const StoppingRule& rule) {
         PROBE_CUDA(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, s));
       },
       /*flush=*/false);
-  return Result{measure(source, rule), "cudaMemcpyAsync host to device, " + size_text(bytes) + " from " +
+  return Result{measure(source, rule), "cudaMemcpyAsync host to device, " + probe::size_text(bytes) + " from " +
                                            (m.pinned ? "pinned (cudaMallocHost)" : "pageable") + " host memory"};
 }
 
@@ -749,7 +740,7 @@ Result run_low_rank(Device& dev, const Measurement& m, const StoppingRule& rule)
       PROBE_CUSOLVER(cusolverDnSorgqr(dev.solver, rows, rank, rank, P, rows, tau, work, work_floats, info));
     };
     shapes = "cusolverDnSgeqrf + cusolverDnSorgqr of P" + dims_text({n, r}) + " in place, column-major, fp32, work " +
-             size_text(work_bytes);
+             probe::size_text(work_bytes);
   } else {
     throw std::runtime_error(what + ": unknown step (p_matmul, q_matmul or orthogonalise)");
   }

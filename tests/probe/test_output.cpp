@@ -119,6 +119,17 @@ probe::ProbeResults fake_results(const probe::ProbePlan& plan) {
   return r;
 }
 
+// Writes `r` with the probe's writer into `dir` and runs `ddlsim calibrate --probe` on it; the calibration's path.
+std::string calibrate_probe(const probe::ProbeResults& r, const test::TempDir& dir) {
+  const std::string probe_path = (dir.path() / "probe.json").string();
+  probe::write_file_atomic(probe_path, probe::probe_json(r));
+  sim::CalibrateRequest request;
+  request.probes = {probe_path};
+  request.out = (dir.path() / "calib.json").string();
+  REQUIRE(sim::calibrate_command(request) == 0);
+  return request.out;
+}
+
 } // namespace
 
 TEST_CASE("probe::probe_json writes every measurement with units and the device", "[probe]") {
@@ -171,13 +182,8 @@ TEST_CASE("calibrate --probe turns the probe's file into layer times and selecti
   const auto plan = fake_plan();
   const auto r = fake_results(plan);
   test::TempDir dir;
-  const std::string probe_path = (dir.path() / "probe.json").string();
-  probe::write_file_atomic(probe_path, probe::probe_json(r));
-  sim::CalibrateRequest request;
-  request.probes = {probe_path};
-  request.out = (dir.path() / "calib.json").string();
-  REQUIRE(sim::calibrate_command(request) == 0);
-  const auto c = dag::parse_calibration(load_json_file(request.out), request.out, "");
+  const std::string calibration = calibrate_probe(r, dir);
+  const auto c = dag::parse_calibration(load_json_file(calibration), calibration, "");
   CHECK(c.batch_per_gpu == 16);
   REQUIRE(c.layers.size() == 3);
   // conv1 is the first layer: no backward-data kernel (the batch needs no gradient); the others add both passes
@@ -254,13 +260,8 @@ TEST_CASE("ResNet-50: a probe file of the quickstart plan calibrates every layer
   const auto plan = probe::parse_plan(sim::probe_plan(scenario).dump(2), "plan.json");
   auto r = fake_results(plan);
   test::TempDir dir;
-  const std::string probe_path = (dir.path() / "probe.json").string();
-  probe::write_file_atomic(probe_path, probe::probe_json(r));
-  sim::CalibrateRequest request;
-  request.probes = {probe_path};
-  request.out = (dir.path() / "calib.json").string();
-  REQUIRE(sim::calibrate_command(request) == 0);
-  const auto calibrated = sim::load_scenario(scenario_path, {"calibration=" + request.out});
+  const std::string calibration = calibrate_probe(r, dir);
+  const auto calibrated = sim::load_scenario(scenario_path, {"calibration=" + calibration});
   const auto run = sim::run_scenario(calibrated);
   int forward = 0, backward = 0;
   for (std::size_t v = 0; v < run.graph.size(); ++v) {
