@@ -84,9 +84,11 @@ public:
     double total = 0;
     for (const auto& phase : phases) {
       double slowest = 0;
-      for (const auto& f : phase.flows) {
+      const auto& latency = latencies(phase);
+      for (std::size_t i = 0; i < phase.flows.size(); ++i) {
+        const auto& f = phase.flows[i];
         const Route& path = route(f.src, f.dst);
-        slowest = std::max(slowest, std::max(1, f.latency_repeats) * path.latency_s + f.bytes / path.bandwidth);
+        slowest = std::max(slowest, latency[i] + f.bytes / path.bandwidth);
         flow::add_unshared_flow(path.notes, f.bytes, path.bandwidth);
         ++unshared_flows_;
       }
@@ -121,18 +123,22 @@ private:
   };
 
   // One flow of a phase. An aggregated flow folds r steps (lowering.hpp). It is sent as S = min(r, segments)
-  // consecutive segments, each carrying 1/S of the bytes and paying its share of the r path latencies after its
-  // transfer: the latencies stay interleaved with the transfer as in per-message simulation, so under contention
-  // other traffic uses the link during them (tests/flow_engine: within 0.5 % of per-message). The comm of the
-  // segment in flight carries a pointer to its Flow as its data.
+  // consecutive segments, each carrying 1/S of the bytes and paying its share of the r latencies, one before its
+  // transfer and the others after it: the latencies stay interleaved with the transfer as in per-message
+  // simulation, so under contention other traffic uses the link during them (tests/flow_engine: within 0.5 % of
+  // per-message). SimGrid's own latency is off (configure_closed_form: a latency factor of 0): every latency is a
+  // wait here, so that a flow can pay another path's latency (a ring step's critical walk, lowering.hpp). The comm
+  // of the segment in flight carries a pointer to its Flow as its data.
   struct Flow {
     Collective* run;
     const Route* path; ///< src to dst (an element of routes_, whose addresses are stable)
     int src, dst;
     double bytes_per_segment;
+    double latency_per_repeat_s; ///< the flow's latency / repeats
     int repeats, segments, sent;
-    double extra_s = 0; ///< latency paid after the segment in flight
-    sg4::CommPtr comm;  ///< the segment in flight
+    double extra_s = 0;   ///< latency paid after the segment in flight
+    sg4::CommPtr comm;    ///< the segment in flight
+    bool waiting = false; ///< its comm waits for the latency before it
   };
 
   struct Collective {
@@ -184,6 +190,22 @@ private:
     return it->second;
   }
 
+  /// Each flow's latency in `phase` (lowering.hpp): its path's, latency_repeats times (at least once), or, in a
+  /// step of a pipelined ring, the critical walk's over the flows' paths. The returned buffer is reused.
+  const std::vector<double>& latencies(const Phase& phase) {
+    latency_.clear();
+    for (const auto& f : phase.flows) {
+      const double path = route(f.src, f.dst).latency_s;
+      latency_.push_back(phase.chain_hops > 0 ? path : std::max(1, f.latency_repeats) * path);
+    }
+    if (phase.chain_hops > 0) {
+      const auto walk = critical_walk(latency_, phase.chain_hops);
+      const double chain = phase.chain_hop < 0 ? walk.latency_s : walk_hop_latency(latency_, walk, phase.chain_hop);
+      std::fill(latency_.begin(), latency_.end(), chain);
+    }
+    return latency_;
+  }
+
   void next_phase(Collective& run) {
     // Skip empty phases; when none is left the collective is done.
     while (run.next < run.phases.size() && run.phases[run.next].flows.empty())
@@ -201,11 +223,13 @@ private:
     run.outstanding = phase.flows.size();
     run.flows.clear();
     run.flows.reserve(phase.flows.size());
-    for (const auto& f : phase.flows) {
+    const auto& latency = latencies(phase);
+    for (std::size_t i = 0; i < phase.flows.size(); ++i) {
+      const auto& f = phase.flows[i];
       const int repeats = std::max(1, f.latency_repeats);
       const int segments = std::min(repeats, segments_);
-      run.flows.push_back(
-          Flow{&run, &route(f.src, f.dst), f.src, f.dst, f.bytes / segments, repeats, segments, 0, 0, nullptr});
+      run.flows.push_back(Flow{&run, &route(f.src, f.dst), f.src, f.dst, f.bytes / segments, latency[i] / repeats,
+                               repeats, segments, 0, 0, nullptr});
     }
     for (auto& flow : run.flows)
       send_segment(flow);
@@ -219,20 +243,29 @@ private:
       count = flow.segments - flow.sent;
     const int i = flow.sent;
     flow.sent += count;
-    // Segment i pays repeats / segments latencies (the first repeats % segments pay one more): one in its flow,
-    // the others after it.
+    // Segment i pays repeats / segments latencies (the first repeats % segments pay one more): one before its
+    // transfer (where SimGrid's own latency would be), the others after it.
     int share = 0;
     for (int k = i; k < i + count; ++k)
       share += flow.repeats / flow.segments + (k < flow.repeats % flow.segments ? 1 : 0);
-    const Route& path = *flow.path;
-    flow.extra_s = share > 1 ? (share - 1) * path.latency_s : 0.0;
+    flow.extra_s = share > 1 ? (share - 1) * flow.latency_per_repeat_s : 0.0;
     flow.comm = maestro_.adopt([&] {
       return sg4::Comm::sendto_init(platform_.gpus[static_cast<std::size_t>(flow.src)],
                                     platform_.gpus[static_cast<std::size_t>(flow.dst)]);
     });
     flow.comm->set_payload_size(static_cast<std::uint64_t>(flow.bytes_per_segment * count + 0.5));
     flow.comm->set_data(&flow);
-    flow::note_links_in_use(path.notes);
+    if (share > 0 && flow.latency_per_repeat_s > 0) {
+      flow.waiting = true;
+      after(flow.latency_per_repeat_s, &flow);
+    } else {
+      start_transfer(flow);
+    }
+  }
+
+  void start_transfer(Flow& flow) {
+    flow.waiting = false;
+    flow::note_links_in_use(flow.path->notes);
     ++flows_;
     flow.comm->start();
   }
@@ -245,8 +278,9 @@ private:
       next_phase(*flow.run);
   }
 
-  /// Calls segment_done(flow) `delay` seconds from now. Waits that end at the same instant share one timed
-  /// activity: the flows of a phase end together, so fewer activities are in flight.
+  /// `delay` seconds from now, starts the transfer of a flow that waits for it, or else calls segment_done(flow).
+  /// Waits that end at the same instant share one timed activity: the flows of a phase end together, so fewer
+  /// activities are in flight.
   void after(double delay, Flow* flow) {
     const double at = sg4::Engine::get_clock() + delay;
     auto [it, fresh] = timers_.try_emplace(at);
@@ -257,7 +291,10 @@ private:
     on_done(wait.get(), [this, at, wait] {
       auto node = timers_.extract(at);
       for (Flow* f : node.mapped())
-        segment_done(*f);
+        if (f->waiting)
+          start_transfer(*f);
+        else
+          segment_done(*f);
     });
     wait->start();
   }
@@ -271,6 +308,7 @@ private:
   std::map<double, std::vector<Flow*>> timers_; ///< flows waiting for latencies, by the instant the wait ends
   std::unordered_map<const sg4::Activity*, std::function<void()>> handlers_; ///< of timed activities
   std::unordered_map<std::uint64_t, Route> routes_;                          ///< by (source, destination) rank
+  std::vector<double> latency_;                                              ///< latencies()'s buffer
   std::vector<std::unique_ptr<Collective>> collectives_;
   // Released at the next time step (see completed).
   std::vector<sg4::CommPtr> graveyard_;

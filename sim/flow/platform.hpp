@@ -41,7 +41,8 @@ struct Platform {
 };
 
 /// SimGrid settings that make flows follow the closed forms exactly (DESIGN.md): network/model:CM02,
-/// network/latency-factor:1, network/bandwidth-factor:1, network/weight-S:0, network/crosstraffic:0 and
+/// network/latency-factor:0 (FlowRun pays each flow's latencies as waits around its transfer, flow_run.hpp, so that a
+/// ring step can pay its critical walk's), network/bandwidth-factor:1, network/weight-S:0, network/crosstraffic:0 and
 /// network/TCP-gamma:0 (SimGrid 3.32 applies the gamma/(2 latency) window bound only when gamma > 0). Silences
 /// SimGrid's logging (threshold critical) so runs print nothing. Call with the engine created, before the platform
 /// is built.

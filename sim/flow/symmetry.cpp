@@ -100,7 +100,10 @@ ClusterSpec quotient_cluster(const ClusterSpec& cluster) {
 std::vector<Phase> quotient_phases(const std::vector<Phase>& phases, const LoweringShape& shape) {
   const int g = shape.gpus_per_node;
   std::vector<Phase> out(phases.size());
-  for (std::size_t i = 0; i < phases.size(); ++i)
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    // A ring step keeps its chain: node 0's flows are one period of the ring's edges (lowering.hpp).
+    out[i].chain_hops = phases[i].chain_hops;
+    out[i].chain_hop = phases[i].chain_hop;
     for (const auto& f : phases[i].flows)
       if (f.src / g == 0) {
         Flow r = f;
@@ -108,6 +111,7 @@ std::vector<Phase> quotient_phases(const std::vector<Phase>& phases, const Lower
           r.dst = g + f.dst % g;
         out[i].flows.push_back(r);
       }
+  }
   return out;
 }
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ddlsim::sim {
 
 std::optional<MeasuredLinks> measured_links(const Scenario& s) {
@@ -36,6 +38,18 @@ std::optional<MeasuredLinks> measured_links(const Scenario& s) {
     out.inter_node = s.cluster.nodes > 1;
     out.link.bandwidth = steps / p / beta;
     out.link.latency_s = alpha / steps / 2; // a hop crosses two links
+    if (out.inter_node && s.cluster.gpus_per_node > 1) {
+      // The ring's start-up is its critical walk's (allreduce_ring.cpp): k inter-node hops and steps - k hops of
+      // two GPU links, which keep the scenario's latency. k = 2N for g >= 3, 2N - 1 for g = 2 while an inter-node
+      // hop is the slower; 2N - 1 when it is not.
+      const int g = s.cluster.gpus_per_node, nodes = s.cluster.nodes;
+      const double intra_hop = 2 * s.cluster.intra.latency_s;
+      const auto inter_hop = [&](int k) { return std::max(0.0, (alpha - (steps - k) * intra_hop) / k); };
+      double hop = inter_hop(g >= 3 ? 2 * nodes : 2 * nodes - 1);
+      if (hop < intra_hop)
+        hop = inter_hop(2 * nodes - 1);
+      out.link.latency_s = hop / 2;
+    }
     out.note = fmt::format(
         "the flow engine's {} links take {} and {} each, so that its ring allreduce over {} GPUs reproduces the "
         "measured one of {} at both ends (start-up {}, {} per byte beyond its last segment's start); in between, the "

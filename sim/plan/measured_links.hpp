@@ -2,9 +2,11 @@
 // on links, so a calibration that measures the allreduce over the whole cluster is turned into the effective link
 // bandwidth and latency that make the simulated ring reproduce the measurement's two regimes: its small-message
 // start-up (the first α-β segment's α) and its large-message slope (the last segment's β). A ring allreduce over p
-// ranks takes 2(p-1) steps of n/p bytes over its slowest hop, T = 2(p-1) α_hop + 2(p-1)/p n / B (Patarasuk & Yuan,
-// JPDC 2009), so B = 2(p-1) / (p β) and α_hop = α / (2(p-1)); a hop between two nodes crosses two NIC links on a
-// star (DESIGN.md), each taking half of it.
+// ranks takes 2(p-1) steps of n/p bytes at its slowest hop's bandwidth, T = L + 2(p-1)/p n / B (Patarasuk & Yuan,
+// JPDC 2009), so B = 2(p-1) / (p β); its start-up L is the sum of the hop latencies along its critical chunk's walk
+// (sim/network/lowering/allreduce_ring.cpp): 2(p-1) α_hop on one node or with one GPU per node, else k inter-node
+// hops and 2(p-1) - k intra-node ones, which keep the scenario's GPU links, so α_hop = (α - (2(p-1) - k) α_intra) / k.
+// A hop between two nodes crosses two NIC links on a star (DESIGN.md), each taking half of it.
 #pragma once
 
 #include "sim/network/cluster.hpp"

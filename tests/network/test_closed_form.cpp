@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 using namespace ddlsim::sim;
 using namespace ddlsim::sim::test;
@@ -93,6 +95,104 @@ TEST_CASE("lowering::allreduce lowerings reproduce their closed forms on multi-G
       CHECK_THAT(tree, WithinRel(closed_form("tree", net, bytes), 1e-9));
     else
       CHECK(tree < closed_form("tree", net, bytes));
+  }
+}
+
+namespace {
+
+// The ring allreduce simulated message by message with data dependencies (the reference the closed form stands
+// for): rank r's send of step s starts once it has received step s-1's chunk from r-1 and its own link has finished
+// sending step s-1; a send over edge r -> r+1 takes t_r = n/p / B_r and arrives a_r later. Returns the last arrival.
+double dependency_driven_ring(const Network& net, double bytes) {
+  const int p = net.workers(), g = net.gpus_per_node;
+  std::vector<double> t(static_cast<std::size_t>(p)), a(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    const bool inter = (r + 1) % g == 0 && net.nodes > 1;
+    const LinkSpec& link = inter ? net.inter : net.intra;
+    t[static_cast<std::size_t>(r)] = bytes / p / link.bandwidth;
+    a[static_cast<std::size_t>(r)] = 2 * link.latency_s;
+  }
+  std::vector<double> arrival(static_cast<std::size_t>(p), 0.0), link_free(static_cast<std::size_t>(p), 0.0);
+  for (int s = 0; s < 2 * (p - 1); ++s) {
+    std::vector<double> next(static_cast<std::size_t>(p));
+    for (int r = 0; r < p; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      const double received = s == 0 ? 0.0 : arrival[static_cast<std::size_t>((r + p - 1) % p)];
+      const double start = std::max(received, link_free[i]);
+      link_free[i] = start + t[i];
+      next[i] = start + t[i] + a[i];
+    }
+    arrival = std::move(next);
+  }
+  return *std::max_element(arrival.begin(), arrival.end());
+}
+
+} // namespace
+
+TEST_CASE("lowering::a ring pays each hop's latency along its critical chunk's walk", "[lowering][closed-form]") {
+  // N nodes of g GPUs, GPU links (a_i = 2 x 1 us) and NICs (a_e = 2 x 5 us): the ring's 2(p-1) hops are k
+  // inter-node ones and 2(p-1) - k intra-node ones, k = 2N for g >= 3 (a chunk can skip two intra-node edges),
+  // 2N - 1 for g = 2, 2(p-1) for g = 1 and 0 on one node; the bandwidth term runs at the slower link.
+  const double bytes = GENERATE(0.0, 4096.0, 64e6);
+  const int g = GENERATE(1, 2, 3, 4, 8);
+  CAPTURE(bytes, g);
+  for (int nodes : {1, 2, 3, 4, 16}) {
+    CAPTURE(nodes);
+    const Network net{nodes, g, {100e9, 1e-6}, {12.5e9, 5e-6}};
+    const int p = nodes * g;
+    if (p == 1)
+      continue;
+    const int k = nodes == 1 ? 0 : g == 1 ? 2 * (p - 1) : g == 2 ? 2 * nodes - 1 : 2 * nodes;
+    const double bandwidth = nodes > 1 ? 12.5e9 : 100e9;
+    const double expected = (2 * (p - 1) - k) * 2e-6 + k * 10e-6 + 2.0 * (p - 1) / p * bytes / bandwidth;
+    CHECK_THAT(closed_form("ring", net, bytes), WithinRel(expected, 1e-9));
+    for (auto granularity : {Granularity::aggregated, Granularity::per_message}) {
+      CAPTURE(describe(granularity));
+      CHECK_THAT(lowered("ring", net, bytes, granularity), WithinRel(expected, 1e-9));
+    }
+  }
+}
+
+TEST_CASE("lowering::the ring's closed form is the message-by-message ring's, pipelined", "[lowering][closed-form]") {
+  // Whole-chunk messages with data dependencies take exactly the closed form when latency alone counts (n = 0) or
+  // every link has one bandwidth (every dependency path then carries 2(p-1) transfers and the critical walk's
+  // latencies); with a faster link inside the node, less: the closed form is the pipelined ring (NCCL cuts each
+  // chunk into slices), whose throughput is its slowest edge's.
+  const int g = GENERATE(1, 2, 3, 4, 8);
+  const double bytes = GENERATE(0.0, 4096.0, 1e6, 64e6);
+  CAPTURE(g, bytes);
+  for (int nodes : {1, 2, 3, 5}) {
+    CAPTURE(nodes);
+    if (nodes * g == 1)
+      continue;
+    const Network uniform{nodes, g, {12.5e9, 1e-6}, {12.5e9, 5e-6}};
+    CHECK_THAT(dependency_driven_ring(uniform, bytes), WithinRel(closed_form("ring", uniform, bytes), 1e-9));
+    const Network nvlink{nodes, g, {100e9, 1e-6}, {12.5e9, 5e-6}};
+    if (bytes == 0 || nodes == 1 || g == 1)
+      CHECK_THAT(dependency_driven_ring(nvlink, bytes), WithinRel(closed_form("ring", nvlink, bytes), 1e-9));
+    else
+      CHECK(dependency_driven_ring(nvlink, bytes) < closed_form("ring", nvlink, bytes));
+  }
+}
+
+TEST_CASE("lowering::per-message ring steps pay the critical chunk's hops in order", "[lowering][closed-form]") {
+  // 2 nodes x 3 GPUs (p = 6): edges 0>1, 1>2 intra, 2>3 inter, 3>4, 4>5 intra, 5>0 inter. The walk of 10 edges
+  // with the most inter-node hops starts after two intra-node edges: at edge 2 (2>3), crossing 4 inter-node hops.
+  const Network net{2, 3, {100e9, 1e-6}, {12.5e9, 5e-6}};
+  const auto phases = lower(Collective::allreduce, "ring", {2, 3}, 6e6, Granularity::per_message);
+  REQUIRE(phases.size() == 10);
+  std::vector<double> edges;
+  for (const auto& f : phases[0].flows)
+    edges.push_back(2 * (f.src / 3 == f.dst / 3 ? net.intra : net.inter).latency_s);
+  const auto walk = critical_walk(edges, 10);
+  CHECK(walk.first == 2);
+  CHECK_THAT(walk.latency_s, WithinRel(4 * 10e-6 + 6 * 2e-6, 1e-12));
+  for (std::size_t k = 0; k < phases.size(); ++k) {
+    CAPTURE(k);
+    CHECK(phases[k].chain_hops == 10);
+    CHECK(phases[k].chain_hop == static_cast<int>(k));
+    const bool inter = (2 + k) % 3 == 2; // edge j is inter-node when j % 3 == 2
+    CHECK(walk_hop_latency(edges, walk, static_cast<int>(k)) == (inter ? 10e-6 : 2e-6));
   }
 }
 

@@ -5,6 +5,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+
+namespace ddlsim::sim {
+
+CriticalWalk critical_walk(const std::vector<double>& edge_latency, int hops) {
+  const std::size_t m = edge_latency.size();
+  if (m == 0 || hops <= 0)
+    return {};
+  const auto h = static_cast<std::size_t>(hops);
+  // Whole turns of the ring, then a partial window of r edges: prefix sums over two periods give every window.
+  std::vector<double> prefix(2 * m + 1, 0.0);
+  for (std::size_t j = 0; j < 2 * m; ++j)
+    prefix[j + 1] = prefix[j] + edge_latency[j % m];
+  const double turns = static_cast<double>(h / m) * prefix[m];
+  const std::size_t r = h % m;
+  CriticalWalk best{0, turns + prefix[r]};
+  for (std::size_t s = 1; s < m; ++s)
+    if (const double sum = turns + (prefix[s + r] - prefix[s]); sum > best.latency_s)
+      best = {s, sum};
+  return best;
+}
+
+} // namespace ddlsim::sim
 
 namespace ddlsim::sim::detail {
 
@@ -24,9 +47,17 @@ Phase ring_phase(int p, double bytes, int latency_repeats) {
 std::vector<Phase> ring_steps(int p, int steps, double chunk_bytes, Granularity granularity) {
   if (p <= 1 || steps <= 0)
     return {};
-  if (granularity == Granularity::aggregated)
-    return {ring_phase(p, steps * chunk_bytes, steps)};
-  return std::vector<Phase>(static_cast<std::size_t>(steps), ring_phase(p, chunk_bytes, 1));
+  if (granularity == Granularity::aggregated) {
+    auto phase = ring_phase(p, steps * chunk_bytes, steps);
+    phase.chain_hops = steps;
+    return {std::move(phase)};
+  }
+  std::vector<Phase> phases(static_cast<std::size_t>(steps), ring_phase(p, chunk_bytes, 1));
+  for (int k = 0; k < steps; ++k) {
+    phases[static_cast<std::size_t>(k)].chain_hops = steps;
+    phases[static_cast<std::size_t>(k)].chain_hop = k;
+  }
+  return phases;
 }
 
 std::vector<Phase> ps_shard_phases(const LoweringShape& shape, double bytes, bool push) {

@@ -20,6 +20,7 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
   const std::size_t endpoints = static_cast<std::size_t>(base + net.server_hosts);
   std::vector<int> out(static_cast<std::size_t>(ranks)), in(static_cast<std::size_t>(ranks));
   std::vector<int> nic_out(endpoints), nic_in(endpoints);
+  std::vector<double> hops;
   std::size_t phase = 0;
   for (const auto& ph : phases) {
     std::fill(out.begin(), out.end(), 0);
@@ -35,12 +36,22 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
         ++nic_in[endpoint(f.dst)];
       }
     }
+    // A step of a pipelined ring: every flow pays the latency of the critical chunk's walk (lowering.hpp).
+    double chain_latency_s = 0;
+    if (ph.chain_hops > 0) {
+      hops.clear();
+      for (const auto& f : ph.flows)
+        hops.push_back(2 * (same_node(f) ? net.intra : net.inter).latency_s);
+      const auto walk = critical_walk(hops, ph.chain_hops);
+      chain_latency_s = ph.chain_hop < 0 ? walk.latency_s : walk_hop_latency(hops, walk, ph.chain_hop);
+    }
     for (const auto& f : ph.flows) {
       const bool intra = same_node(f);
       const int sharers = intra ? std::max(out[static_cast<std::size_t>(f.src)], in[static_cast<std::size_t>(f.dst)])
                                 : std::max(nic_out[endpoint(f.src)], nic_in[endpoint(f.dst)]);
       const LinkSpec& link = intra ? net.intra : net.inter;
-      visit(phase, f, f.latency_repeats * 2 * link.latency_s, sharers / link.bandwidth);
+      const double latency_s = ph.chain_hops > 0 ? chain_latency_s : f.latency_repeats * 2 * link.latency_s;
+      visit(phase, f, latency_s, sharers / link.bandwidth);
     }
     ++phase;
   }

@@ -17,7 +17,8 @@ namespace ddlsim::sim {
 /// 2 l_i, bandwidth B_i) shared by the phase's intra-node flows leaving its source GPU or entering its
 /// destination GPU; a flow between nodes crosses two NIC links (alpha 2 l_e, bandwidth B_e) shared likewise by
 /// the off-node flows of its NIC's endpoint (the node, or the GPU with a NIC per GPU). A flow takes
-/// latency_repeats alpha + bytes / (B / max(sharers at source, sharers at destination)); a phase takes its
+/// latency_repeats alpha (a ring step: its critical walk's latency, lowering.hpp) + bytes / (B / max(sharers at
+/// source, sharers at destination)); a phase takes its
 /// slowest flow; the collective the sum of its phases. Ranks from net.workers() on are dedicated server hosts, each
 /// its own endpoint with an inter-node NIC.
 [[nodiscard]] double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <vector>
 
 namespace ddlsim::sim {
@@ -21,9 +22,34 @@ struct Flow {
   int latency_repeats = 1; ///< the path latency is paid this many times (aggregated steps)
 };
 
+/// A phase's flows start together; the phase ends when its last flow has arrived. A flow pays its own path's
+/// latency `latency_repeats` times, unless the phase is a step of a pipelined ring (`chain_hops` > 0): its flows, in
+/// order, are the ring's edges (flow i's destination is flow i+1's source, the last one's the first one's; a
+/// phase may hold one period of a ring that repeats, as the flow engine's node quotient does), and the collective's
+/// critical chunk is forwarded along `chain_hops` consecutive edges of it, each forward waiting for the chunk's
+/// arrival (Patarasuk & Yuan's ring; NCCL's tuning model, src/graph/tuning.cc, charges a ring intra-node latency
+/// per step inside a node and inter-node latency per step between nodes). Every flow then pays that walk's
+/// latency (critical_walk) in place of its own: the whole walk's (`chain_hop` < 0, a phase that folds all steps)
+/// or its hop number `chain_hop` (a phase that is one step). A ring's latency is thus the sum of its hops' along
+/// the chain, while its bandwidth term is that of its slowest edge (a pipelined ring runs at its bottleneck).
 struct Phase {
   std::vector<Flow> flows;
+  int chain_hops = 0;
+  int chain_hop = -1;
 };
+
+/// The walk of `hops` consecutive edges of a ring whose edge j has latency edge_latency[j mod m] (m edges, one
+/// period) with the largest latency sum: its first edge (the smallest such) and that sum. O(m).
+struct CriticalWalk {
+  std::size_t first = 0;
+  double latency_s = 0;
+};
+[[nodiscard]] CriticalWalk critical_walk(const std::vector<double>& edge_latency, int hops);
+/// Latency of hop `hop` of the walk (edge (first + hop) mod m).
+[[nodiscard]] inline double walk_hop_latency(const std::vector<double>& edge_latency, const CriticalWalk& walk,
+                                             int hop) {
+  return edge_latency[(walk.first + static_cast<std::size_t>(hop)) % edge_latency.size()];
+}
 
 /// The cluster's ranks: workers, node-major, then (parameter server, `dedicated_servers`) one rank per dedicated
 /// server host. Co-located server s runs on GPU 0 of node s mod nodes (BytePS's co-located mode, Jiang et al.,
