@@ -64,10 +64,15 @@ std::size_t to_bytes(double bytes, const std::string& what) {
 }
 
 std::string dims_text(std::initializer_list<std::int64_t> dims) {
+  // Appended piece by piece: GCC 12 at -O3 flags `"," + string` with a false -Wrestrict (GCC bug 105329).
   std::string s = "[";
-  for (const std::int64_t d : dims)
-    s += (s.size() > 1 ? "," : "") + std::to_string(d);
-  return s + "]";
+  for (const std::int64_t d : dims) {
+    if (s.size() > 1)
+      s += ',';
+    s += std::to_string(d);
+  }
+  s += ']';
+  return s;
 }
 
 /// Grows the buffers to `bytes` each after checking that what they need beyond what they hold fits in free memory.
