@@ -315,10 +315,15 @@ std::vector<std::string> add_probe_calibration(dag::Calibration& c, const std::v
       notes.push_back(fmt::format("{}: memory bandwidth up to {:.0f} GB/s (a scenario's gpu.memory_bandwidth)", p.path,
                                   best / 1e9));
     }
-    if (p.overlap_alone_s && p.overlap_with_allreduce_s)
-      notes.push_back(fmt::format("{}: compute beside an allreduce takes {:.3f} x its time alone (not yet a "
-                                  "calibration entry)",
-                                  p.path, *p.overlap_with_allreduce_s / *p.overlap_alone_s));
+    if (p.overlap_alone_s && p.overlap_with_allreduce_s && !c.compute_slowdown) {
+      // The analytic engine slows compute by this while a collective runs beside it (sim/plan/schedule.hpp); a
+      // GEMM measured faster beside the allreduce (noise) is no slowdown.
+      const double ratio = *p.overlap_with_allreduce_s / *p.overlap_alone_s;
+      c.compute_slowdown = std::clamp(ratio - 1, 0.0, 10.0);
+      notes.push_back(fmt::format("{}: compute beside an allreduce takes {:.3f} x its time alone "
+                                  "(overlap.compute_slowdown {:.3f})",
+                                  p.path, ratio, *c.compute_slowdown));
+    }
     for (const auto& f : p.failed)
       notes.push_back(fmt::format("{}: failed on the GPU, not measured: {}", p.path, f));
     if (p.low_rank > 0)

@@ -83,11 +83,12 @@ Calibration parse_calibration(const Json& doc, const std::string& file, const st
   r.optional_string("format");
   c.version = static_cast<int>(r.optional_integer("version", 1, 2).value_or(1));
   c.source = r.optional_string("source").value_or("");
-  if (!r.has("layers") && !r.has("selection") && !r.has("collectives") && !r.has("host") && !r.has("optimizer"))
+  if (!r.has("layers") && !r.has("selection") && !r.has("collectives") && !r.has("host") && !r.has("optimizer") &&
+      !r.has("overlap"))
     r.fail_here(c.version == 1 ? "a calibration gives \"layers\", \"selection\" or both"
                                : "a calibration gives \"layers\", \"selection\", \"collectives\", \"host\", "
-                                 "\"optimizer\" or some of them");
-  for (const char* key : {"collectives", "host", "optimizer"})
+                                 "\"optimizer\", \"overlap\" or some of them");
+  for (const char* key : {"collectives", "host", "optimizer", "overlap"})
     if (c.version == 1 && r.has(key))
       r.fail(key, fmt::format("\"{}\" needs \"version\": 2", key));
   if (r.has("host")) {
@@ -103,6 +104,11 @@ Calibration parse_calibration(const Json& doc, const std::string& file, const st
     auto o = r.object("optimizer");
     c.optimizer.gpu_s = o.optional_quantity("gpu", Dimension::time);
     c.optimizer.host_s = o.optional_quantity("host", Dimension::time);
+    o.finish();
+  }
+  if (r.has("overlap")) {
+    auto o = r.object("overlap");
+    c.compute_slowdown = o.number("compute_slowdown", 0.0, 10.0);
     o.finish();
   }
   if (const Json* list = r.optional("collectives")) {
@@ -188,6 +194,8 @@ OrderedJson calibration_json(const Calibration& c) {
     optimizer["host"] = seconds(*c.optimizer.host_s);
   if (!optimizer.empty())
     j["optimizer"] = std::move(optimizer);
+  if (c.compute_slowdown)
+    j["overlap"] = {{"compute_slowdown", *c.compute_slowdown}};
   if (!c.selection.empty()) {
     OrderedJson curves = OrderedJson::object();
     for (const auto& [name, k] : c.selection)

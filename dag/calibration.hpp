@@ -83,6 +83,9 @@ struct Calibration {
   std::vector<MeasuredCollective> collectives;     ///< version 2
   HostCosts host;                                  ///< version 2
   OptimizerTime optimizer;                         ///< version 2
+  /// Version 2, `overlap.compute_slowdown`: compute runs 1 + this times slower beside a collective on its GPU
+  /// (measured by ddlsim-probe: a GEMM alone and beside NCCL allreduces).
+  std::optional<double> compute_slowdown{};
 };
 
 /// Parses a calibration document (version 1 or 2); errors are InputErrors naming `file` and the JSON path under

@@ -664,11 +664,19 @@ constexpr std::size_t kReportedRows = 500'000;
 RunResult run_flow(const Scenario& scenario) {
   // A measured allreduce over the whole cluster sets the links the algorithm is simulated on (measured_links.hpp).
   const Scenario s = with_measured_links(scenario);
+  if (s.gpu.comm_slowdown && *s.gpu.comm_slowdown > 0)
+    throw InputError(s.file, "/gpu/comm_slowdown",
+                     "the flow engine does not model compute slowed by communication yet; run the analytic engine, "
+                     "or leave comm_slowdown out");
   if (s.strategy.asynchronous())
     throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
   const auto wall_start = std::chrono::steady_clock::now();
   auto prepared = detail::prepare(s, "flow");
   RunResult& r = prepared.result;
+  if (const auto slowdown = comm_slowdown(s); slowdown.factor > 0)
+    r.notes.push_back(fmt::format("the calibration's overlap.compute_slowdown ({}) is not applied: the flow engine "
+                                  "does not model compute slowed by communication yet (the analytic engine does)",
+                                  slowdown.factor));
   const std::size_t listed =
       s.flow_report_replicas ? static_cast<std::size_t>(*s.flow_report_replicas)
                              : std::clamp<std::size_t>(kReportedRows / std::max<std::size_t>(r.graph.size(), 1), 1, 64);

@@ -5,10 +5,152 @@
 #include <array>
 #include <map>
 #include <queue>
+#include <tuple>
+#include <utility>
 
 namespace ddlsim::sim {
 
-std::vector<TaskTiming> schedule(const dag::IterationGraph& g) {
+bool slowed_by_communication(const dag::Task& t) {
+  using dag::TaskKind;
+  const bool kernel = t.kind == TaskKind::forward || t.kind == TaskKind::backward || t.kind == TaskKind::update ||
+                      t.kind == TaskKind::prediction || t.kind == TaskKind::compression;
+  return kernel && (t.resource == dag::Resource::gpu_compute || t.resource == dag::Resource::gpu_compression);
+}
+
+std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, const ScheduleOptions& options) {
+  // Events in time order: a task's end (ends first at one instant, as the list scheduler commits a task's end
+  // before its successors compete), then ready tasks by (time, id). A ready task takes its resource's lane once the
+  // tasks that took it before have ended (the list scheduler's order); a compute task's remaining work runs at
+  // 1 / (1 + s) while its GPU communicates, and its end moves when a collective starts or ends beside it.
+  using dag::Resource;
+  using dag::TaskKind;
+  const std::size_t n = g.size();
+  const auto devices = g.devices();
+  const auto device_of = [&](const dag::Task& t) {
+    return static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), t.device) - devices.begin());
+  };
+  const auto slot_of = [&](const dag::Task& t) {
+    return device_of(t) * dag::kResourceCount + static_cast<std::size_t>(t.resource);
+  };
+  const double slow_rate = 1 / (1 + options.compute_slowdown);
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+  std::vector<TaskTiming> timing(n);
+  std::vector<std::size_t> missing(n);
+  std::vector<double> ready_at(n, 0);
+  std::vector<char> ended(n, 0);
+  std::vector<int> blockers(n, 0);
+  std::vector<std::vector<std::size_t>> unblocks(n);
+  std::vector<std::map<int, std::size_t>> last_in_lane(devices.size() * dag::kResourceCount);
+  std::vector<std::size_t> last_barrier(devices.size() * dag::kResourceCount, kNone);
+  // Slowed tasks in progress: work left (s at full speed) as of `since`, at `rate`; `version` invalidates old ends.
+  std::vector<double> work_left(n, 0), since(n, 0), rate(n, 1);
+  std::vector<unsigned> version(n, 0);
+  std::vector<int> communicating(devices.size(), 0);
+  std::vector<std::vector<std::size_t>> running(devices.size());
+
+  using Ready = std::pair<double, std::size_t>;
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
+  using End = std::tuple<double, std::size_t, unsigned>;
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends;
+  for (std::size_t v = 0; v < n; ++v) {
+    missing[v] = boost::in_degree(v, g.graph());
+    if (missing[v] == 0)
+      ready.emplace(0.0, v);
+  }
+
+  const auto set_rates = [&](std::size_t d, double now) {
+    const double r = communicating[d] > 0 ? slow_rate : 1.0;
+    for (const auto v : running[d]) {
+      if (rate[v] == r)
+        continue;
+      work_left[v] -= (now - since[v]) * rate[v];
+      since[v] = now;
+      rate[v] = r;
+      ends.emplace(now + std::max(0.0, work_left[v]) / r, v, ++version[v]);
+    }
+  };
+  const auto start = [&](std::size_t v, double now) {
+    const auto& task = g.task(v);
+    timing[v].start_s = now;
+    const std::size_t d = device_of(task);
+    if (options.compute_slowdown > 0 && slowed_by_communication(task)) {
+      work_left[v] = task.duration_s;
+      since[v] = now;
+      rate[v] = communicating[d] > 0 ? slow_rate : 1.0;
+      running[d].push_back(v);
+      ends.emplace(rate[v] == 1.0 ? now + task.duration_s : now + task.duration_s / rate[v], v, version[v]);
+      return;
+    }
+    ends.emplace(now + task.duration_s, v, version[v]);
+    if (task.kind == TaskKind::communication && ++communicating[d] == 1)
+      set_rates(d, now);
+  };
+
+  std::size_t done = 0;
+  while (!ready.empty() || !ends.empty()) {
+    if (!ends.empty() && (ready.empty() || std::get<0>(ends.top()) <= ready.top().first)) {
+      const auto [now, v, ver] = ends.top();
+      ends.pop();
+      if (ver != version[v] || ended[v])
+        continue;
+      ended[v] = 1;
+      ++done;
+      timing[v].end_s = now;
+      const auto& task = g.task(v);
+      const std::size_t d = device_of(task);
+      if (options.compute_slowdown > 0 && slowed_by_communication(task))
+        std::erase(running[d], v);
+      if (task.kind == TaskKind::communication && --communicating[d] == 0)
+        set_rates(d, now);
+      for (auto [it, last] = boost::adjacent_vertices(v, g.graph()); it != last; ++it) {
+        ready_at[*it] = std::max(ready_at[*it], now);
+        if (--missing[*it] == 0)
+          ready.emplace(ready_at[*it], *it);
+      }
+      for (const auto w : unblocks[v])
+        if (--blockers[w] == 0)
+          start(w, now);
+      continue;
+    }
+    const auto [now, v] = ready.top();
+    ready.pop();
+    const auto& task = g.task(v);
+    if (task.resource == Resource::none) {
+      start(v, now);
+      continue;
+    }
+    // The tasks that took the lane (or, for lane -1, every lane) before v, and the last lane -1 task.
+    const auto r = slot_of(task);
+    const auto wait_for = [&](std::size_t u) {
+      if (u != kNone && !ended[u]) {
+        ++blockers[v];
+        unblocks[u].push_back(v);
+      }
+    };
+    wait_for(last_barrier[r]);
+    if (task.lane < 0) {
+      for (const auto& [lane, u] : last_in_lane[r])
+        wait_for(u);
+      last_in_lane[r].clear();
+      last_barrier[r] = v;
+    } else {
+      const auto it = last_in_lane[r].find(task.lane);
+      if (it != last_in_lane[r].end())
+        wait_for(it->second);
+      last_in_lane[r][task.lane] = v;
+    }
+    if (blockers[v] == 0)
+      start(v, now);
+  }
+  if (done != n)
+    (void)g.topological_order(); // throws, naming a task on the cycle
+  return timing;
+}
+
+std::vector<TaskTiming> schedule(const dag::IterationGraph& g, const ScheduleOptions& options) {
+  if (options.compute_slowdown > 0)
+    return schedule_event_driven(g, options);
   const std::size_t n = g.size();
   std::vector<TaskTiming> timing(n);
   std::vector<std::size_t> missing(n);

@@ -10,10 +10,24 @@
 
 namespace ddlsim::sim {
 
+/// How tasks share a GPU beyond its streams.
+struct ScheduleOptions {
+  /// Compute on a GPU (forward, backward, update, prediction and compression kernels) runs 1 + compute_slowdown
+  /// times slower while a communication task of the same GPU runs (NCCL's kernels take SMs and memory bandwidth
+  /// from the kernels beside them: `gpu.comm_slowdown`, docs/engines.md). 0: durations as given.
+  double compute_slowdown = 0;
+};
+
 /// Non-preemptive list scheduling, per device: each resource runs one task at a time (one per lane for tasks with a
 /// lane; a lane -1 task waits for every lane), tasks start in order of readiness (ties by task id); Resource::none runs
-/// everything at once. Durations are taken from the graph.
-[[nodiscard]] std::vector<TaskTiming> schedule(const dag::IterationGraph& g);
+/// everything at once. Durations are taken from the graph; with a compute slowdown a compute task's progress slows
+/// while its GPU communicates (an event-driven pass that gives the same timeline as the list scheduler without one).
+[[nodiscard]] std::vector<TaskTiming> schedule(const dag::IterationGraph& g, const ScheduleOptions& options = {});
+/// The event-driven pass alone (for tests: with compute_slowdown 0 it equals schedule's list scheduling bit for bit).
+[[nodiscard]] std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g,
+                                                            const ScheduleOptions& options);
+/// Whether a task is compute that a collective beside it slows (ScheduleOptions::compute_slowdown).
+[[nodiscard]] bool slowed_by_communication(const dag::Task& t);
 
 /// Splits [0, makespan] into the summary's breakdown.
 [[nodiscard]] Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing,

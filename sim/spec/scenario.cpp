@@ -136,6 +136,7 @@ void parse_gpu(ObjectReader r, Scenario& s) {
   s.gpu.efficiency = r.optional_number("efficiency", 1e-6, 1.0).value_or(1.0);
   s.gpu.single_gpu_iteration_s = r.optional_quantity("single_gpu_iteration", Dimension::time, 0, true);
   s.gpu.speedup = r.optional_number("speedup", 1e-6, 1e6).value_or(1.0);
+  s.gpu.comm_slowdown = r.optional_number("comm_slowdown", 0.0, 10.0);
   if (r.has("calibration")) {
     if (s.gpu.calibration)
       r.fail("calibration", "the scenario's top-level \"calibration\" is given too: keep one of them");
@@ -458,6 +459,14 @@ void apply_override(Json& doc, const std::string& assignment, const std::string&
   if (value.is_discarded())
     value = text; // not JSON: a plain string, e.g. strategy.kind=mg-wfbp
   apply_override(doc, key, value, origin);
+}
+
+CommSlowdown comm_slowdown(const Scenario& s) {
+  if (s.gpu.comm_slowdown)
+    return {*s.gpu.comm_slowdown, "gpu.comm_slowdown"};
+  if (s.gpu.calibration && s.gpu.calibration->compute_slowdown)
+    return {*s.gpu.calibration->compute_slowdown, s.gpu.calibration->origin};
+  return {};
 }
 
 Scenario parse_scenario(const Json& doc, const std::string& file) {

@@ -31,6 +31,9 @@ struct GpuSpec {
   std::optional<double> single_gpu_iteration_s;
   std::optional<dag::Calibration> calibration;
   double speedup = 1.0; ///< `gpu.speedup`: every GPU kernel time divided by it (host times and copies unchanged)
+  /// `gpu.comm_slowdown`: compute runs 1 + this times slower while a collective runs on its GPU (schedule.hpp); unset:
+  /// the calibration's `overlap.compute_slowdown`, else 0.
+  std::optional<double> comm_slowdown;
 };
 
 struct AllreduceSpec {
@@ -101,6 +104,14 @@ struct Scenario {
 /// is not valid JSON is taken as a string. Throws InputError naming `origin` (the scenario file).
 void apply_override(Json& doc, const std::string& assignment, const std::string& origin);
 void apply_override(Json& doc, const std::string& dotted_key, const Json& value, const std::string& origin);
+
+/// The compute slowdown beside communication the scenario runs with (`gpu.comm_slowdown`, else its calibration's
+/// `overlap.compute_slowdown`, else 0) and where it comes from.
+struct CommSlowdown {
+  double factor = 0;
+  std::string source; ///< "gpu.comm_slowdown" or the calibration's file; empty when 0 by default
+};
+[[nodiscard]] CommSlowdown comm_slowdown(const Scenario& s);
 
 /// Parses a whole scenario document. `file` is used in messages and to resolve relative paths.
 [[nodiscard]] Scenario parse_scenario(const Json& doc, const std::string& file);

@@ -209,6 +209,9 @@ TEST_CASE("calibrate --probe turns the probe's file into layer times and selecti
   REQUIRE(c.host.h2d_bandwidth);
   CHECK_THAT(*c.host.h2d_bandwidth, WithinRel(big / (10e-6 + big / 25e9), 1e-12));
   CHECK(!c.host.launch_s);
+  // the GEMM took 9 ms beside the allreduces, 8 ms alone
+  REQUIRE(c.compute_slowdown);
+  CHECK_THAT(*c.compute_slowdown, WithinRel(9.0 / 8 - 1, 1e-9));
   // the collectives as measured tables over 4 ranks on one node, the faster (in-place) side per size
   REQUIRE(c.collectives.size() == 5); // alltoall is not simulated
   for (const auto& m : c.collectives) {
