@@ -132,6 +132,9 @@ struct GradientGroup {
   /// shard_count) (dag/strategies/ps.cpp).
   int shard_first = 0;
   int shard_count = 0;
+  /// Parameter server: the servers' work on the key before its update is applied (BytePS's summation of the nodes'
+  /// pushes on CPUs), seconds.
+  double server_s = 0;
 };
 
 class IterationGraph {

@@ -101,6 +101,14 @@ struct ParameterServerOptions {
   bool dedicated_servers = false;        ///< `placement`: "dedicated" hosts, or "colocated" on the workers' nodes
   std::int64_t bigarray_bound = 1000000; ///< MXNet MXNET_KVSTORE_BIGARRAY_BOUND: larger keys are split over all servers
   double worker_speed_spread = 0;        ///< ps-async: worker w computes (1 + spread x w / (p-1)) times slower
+  /// `mode` "byteps" (ps-sync; Jiang et al., OSDI 2020): a node's GPUs reduce a key inside the node first and the
+  /// node pushes it once (and pulls it once, then broadcasts it to its GPUs); keys are tensors cut into partitions
+  /// of at most `partition_bytes`, each whole on one server, round-robin; the servers sum the nodes' pushes on
+  /// CPUs at `server_sum_bandwidth` (bytes read per second). "kvstore" (default): every worker pushes its own.
+  bool byteps = false;
+  double partition_bytes = 4096000; ///< BytePS's BYTEPS_PARTITION_BYTES default
+  double server_sum_bandwidth = 0;  ///< B/s of pushed bytes summed; set by the parser in byteps mode
+  int nodes = 1;                    ///< the cluster's nodes (BytePS: pushes per key)
 };
 
 /// The collectives of a traced run (traced; dag/strategies/traced.cpp), in launch order: each is ready after the

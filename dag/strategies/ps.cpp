@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace ddlsim::dag {
@@ -27,7 +28,12 @@ KeyShard shard_key(int key, std::int64_t numel, int servers, std::int64_t bigarr
 
 namespace {
 
-constexpr std::string_view kSyncKeys[] = {"servers", "placement", "bigarray_bound"};
+constexpr std::string_view kSyncKeys[] = {"servers", "placement",       "bigarray_bound",
+                                          "mode",    "partition_bytes", "server_sum_bandwidth"};
+// BytePS's servers sum the nodes' pushes on CPUs: by default at one core's streaming sum, 15 GB/s of pushed bytes (a
+// plain summation loop reads 13-17 GB/s on one core of a 14-core i7-12700H, std::accumulate 19-24 GB/s: Duvanenko,
+// "Maximum Read Bandwidth", 2023); BytePS runs several summation threads per server, so this errs slow.
+constexpr double kBytePsSumBandwidth = 15e9;
 constexpr std::string_view kAsyncKeys[] = {"servers", "placement", "bigarray_bound", "worker_speed_spread"};
 
 StrategyOptions parse_ps_options(ObjectReader& r, const StrategyContext& ctx) {
@@ -38,6 +44,18 @@ StrategyOptions parse_ps_options(ObjectReader& r, const StrategyContext& ctx) {
   o.dedicated_servers = r.optional_choice("placement", {"colocated", "dedicated"}).value_or("colocated") == "dedicated";
   o.bigarray_bound = r.optional_integer("bigarray_bound", 1, std::int64_t{1} << 40).value_or(o.bigarray_bound);
   o.worker_speed_spread = r.optional_number("worker_speed_spread", 0.0, 10.0).value_or(0.0);
+  o.nodes = ctx.nodes;
+  o.byteps = r.optional_choice("mode", {"kvstore", "byteps"}).value_or("kvstore") == "byteps";
+  for (const char* key : {"partition_bytes", "server_sum_bandwidth"})
+    if (!o.byteps && r.has(key))
+      r.fail(key, "only with \"mode\": \"byteps\"");
+  if (o.byteps) {
+    if (r.has("bigarray_bound"))
+      r.fail("bigarray_bound", "MXNet's key placement; BytePS cuts tensors into partition_bytes instead");
+    o.partition_bytes = r.optional_quantity("partition_bytes", Dimension::bytes, 1, false).value_or(o.partition_bytes);
+    o.server_sum_bandwidth =
+        r.optional_quantity("server_sum_bandwidth", Dimension::bandwidth, 0, true).value_or(kBytePsSumBandwidth);
+  }
   if (o.dedicated_servers && !ctx.star_network)
     r.fail("placement",
            fmt::format("dedicated server hosts are attached to a star network only, not a {}", ctx.topology));
@@ -51,6 +69,28 @@ std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
   const int servers = options.servers > 0 ? options.servers : 1;
   std::vector<GradientGroup> groups;
   groups.reserve(order.size());
+  if (options.byteps) {
+    // BytePS: each tensor cut into partitions of partition_bytes (the last one shorter), each a key whole on one
+    // server, round-robin in the order they become ready; with more than one node the servers sum the nodes' pushes.
+    int next_server = 0;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const auto whole = make_group(in.model, tensors, order, k, k + 1, in.bytes_per_element);
+      const double parts = std::max(1.0, std::ceil(whole.bytes / options.partition_bytes));
+      for (double part = 0; part < parts; ++part) {
+        auto g = whole;
+        g.bytes = part + 1 < parts ? options.partition_bytes : whole.bytes - part * options.partition_bytes;
+        g.elements = static_cast<std::int64_t>(std::llround(g.bytes / in.bytes_per_element));
+        g.stages = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
+        g.shard_first = next_server;
+        g.shard_count = 1;
+        next_server = (next_server + 1) % servers;
+        if (options.nodes > 1)
+          g.server_s = options.nodes * g.bytes / options.server_sum_bandwidth;
+        groups.push_back(std::move(g));
+      }
+    }
+    return groups;
+  }
   for (std::size_t k = 0; k < order.size(); ++k) {
     auto g = make_group(in.model, tensors, order, k, k + 1, in.bytes_per_element);
     const auto shard =
@@ -158,9 +198,10 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
       g.depend(bwd[static_cast<std::size_t>(group.ready_layer)], push);
       // The servers apply the update to their shards of the key (MXNet's update_on_kvstore) before it is pulled:
       // the worker's optimizer step over the key's share of the parameters, the shards in parallel.
-      const double update_s = total_elements > 0 ? costs.update_s * static_cast<double>(group.elements) /
-                                                       total_elements / std::max(1, group.shard_count)
-                                                 : 0.0;
+      const double update_s =
+          group.server_s + (total_elements > 0 ? costs.update_s * static_cast<double>(group.elements) / total_elements /
+                                                     std::max(1, group.shard_count)
+                                               : 0.0);
       if (update_s > 0) {
         const auto update = g.add({.kind = TaskKind::delay,
                                    .resource = Resource::none,

@@ -78,10 +78,13 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
   for (const auto& g : r.groups)
     ps.push_bytes_per_worker += g.bytes;
   ps.pull_bytes_per_worker = ps.push_bytes_per_worker;
-  for (int k = 0; k < o.servers; ++k) {
-    const int local = shape.server_rank(k) < r.workers ? 1 : 0; // a co-located server's own worker sends nothing
+  // Who pushes to a server: every worker, or (BytePS) every node once, none with one node; a co-located server's
+  // own worker (node) sends nothing over the network.
+  const int pushers = !o.byteps ? r.workers : s.cluster.nodes > 1 ? s.cluster.nodes : 0;
+  for (int k = 0; k < o.servers && pushers > 0; ++k) {
+    const int local = shape.server_rank(k) < r.workers ? 1 : 0;
     ps.server_bytes_received =
-        std::max(ps.server_bytes_received, (r.workers - local) * shard[static_cast<std::size_t>(k)]);
+        std::max(ps.server_bytes_received, (pushers - local) * shard[static_cast<std::size_t>(k)]);
   }
   ps.server_bytes_sent = ps.server_bytes_received;
   if (!s.strategy.asynchronous()) {
@@ -92,14 +95,27 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
       if (t.kind == dag::TaskKind::backward && t.layer == 0)
         ps.iteration_end.push_back(v);
     }
-    r.notes.push_back(fmt::format(
-        "ps-sync: {}; each tensor is pushed as soon as its gradient is ready, the servers aggregate all {} workers' "
-        "pushes, and it is pulled back while the next forward runs (a layer's forward waits for its pull); {} "
-        "iterations are unrolled and the iteration time is the steady-state period between the ends of the last two "
-        "backward passes; each server applies the update to its shard of a key before it is pulled, at the worker's "
-        "optimizer rate (the worker's update time for the key's share of the parameters, split over its servers); "
-        "the aggregation of the pushes is not costed",
-        parameter_server_placement(s), r.workers, kPsSyncIterations));
+    if (o.byteps)
+      r.notes.push_back(fmt::format(
+          "ps-sync in BytePS's mode (Jiang et al., OSDI 2020): {} server{} {}; tensors cut into partitions of {}, each "
+          "a key whole on one server, round-robin; a node's {} GPUs reduce a key onto GPU 0, which pushes it once to "
+          "its server ({}), and after the pull broadcasts it to them; the servers sum the {} nodes' pushes on CPUs at "
+          "{} of pushed bytes, then apply the update at the worker's optimizer rate; a layer's forward waits for its "
+          "pulls; {} iterations are unrolled and the iteration time is the steady-state period",
+          o.servers, o.servers == 1 ? "" : "s",
+          o.dedicated_servers ? "on dedicated hosts" : "co-located on GPU 0 of the nodes",
+          format_bytes(o.partition_bytes), s.cluster.gpus_per_node,
+          s.cluster.nodes > 1 ? "over the node's NIC" : "one node: no server and no network traffic", s.cluster.nodes,
+          format_bandwidth(o.server_sum_bandwidth), kPsSyncIterations));
+    else
+      r.notes.push_back(fmt::format(
+          "ps-sync: {}; each tensor is pushed as soon as its gradient is ready, the servers aggregate all {} workers' "
+          "pushes, and it is pulled back while the next forward runs (a layer's forward waits for its pull); {} "
+          "iterations are unrolled and the iteration time is the steady-state period between the ends of the last "
+          "two backward passes; each server applies the update to its shard of a key before it is pulled, at the "
+          "worker's optimizer rate (the worker's update time for the key's share of the parameters, split over its "
+          "servers); the aggregation of the pushes is not costed",
+          parameter_server_placement(s), r.workers, kPsSyncIterations));
   }
   // ps-async: the engine simulates the asynchronous workers (sim/analytic/ps_async.hpp) and fills in the rest.
   r.parameter_server = std::move(ps);
@@ -430,6 +446,7 @@ LoweringShape task_shape(const Scenario& s, const dag::Task& task, const Lowerin
     shape.dedicated_servers = o.dedicated_servers;
     shape.shard_first = task.shard_first;
     shape.shard_count = task.shard_count;
+    shape.node_aggregation = o.byteps;
   }
   return shape;
 }

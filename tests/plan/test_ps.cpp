@@ -332,3 +332,83 @@ TEST_CASE("sim::schedule runs the lanes of a resource concurrently, a lane -1 ta
   CHECK(t[c].start_s == 2.5);
   CHECK(t[all2].start_s == 3.5);
 }
+
+TEST_CASE("sim::BytePS mode: nodes push once, one node uses no network, each NIC carries 2(N-1)/N m per iteration",
+          "[sim][ps][byteps]") {
+  // The two-layer model (4.25 M fp32 parameters, m = 17 MB) on N nodes of 2 GPUs, one co-located server per node.
+  const auto doc = [](int nodes) {
+    Json d = two_layers_ps(nodes, "ps-sync");
+    d["cluster"]["gpus_per_node"] = 2;
+    d["cluster"]["intra_node"] = {{"bandwidth", "100 GB/s"}, {"latency", "1 us"}};
+    d["strategy"]["mode"] = "byteps";
+    return d;
+  };
+  const double m = 4250000.0 * 4;
+  SECTION("partitions of 4,096,000 B round-robin over the servers; the servers' summation is costed") {
+    const auto s = parse_scenario(doc(3), "b.json");
+    const auto& o = s.strategy.get<dag::ParameterServerOptions>();
+    CHECK(o.byteps);
+    CHECK(o.partition_bytes == 4096000);
+    CHECK(o.server_sum_bandwidth == 15e9);
+    const auto r = run_scenario(s);
+    // in the order they are ready: 1 MB (the last layer's) whole, then 16 MB as 3 partitions of 4,096,000 B and one
+    // of 3,712,000 B: 5 keys on servers 0, 1, 2, 0, 1
+    REQUIRE(r.groups.size() == 5);
+    double total = 0;
+    for (std::size_t i = 0; i < r.groups.size(); ++i) {
+      CHECK(r.groups[i].shard_first == static_cast<int>(i % 3));
+      CHECK(r.groups[i].shard_count == 1);
+      CHECK_THAT(r.groups[i].server_s, WithinRel(3 * r.groups[i].bytes / 15e9, 1e-12));
+      total += r.groups[i].bytes;
+    }
+    CHECK_THAT(total, WithinRel(m, 1e-12));
+    CHECK(r.groups[0].bytes == 1e6);
+    CHECK(r.groups[1].bytes == 4096000);
+    CHECK(r.groups[4].bytes == 16e6 - 3 * 4096000);
+  }
+  SECTION("one node: no server traffic") {
+    const auto r = run_scenario(parse_scenario(doc(1), "b.json"));
+    REQUIRE(r.parameter_server);
+    CHECK(r.parameter_server->server_bytes_received == 0);
+  }
+  SECTION("flow engine, 3 nodes: the NICs carry 2(N-1)/N m per iteration on average, m + (N-2) x own share each") {
+    // (one flow-engine run per process: SimGrid's engine is a singleton; the lowering tests cover other N)
+    {
+      const int nodes = 3;
+      Json d = doc(nodes);
+      d["engine"] = "flow";
+      const auto s = parse_scenario(d, "b.json");
+      const auto r = run_scenario(s);
+      // per node: the keys of other nodes' servers pushed, its own server's keys pulled by the N-1 others
+      std::vector<double> own(static_cast<std::size_t>(nodes), 0.0);
+      for (const auto& g : r.groups)
+        own[static_cast<std::size_t>(g.shard_first)] += g.bytes;
+      double sum = 0;
+      int nics = 0;
+      for (const auto& l : r.links)
+        if (l.role == "nic" && l.name.ends_with("_UP")) {
+          const int node = std::stoi(l.name.substr(4));
+          const double per_iteration = l.bytes / r.parameter_server->iterations_simulated;
+          CHECK_THAT(per_iteration, WithinRel(m + (nodes - 2) * own[static_cast<std::size_t>(node)], 1e-9));
+          sum += per_iteration;
+          ++nics;
+        }
+      REQUIRE(nics == nodes);
+      CHECK_THAT(sum / nodes, WithinRel(2.0 * (nodes - 1) / nodes * m, 1e-9));
+    }
+  }
+  SECTION("its keys are checked") {
+    Json bad = doc(2);
+    bad["strategy"]["mode"] = "horovod";
+    CHECK_THROWS_WITH(parse_scenario(bad, "b.json"), Contains("/strategy/mode"));
+    Json kv = two_layers_ps(2, "ps-sync");
+    kv["strategy"]["partition_bytes"] = "1 MB";
+    CHECK_THROWS_WITH(parse_scenario(kv, "b.json"), Contains("/strategy/partition_bytes") && Contains("byteps"));
+    Json bound = doc(2);
+    bound["strategy"]["bigarray_bound"] = 1000;
+    CHECK_THROWS_WITH(parse_scenario(bound, "b.json"), Contains("/strategy/bigarray_bound"));
+    Json async = doc(2);
+    async["strategy"]["kind"] = "ps-async";
+    CHECK_THROWS_WITH(parse_scenario(async, "b.json"), Contains("/strategy/mode"));
+  }
+}

@@ -4,6 +4,7 @@
 #include "sim/network/lowering/detail.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 
@@ -60,11 +61,45 @@ std::vector<Phase> ring_steps(int p, int steps, double chunk_bytes, Granularity 
   return phases;
 }
 
+namespace {
+
+// BytePS (Jiang et al., OSDI 2020, Sec. 4.2 on NVLink machines: reduce to one GPU, which copies to the host and
+// pushes): the node's chain GPU g-1 -> .. -> 0 reduces the key onto GPU 0 (a pipelined NCCL reduce: each link carries
+// the key, g-1 latencies), GPU 0 pushes it once to each of the key's servers but its own node's; the pull mirrors it,
+// then the chain 0 -> .. -> g-1 broadcasts it. With one node there is no server: the reduce and the broadcast are all.
+std::vector<Phase> node_aggregated_phases(const LoweringShape& shape, double bytes, bool push, int first, int count) {
+  const int g = shape.gpus_per_node;
+  Phase chain;
+  for (int node = 0; node < shape.nodes; ++node)
+    for (int i = 1; i < g; ++i) {
+      const int a = node * g + i, b = node * g + i - 1; // toward GPU 0 for the reduce
+      chain.flows.push_back(push ? Flow{a, b, bytes, g - 1} : Flow{b, a, bytes, g - 1});
+    }
+  Phase wire;
+  if (shape.nodes > 1)
+    for (int node = 0; node < shape.nodes; ++node)
+      for (int j = 0; j < count; ++j) {
+        const int root = node * g, server = shape.server_rank(first + j);
+        if (server == root)
+          continue; // the node's own server
+        wire.flows.push_back(push ? Flow{root, server, bytes / count, 1} : Flow{server, root, bytes / count, 1});
+      }
+  std::vector<Phase> out;
+  for (Phase* ph : push ? std::array{&chain, &wire} : std::array{&wire, &chain})
+    if (!ph->flows.empty())
+      out.push_back(std::move(*ph));
+  return out;
+}
+
+} // namespace
+
 std::vector<Phase> ps_shard_phases(const LoweringShape& shape, double bytes, bool push) {
   check_arguments(shape, bytes);
   const int servers = shape.server_count();
   const int count = shape.shard_count > 0 ? shape.shard_count : servers;
   assert(shape.shard_first >= 0 && shape.shard_first + count <= servers && "lowering: the key's servers must exist");
+  if (shape.node_aggregation)
+    return node_aggregated_phases(shape, bytes, push, shape.shard_first, count);
   const int p = shape.workers();
   Phase phase;
   phase.flows.reserve(static_cast<std::size_t>(p) * static_cast<std::size_t>(count));

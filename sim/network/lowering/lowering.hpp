@@ -62,6 +62,9 @@ struct LoweringShape {
   bool dedicated_servers = false;
   int shard_first = 0;
   int shard_count = 0;
+  /// BytePS (ps push / pull): a node's GPUs reduce the key onto its GPU 0, which alone pushes it to the servers (and
+  /// pulls it, then broadcasts it to the node's GPUs); one node uses no server.
+  bool node_aggregation = false;
   [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
   [[nodiscard]] int server_count() const { return servers > 0 ? servers : nodes; }
   /// Every rank: the workers, then the dedicated servers.
