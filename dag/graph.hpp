@@ -94,6 +94,10 @@ struct Task {
   int src = -1, dst = -1; ///< point_to_point: global GPU ranks
   int micro_batch = -1;   ///< pipelines: the micro-batch a forward, backward, transfer or load works on
   int stage = -1;         ///< pipelines: the virtual stage of a forward or backward, the sender's of a transfer
+  /// ByteScheduler: a communication task with a priority (lower first) waits in its resource's priority queue and
+  /// is handed to the resource while the bytes handed and not finished are below IterationGraph::priority_credit
+  /// (sim/plan/schedule.hpp); -1: handed over as soon as it is ready.
+  int priority = -1;
 };
 
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
@@ -135,6 +139,8 @@ struct GradientGroup {
   /// Parameter server: the servers' work on the key before its update is applied (BytePS's summation of the nodes'
   /// pushes on CPUs), seconds.
   double server_s = 0;
+  /// ByteScheduler: the group's communication priority (its layer: front layers first); -1: none.
+  int priority = -1;
 };
 
 class IterationGraph {
@@ -237,6 +243,12 @@ private:
   Graph graph_;
   std::vector<Communicator> communicators_;
   Replication replication_;
+  double priority_credit_bytes_ = 0;
+
+public:
+  /// ByteScheduler's credit (Task::priority): bytes of prioritised tasks a resource may hold unfinished at once.
+  void set_priority_credit(double bytes) { priority_credit_bytes_ = bytes; }
+  [[nodiscard]] double priority_credit() const { return priority_credit_bytes_; }
 };
 
 } // namespace ddlsim::dag

@@ -98,6 +98,8 @@ std::string_view family_name(StrategyFamily f) {
     return "low-rank";
   case StrategyFamily::parameter_server:
     return "parameter-server";
+  case StrategyFamily::scheduled:
+    return "scheduled";
   }
   throw std::logic_error("family_name: unknown strategy family");
 }

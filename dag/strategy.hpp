@@ -87,6 +87,13 @@ struct QuantisationOptions {
   std::optional<int> levels; ///< qsgd: quantisation levels s (default 127, 8 bits per element); unset for the others
 };
 
+/// ByteScheduler (bytescheduler; Peng et al., SOSP 2019): tensors cut into partitions, sent by priority within a
+/// credit. Counts in parameters, as bytescheduler/common/bytecore.py counts them.
+struct ByteSchedulerOptions {
+  std::int64_t partition = 1000000; ///< BYTESCHEDULER_PARTITION's default: parameters per partition
+  std::int64_t credit = 4000000;    ///< BYTESCHEDULER_CREDIT's default: parameters handed to the engine, unfinished
+};
+
 /// PowerSGD per DDP bucket (powersgd).
 struct PowerSgdOptions {
   BucketOptions buckets;
@@ -123,8 +130,9 @@ struct TracedOptions {
 };
 
 /// A strategy's options: the alternative of its family (std::monostate for strategies without options).
-using StrategyOptions = std::variant<std::monostate, BucketOptions, FusionOptions, SparsificationOptions,
-                                     QuantisationOptions, PowerSgdOptions, ParameterServerOptions, TracedOptions>;
+using StrategyOptions =
+    std::variant<std::monostate, BucketOptions, FusionOptions, SparsificationOptions, QuantisationOptions,
+                 PowerSgdOptions, ParameterServerOptions, TracedOptions, ByteSchedulerOptions>;
 
 /// The options of `o` as family struct T; a logic error if the strategy has other options.
 template <class T> [[nodiscard]] const T& options_as(const StrategyOptions& o) {
@@ -178,6 +186,7 @@ enum class StrategyFamily {
   quantisation,     ///< quantised DDP buckets, allgathered (qsgd, terngrad, signsgd)
   low_rank,         ///< low-rank factors per DDP bucket (powersgd)
   parameter_server, ///< push to and pull from server shards (ps-sync, ps-async)
+  scheduled,        ///< prioritised partitions across the iteration barrier (bytescheduler)
 };
 [[nodiscard]] std::string_view family_name(StrategyFamily f);
 
@@ -284,6 +293,15 @@ struct KeyShard {
 /// parameters, divided among the servers holding it). Tasks carry their iteration index.
 [[nodiscard]] IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs,
                                            const std::vector<GradientGroup>& groups, int iterations);
+
+/// ByteScheduler's DAG over an allreduce: `iterations` consecutive iterations of one worker; each group (a partition)
+/// is allreduced once its gradient is ready, with the group's priority; a layer's optimizer step (its share of the
+/// update, on the GPU) follows its partitions' allreduces, and its forward in the next iteration waits only for that
+/// step (ByteScheduler crosses the global barrier: Peng et al., SOSP 2019). The graph's priority credit is
+/// `credit_bytes`. Tasks carry their iteration index.
+[[nodiscard]] IterationGraph build_bytescheduler(const Model& model, const WorkerCosts& costs,
+                                                 const std::vector<GradientGroup>& groups, int iterations,
+                                                 double credit_bytes);
 
 /// Sparsifies `group` at the SparsificationOptions' density for `collective` (allgather: Top-k, LAGS, OMGS;
 /// global_topk: gTop-k): k pairs per worker, the collective's payload in the lowering's convention (allgather: the

@@ -123,7 +123,7 @@ int list_command(const std::string& what) {
     fmt::print("transformer\n");
   } else if (what == "strategies") {
     for (const auto* s : dag::strategies())
-      fmt::print("{:<10} {}\n", s->name, s->description);
+      fmt::print("{:<13} {}\n", s->name, s->description);
   } else if (what == "collectives") {
     // The collectives a scenario chooses an algorithm for (`collectives.<name>`), the default marked.
     for (const auto c :

@@ -184,13 +184,24 @@ Prepared prepare(const Scenario& s, std::string engine) {
   // A single worker communicates only with a dedicated server.
   const bool communicate = r.workers > 1 || (ps && s.strategy.get<dag::ParameterServerOptions>().dedicated_servers);
   r.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
+  const bool scheduled = s.strategy.is(dag::StrategyFamily::scheduled);
   if (ps && !s.strategy.asynchronous())
     r.graph = dag::build_ps_sync(s.model, p.costs.worker, r.groups, kPsSyncIterations);
   else if (ps)
     r.graph = ps_async_graph(s, p.costs.worker, r.groups);
-  else
+  else if (scheduled) {
+    const auto& o = s.strategy.get<dag::ByteSchedulerOptions>();
+    const double credit_bytes = static_cast<double>(o.credit) * dtype_bytes(s.gradient_dtype);
+    r.graph = dag::build_bytescheduler(s.model, p.costs.worker, r.groups, kPsSyncIterations, credit_bytes);
+    r.notes.push_back(fmt::format(
+        "bytescheduler: {} partitions of at most {} parameters, allreduced in layer order (front layers first) "
+        "while at most {} parameters ({}) are handed to NCCL and unfinished; a layer's update follows its "
+        "partitions and its next forward waits only for that; {} iterations are unrolled and the iteration time is "
+        "the steady-state period between the last two iterations' ends",
+        r.groups.size(), o.partition, o.credit, format_bytes(credit_bytes), kPsSyncIterations));
+  } else
     r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
-  if (!ps && HostTimes(p.costs.worker).steady_state()) {
+  if (!ps && !scheduled && HostTimes(p.costs.worker).steady_state()) {
     r.graph = dag::unroll_iterations(r.graph, kSteadyStateIterations);
     r.notes.push_back(fmt::format(
         "host times given: {} iterations are unrolled, each GPU's host thread issuing the next iteration's work "

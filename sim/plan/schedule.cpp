@@ -48,6 +48,15 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
   std::vector<unsigned> version(n, 0);
   std::vector<int> communicating(devices.size(), 0);
   std::vector<std::vector<std::size_t>> running(devices.size());
+  // ByteScheduler (Task::priority): per slot, the ready prioritised tasks by (priority, arrival), and the bytes handed
+  // to the resource and not finished; a task is handed over while those are below the credit (bytecore.py's loop).
+  using Queued = std::tuple<int, std::size_t, std::size_t>; // priority, arrival, task
+  std::vector<std::priority_queue<Queued, std::vector<Queued>, std::greater<>>> queued(devices.size() *
+                                                                                       dag::kResourceCount);
+  std::vector<double> handed(devices.size() * dag::kResourceCount, 0.0);
+  std::vector<int> handed_tasks(devices.size() * dag::kResourceCount, 0);
+  std::size_t arrivals = 0;
+  const double credit = g.priority_credit();
 
   using Ready = std::pair<double, std::size_t>;
   std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
@@ -87,6 +96,42 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
       set_rates(d, now);
   };
 
+  // Hands ready task v to its resource: it waits for the tasks that took its lane (or, for lane -1, every lane)
+  // before it, and the last lane -1 task.
+  const auto hand_over = [&](std::size_t v, double now) {
+    const auto& task = g.task(v);
+    const auto r = slot_of(task);
+    const auto wait_for = [&](std::size_t u) {
+      if (u != kNone && !ended[u]) {
+        ++blockers[v];
+        unblocks[u].push_back(v);
+      }
+    };
+    wait_for(last_barrier[r]);
+    if (task.lane < 0) {
+      for (const auto& [lane, u] : last_in_lane[r])
+        wait_for(u);
+      last_in_lane[r].clear();
+      last_barrier[r] = v;
+    } else {
+      const auto it = last_in_lane[r].find(task.lane);
+      if (it != last_in_lane[r].end())
+        wait_for(it->second);
+      last_in_lane[r][task.lane] = v;
+    }
+    if (blockers[v] == 0)
+      start(v, now);
+  };
+  const auto admit = [&](std::size_t r, double now) {
+    while (!queued[r].empty() && (handed_tasks[r] == 0 || handed[r] < credit)) {
+      const auto v = std::get<2>(queued[r].top());
+      queued[r].pop();
+      handed[r] += g.task(v).bytes;
+      ++handed_tasks[r];
+      hand_over(v, now);
+    }
+  };
+
   std::size_t done = 0;
   while (!ready.empty() || !ends.empty()) {
     if (!ends.empty() && (ready.empty() || std::get<0>(ends.top()) <= ready.top().first)) {
@@ -111,37 +156,33 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
       for (const auto w : unblocks[v])
         if (--blockers[w] == 0)
           start(w, now);
+      if (task.priority >= 0 && task.resource != Resource::none) {
+        // The credit it frees is handed out after every task that becomes ready at this instant has queued (an
+        // entry after all of them: ids from n on name a slot).
+        const auto r = slot_of(task);
+        handed[r] = --handed_tasks[r] == 0 ? 0.0 : handed[r] - task.bytes;
+        ready.emplace(now, n + r);
+      }
       continue;
     }
     const auto [now, v] = ready.top();
     ready.pop();
+    if (v >= n) {
+      admit(v - n, now);
+      continue;
+    }
     const auto& task = g.task(v);
     if (task.resource == Resource::none) {
       start(v, now);
       continue;
     }
-    // The tasks that took the lane (or, for lane -1, every lane) before v, and the last lane -1 task.
-    const auto r = slot_of(task);
-    const auto wait_for = [&](std::size_t u) {
-      if (u != kNone && !ended[u]) {
-        ++blockers[v];
-        unblocks[u].push_back(v);
-      }
-    };
-    wait_for(last_barrier[r]);
-    if (task.lane < 0) {
-      for (const auto& [lane, u] : last_in_lane[r])
-        wait_for(u);
-      last_in_lane[r].clear();
-      last_barrier[r] = v;
-    } else {
-      const auto it = last_in_lane[r].find(task.lane);
-      if (it != last_in_lane[r].end())
-        wait_for(it->second);
-      last_in_lane[r][task.lane] = v;
+    if (task.priority >= 0) {
+      const auto r = slot_of(task);
+      queued[r].emplace(task.priority, arrivals++, v);
+      admit(r, now);
+      continue;
     }
-    if (blockers[v] == 0)
-      start(v, now);
+    hand_over(v, now);
   }
   if (done != n)
     (void)g.topological_order(); // throws, naming a task on the cycle
@@ -149,7 +190,13 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
 }
 
 std::vector<TaskTiming> schedule(const dag::IterationGraph& g, const ScheduleOptions& options) {
-  if (options.compute_slowdown > 0)
+  const auto prioritised = [&] {
+    for (std::size_t v = 0; v < g.size(); ++v)
+      if (g.task(v).priority >= 0)
+        return true;
+    return false;
+  };
+  if (options.compute_slowdown > 0 || prioritised())
     return schedule_event_driven(g, options);
   const std::size_t n = g.size();
   std::vector<TaskTiming> timing(n);

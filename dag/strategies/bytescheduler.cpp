@@ -1,0 +1,153 @@
+// ByteScheduler (Peng, Zhu, Chen, Bao, Yi, Lan, Wu, Guo, "A Generic Communication Scheduler for Distributed DNN
+// Training Acceleration", SOSP 2019; bytedance/byteps, bytescheduler/bytescheduler/common/bytecore.py): every
+// tensor's communication is cut into partitions of `partition` parameters, each given its layer's priority (front
+// layers first: the next forward needs them first); a scheduler hands partitions to the communication engine in
+// priority order while the parameters handed and not finished are below `credit`, and the global barrier between
+// iterations goes: a layer's next forward waits only for its own partitions and its update. Over an allreduce engine
+// (NCCL runs the handed partitions one after the other on its stream).
+#include "dag/strategy.hpp"
+
+#include "core/json.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace ddlsim::dag {
+namespace {
+
+constexpr std::string_view kByteSchedulerKeys[] = {"partition", "credit"};
+
+StrategyOptions parse_bytescheduler(ObjectReader& r, const StrategyContext& /*ctx*/) {
+  ByteSchedulerOptions o;
+  o.partition = r.optional_integer("partition", 1, std::int64_t{1} << 40).value_or(o.partition);
+  o.credit = r.optional_integer("credit", 1, std::int64_t{1} << 40).value_or(o.credit);
+  return o;
+}
+
+std::vector<GradientGroup> plan_bytescheduler(const StrategyInput& in) {
+  const auto tensors = flatten_tensors(in.model);
+  const auto order = gradient_ready_order(in.model);
+  const auto& o = options_as<ByteSchedulerOptions>(in.options);
+  std::vector<GradientGroup> groups;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const auto whole = make_group(in.model, tensors, order, k, k + 1, in.bytes_per_element);
+    // bytetask.partition: full partitions of `partition` parameters, the last one the rest
+    const std::int64_t parts = std::max<std::int64_t>(1, (whole.elements + o.partition - 1) / o.partition);
+    for (std::int64_t part = 0; part < parts; ++part) {
+      auto g = whole;
+      g.elements = part + 1 < parts ? o.partition : whole.elements - part * o.partition;
+      g.bytes = static_cast<double>(g.elements) * in.bytes_per_element;
+      g.priority = whole.ready_layer;
+      groups.push_back(std::move(g));
+    }
+  }
+  return groups;
+}
+
+} // namespace
+
+namespace builtin {
+extern constinit const StrategyInfo bytescheduler{
+    .name = "bytescheduler",
+    .description = "ByteScheduler: tensors partitioned, allreduced by layer priority within a credit, no iteration "
+                   "barrier (Peng et al., SOSP 2019)",
+    .family = StrategyFamily::scheduled,
+    .keys = kByteSchedulerKeys,
+    .parse = &parse_bytescheduler,
+    .plan = &plan_bytescheduler,
+};
+} // namespace builtin
+
+IterationGraph build_bytescheduler(const Model& model, const WorkerCosts& costs,
+                                   const std::vector<GradientGroup>& groups, int iterations, double credit_bytes) {
+  const std::size_t layers = model.layers.size();
+  if (layers == 0)
+    throw std::logic_error("build_bytescheduler: the model has no layers");
+  if (costs.fwd_s.size() != layers || costs.bwd_s.size() != layers)
+    throw std::logic_error("build_bytescheduler: costs do not match the model's layers");
+  if (iterations < 1)
+    throw std::logic_error("build_bytescheduler: needs at least one iteration");
+  const auto tensors = flatten_tensors(model);
+  double total_elements = 0;
+  std::vector<double> layer_elements(layers, 0.0);
+  for (const auto& t : tensors) {
+    total_elements += static_cast<double>(t.numel);
+    layer_elements[static_cast<std::size_t>(t.layer)] += static_cast<double>(t.numel);
+  }
+  IterationGraph g;
+  g.set_priority_credit(credit_bytes);
+  std::vector<std::vector<IterationGraph::Id>> updated(layers); // the previous iteration's update of each layer
+  bool have_previous_end = false;
+  IterationGraph::Id previous_end = 0;
+  for (int it = 0; it < iterations; ++it) {
+    const auto load = g.add({.kind = TaskKind::data_load,
+                             .resource = Resource::host_cpu,
+                             .duration_s = costs.data_load_s,
+                             .iteration = it});
+    const auto h2d =
+        g.add({.kind = TaskKind::h2d, .resource = Resource::gpu_compute, .duration_s = costs.h2d_s, .iteration = it});
+    g.depend(load, h2d);
+    if (have_previous_end) {
+      g.depend(previous_end, h2d);
+      if (!costs.prefetch)
+        g.depend(previous_end, load);
+    }
+    std::vector<IterationGraph::Id> fwd(layers), bwd(layers);
+    for (std::size_t l = 0; l < layers; ++l) {
+      fwd[l] = g.add({.kind = TaskKind::forward,
+                      .resource = Resource::gpu_compute,
+                      .layer = static_cast<int>(l),
+                      .duration_s = costs.fwd_s[l],
+                      .iteration = it});
+      g.depend(l == 0 ? h2d : fwd[l - 1], fwd[l]);
+      for (auto u : updated[l])
+        g.depend(u, fwd[l]);
+    }
+    for (std::size_t l = layers; l-- > 0;) {
+      bwd[l] = g.add({.kind = TaskKind::backward,
+                      .resource = Resource::gpu_compute,
+                      .layer = static_cast<int>(l),
+                      .duration_s = costs.bwd_s[l],
+                      .iteration = it});
+      g.depend(l + 1 == layers ? fwd[layers - 1] : bwd[l + 1], bwd[l]);
+    }
+    // Each layer's update: after every partition of its tensors, its share of the worker's optimizer step.
+    std::vector<IterationGraph::Id> update(layers);
+    std::vector<char> has_update(layers, 0);
+    for (std::size_t l = 0; l < layers; ++l) {
+      updated[l].clear();
+      if (layer_elements[l] <= 0)
+        continue;
+      update[l] = g.add({.kind = TaskKind::update,
+                         .resource = Resource::gpu_compute,
+                         .layer = static_cast<int>(l),
+                         .duration_s = total_elements > 0 ? costs.update_s * layer_elements[l] / total_elements : 0.0,
+                         .iteration = it});
+      g.depend(bwd[l], update[l]);
+      has_update[l] = 1;
+      updated[l].push_back(update[l]);
+    }
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      const auto& group = groups[i];
+      const auto allreduce = g.add({.kind = TaskKind::communication,
+                                    .resource = Resource::comm,
+                                    .group = static_cast<int>(i),
+                                    .collective = Collective::allreduce,
+                                    .bytes = group.bytes,
+                                    .iteration = it,
+                                    .priority = group.priority});
+      g.depend(bwd[static_cast<std::size_t>(group.ready_layer)], allreduce);
+      for (int t : group.tensors) {
+        const auto layer = static_cast<std::size_t>(tensors[static_cast<std::size_t>(t)].layer);
+        if (has_update[layer])
+          g.depend(allreduce, update[layer]);
+      }
+    }
+    previous_end = bwd[0];
+    have_previous_end = true;
+  }
+  return g;
+}
+
+} // namespace ddlsim::dag
