@@ -157,8 +157,8 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
         if (--blockers[w] == 0)
           start(w, now);
       if (task.priority >= 0 && task.resource != Resource::none) {
-        // The credit it frees is handed out after every task that becomes ready at this instant has queued (an
-        // entry after all of them: ids from n on name a slot).
+        // The credit it frees is handed out after every task that becomes ready at this instant has queued (a
+        // ready entry after all of them: ids from n on name a slot to hand out).
         const auto r = slot_of(task);
         handed[r] = --handed_tasks[r] == 0 ? 0.0 : handed[r] - task.bytes;
         ready.emplace(now, n + r);
@@ -176,10 +176,10 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
       start(v, now);
       continue;
     }
-    if (task.priority >= 0) {
+    if (task.priority >= 0) { // queued; handed out once every task ready at this instant has queued too
       const auto r = slot_of(task);
       queued[r].emplace(task.priority, arrivals++, v);
-      admit(r, now);
+      ready.emplace(now, n + r);
       continue;
     }
     hand_over(v, now);

@@ -53,6 +53,22 @@ TEST_CASE("schedule: prioritised transfers go in priority order while the credit
     CHECK_THAT(t[2], WithinAbs(4, 1e-9));
     CHECK_THAT(t[1], WithinAbs(7, 1e-9));
   }
+  SECTION("transfers ready at one instant queue before any is handed over: the most urgent goes first") {
+    dag::IterationGraph g;
+    g.set_priority_credit(4);
+    std::vector<dag::IterationGraph::Id> ids;
+    for (const int priority : {3, 1, 2})
+      ids.push_back(g.add({.kind = TaskKind::communication,
+                           .resource = Resource::comm,
+                           .duration_s = 1e-3,
+                           .collective = dag::Collective::allreduce,
+                           .bytes = 4,
+                           .priority = priority}));
+    const auto t = schedule(g);
+    CHECK_THAT(t[ids[1]].start_s * 1e3, WithinAbs(0, 1e-9));
+    CHECK_THAT(t[ids[2]].start_s * 1e3, WithinAbs(1, 1e-9));
+    CHECK_THAT(t[ids[0]].start_s * 1e3, WithinAbs(2, 1e-9));
+  }
   SECTION("a credit below one transfer still hands one over at a time") {
     const auto t = timeline(1);
     CHECK_THAT(t[1], WithinAbs(4, 1e-9));
