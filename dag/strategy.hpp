@@ -87,13 +87,6 @@ struct QuantisationOptions {
   std::optional<int> levels; ///< qsgd: quantisation levels s (default 127, 8 bits per element); unset for the others
 };
 
-/// ByteScheduler (bytescheduler; Peng et al., SOSP 2019): tensors cut into partitions, sent by priority within a
-/// credit. Counts in parameters, as bytescheduler/common/bytecore.py counts them.
-struct ByteSchedulerOptions {
-  std::int64_t partition = 1000000; ///< BYTESCHEDULER_PARTITION's default: parameters per partition
-  std::int64_t credit = 4000000;    ///< BYTESCHEDULER_CREDIT's default: parameters handed to the engine, unfinished
-};
-
 /// PowerSGD per DDP bucket (powersgd).
 struct PowerSgdOptions {
   BucketOptions buckets;
@@ -116,6 +109,17 @@ struct ParameterServerOptions {
   double partition_bytes = 4096000; ///< BytePS's BYTEPS_PARTITION_BYTES default
   double server_sum_bandwidth = 0;  ///< B/s of pushed bytes summed; set by the parser in byteps mode
   int nodes = 1;                    ///< the cluster's nodes (BytePS: pushes per key)
+};
+
+/// ByteScheduler (bytescheduler; Peng et al., SOSP 2019): tensors cut into partitions, sent by priority within a
+/// credit. Counts in parameters, as bytescheduler/common/bytecore.py counts them.
+struct ByteSchedulerOptions {
+  std::int64_t partition = 1000000; ///< BYTESCHEDULER_PARTITION's default: parameters per partition
+  std::int64_t credit = 4000000;    ///< BYTESCHEDULER_CREDIT's default: parameters handed to the engine, unfinished
+  /// `backend` "ps": partitions pushed to and pulled from parameter servers (MXNet's KVStore, as ps-sync: `ps` holds
+  /// `servers` and `placement`), push and pull both by priority; "allreduce" (default): NCCL allreduces.
+  bool ps_backend = false;
+  ParameterServerOptions ps;
 };
 
 /// The collectives of a traced run (traced; dag/strategies/traced.cpp), in launch order: each is ready after the
@@ -252,6 +256,15 @@ struct Strategy {
   [[nodiscard]] bool asynchronous() const { return entry().traits.asynchronous; }
   template <class T> [[nodiscard]] const T& get() const { return options_as<T>(options); }
   template <class T> [[nodiscard]] const T* get_if() const { return std::get_if<T>(&options); }
+  /// The parameter servers' options when the strategy pushes to and pulls from servers (ps-sync, ps-async, and
+  /// bytescheduler over the ps backend), else nullptr.
+  [[nodiscard]] const ParameterServerOptions* parameter_server() const {
+    if (const auto* ps = get_if<ParameterServerOptions>())
+      return ps;
+    if (const auto* bs = get_if<ByteSchedulerOptions>(); bs != nullptr && bs->ps_backend)
+      return &bs->ps;
+    return nullptr;
+  }
 };
 
 /// Parses the `strategy` object: "kind" from the registry, then the keys: one that the chosen kind does not own but

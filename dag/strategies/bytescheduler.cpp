@@ -9,6 +9,8 @@
 
 #include "core/json.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -16,12 +18,24 @@
 namespace ddlsim::dag {
 namespace {
 
-constexpr std::string_view kByteSchedulerKeys[] = {"partition", "credit"};
+constexpr std::string_view kByteSchedulerKeys[] = {"partition", "credit", "backend", "servers", "placement"};
 
-StrategyOptions parse_bytescheduler(ObjectReader& r, const StrategyContext& /*ctx*/) {
+StrategyOptions parse_bytescheduler(ObjectReader& r, const StrategyContext& ctx) {
   ByteSchedulerOptions o;
   o.partition = r.optional_integer("partition", 1, std::int64_t{1} << 40).value_or(o.partition);
   o.credit = r.optional_integer("credit", 1, std::int64_t{1} << 40).value_or(o.credit);
+  o.ps_backend = r.optional_choice("backend", {"allreduce", "ps"}).value_or("allreduce") == "ps";
+  for (const char* key : {"servers", "placement"})
+    if (!o.ps_backend && r.has(key))
+      r.fail(key, "parameter servers only with \"backend\": \"ps\"");
+  // As ps-sync: one server per node by default, co-located; MXNet's key placement for each partition.
+  o.ps.servers = static_cast<int>(r.optional_integer("servers", 1, 1 << 16).value_or(ctx.nodes));
+  o.ps.dedicated_servers =
+      r.optional_choice("placement", {"colocated", "dedicated"}).value_or("colocated") == "dedicated";
+  o.ps.nodes = ctx.nodes;
+  if (o.ps.dedicated_servers && !ctx.star_network)
+    r.fail("placement",
+           fmt::format("dedicated server hosts are attached to a star network only, not a {}", ctx.topology));
   return o;
 }
 
@@ -39,6 +53,13 @@ std::vector<GradientGroup> plan_bytescheduler(const StrategyInput& in) {
       g.elements = part + 1 < parts ? o.partition : whole.elements - part * o.partition;
       g.bytes = static_cast<double>(g.elements) * in.bytes_per_element;
       g.priority = whole.ready_layer;
+      if (o.ps_backend) { // each partition a key of MXNet's KVStore, pushed then pulled (build_ps_sync)
+        const auto shard =
+            shard_key(static_cast<int>(groups.size()), g.elements, std::max(1, o.ps.servers), o.ps.bigarray_bound);
+        g.stages = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
+        g.shard_first = shard.first;
+        g.shard_count = shard.count;
+      }
       groups.push_back(std::move(g));
     }
   }
@@ -50,8 +71,8 @@ std::vector<GradientGroup> plan_bytescheduler(const StrategyInput& in) {
 namespace builtin {
 extern constinit const StrategyInfo bytescheduler{
     .name = "bytescheduler",
-    .description = "ByteScheduler: tensors partitioned, allreduced by layer priority within a credit, no iteration "
-                   "barrier (Peng et al., SOSP 2019)",
+    .description = "ByteScheduler: tensors partitioned, allreduced (or pushed and pulled) by layer priority within "
+                   "a credit, no iteration barrier (Peng et al., SOSP 2019)",
     .family = StrategyFamily::scheduled,
     .keys = kByteSchedulerKeys,
     .parse = &parse_bytescheduler,

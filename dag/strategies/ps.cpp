@@ -191,7 +191,8 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
                       .shard_first = group.shard_first,
                       .shard_count = group.shard_count,
                       .iteration = it,
-                      .lane = group.shard_count == 1 ? group.shard_first : -1});
+                      .lane = group.shard_count == 1 ? group.shard_first : -1,
+                      .priority = group.priority});
       };
       const auto push = transfer(Resource::comm, Collective::ps_push);
       const auto pull = transfer(Resource::comm_pull, Collective::ps_pull);

@@ -22,7 +22,7 @@
 namespace ddlsim::sim {
 
 std::string parameter_server_placement(const Scenario& s) {
-  const auto& o = s.strategy.get<dag::ParameterServerOptions>();
+  const auto& o = *s.strategy.parameter_server();
   const std::string placement =
       o.dedicated_servers
           ? fmt::format("on {} dedicated host{} with the workers' NIC", o.servers, o.servers == 1 ? "" : "s")
@@ -69,7 +69,7 @@ dag::IterationGraph ps_async_graph(const Scenario& s, const dag::WorkerCosts& co
 
 void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
   RunResult& r = p.result;
-  const auto& o = s.strategy.get<dag::ParameterServerOptions>();
+  const auto& o = *s.strategy.parameter_server();
   ParameterServerReport ps;
   ps.servers = o.servers;
   ps.dedicated = o.dedicated_servers;
@@ -180,14 +180,24 @@ Prepared prepare(const Scenario& s, std::string engine) {
   const dag::StrategyInput input{s.model,        p.costs.worker,     dtype_bytes(s.gradient_dtype),
                                  allreduce_time, s.strategy.options, r.workers,
                                  allgather_time};
-  const bool ps = s.strategy.is(dag::StrategyFamily::parameter_server);
+  const bool ps = s.strategy.parameter_server() != nullptr;
   // A single worker communicates only with a dedicated server.
-  const bool communicate = r.workers > 1 || (ps && s.strategy.get<dag::ParameterServerOptions>().dedicated_servers);
+  const bool communicate = r.workers > 1 || (ps && s.strategy.parameter_server()->dedicated_servers);
   r.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
   const bool scheduled = s.strategy.is(dag::StrategyFamily::scheduled);
-  if (ps && !s.strategy.asynchronous())
+  if (ps && !s.strategy.asynchronous()) {
     r.graph = dag::build_ps_sync(s.model, p.costs.worker, r.groups, kPsSyncIterations);
-  else if (ps)
+    if (scheduled) { // ByteScheduler over the servers: pushes and pulls by priority within the credit
+      const auto& o = s.strategy.get<dag::ByteSchedulerOptions>();
+      const double credit_bytes = static_cast<double>(o.credit) * dtype_bytes(s.gradient_dtype);
+      r.graph.set_priority_credit(credit_bytes);
+      r.notes.push_back(fmt::format(
+          "bytescheduler over parameter servers: {} partitions of at most {} parameters, each a key placed as MXNet "
+          "places keys; pushes and pulls go in layer order (front layers first) while at most {} parameters ({}) "
+          "per stream are handed to the servers and unfinished",
+          r.groups.size(), o.partition, o.credit, format_bytes(credit_bytes)));
+    }
+  } else if (ps)
     r.graph = ps_async_graph(s, p.costs.worker, r.groups);
   else if (scheduled) {
     const auto& o = s.strategy.get<dag::ByteSchedulerOptions>();
@@ -388,7 +398,7 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
       cost = model->cost(task.bytes);
     }
   } else {
-    const bool ps = s_.strategy.is(dag::StrategyFamily::parameter_server);
+    const bool ps = s_.strategy.parameter_server() != nullptr;
     const auto phases = collective_lowering(s_, task.collective).lower(shape, task.bytes, Granularity::aggregated);
     // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
     const double sent = !ps ? busiest_sender_bytes(phases, layout.shape.workers())
@@ -452,7 +462,7 @@ const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective
 LoweringShape task_shape(const Scenario& s, const dag::Task& task, const LoweringShape& communicator) {
   LoweringShape shape = communicator;
   if (task.collective == dag::Collective::ps_push || task.collective == dag::Collective::ps_pull) {
-    const auto& o = s.strategy.get<dag::ParameterServerOptions>();
+    const auto& o = *s.strategy.parameter_server();
     shape.servers = o.servers;
     shape.dedicated_servers = o.dedicated_servers;
     shape.shard_first = task.shard_first;

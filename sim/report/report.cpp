@@ -42,8 +42,7 @@ std::string task_label(const Scenario& s, const dag::Task& t) {
   case dag::TaskKind::compression:
     return fmt::format("compression #{}", t.group);
   case dag::TaskKind::delay:
-    return fmt::format("{} #{}", s.strategy.is(dag::StrategyFamily::parameter_server) ? "server update" : "fusion wait",
-                       t.group);
+    return fmt::format("{} #{}", s.strategy.parameter_server() != nullptr ? "server update" : "fusion wait", t.group);
   default:
     return std::string(dag::task_kind_name(t.kind));
   }
@@ -181,7 +180,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     o["mode"] = ps.async ? "async" : "sync";
     o["servers"] = ps.servers;
     o["placement"] = ps.dedicated ? "dedicated" : "colocated";
-    o["bigarray_bound"] = s.strategy.get<dag::ParameterServerOptions>().bigarray_bound;
+    o["bigarray_bound"] = s.strategy.parameter_server()->bigarray_bound;
     o["push_bytes_per_worker"] = ps.push_bytes_per_worker;
     o["pull_bytes_per_worker"] = ps.pull_bytes_per_worker;
     o["server_bytes_received"] = ps.server_bytes_received;
@@ -189,7 +188,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     o["iterations_simulated"] = ps.iterations_simulated;
     o["warmup_iterations"] = ps.warmup_iterations;
     if (ps.async) {
-      o["worker_speed_spread"] = s.strategy.get<dag::ParameterServerOptions>().worker_speed_spread;
+      o["worker_speed_spread"] = s.strategy.parameter_server()->worker_speed_spread;
       o["worker_compute_s"] = ps.worker_compute_s;
       o["worker_throughput_samples_per_s"] = ps.worker_throughput_samples_per_s;
       o["aggregate_throughput_samples_per_s"] = ps.aggregate_throughput_samples_per_s;

@@ -134,7 +134,7 @@ void parse_parallelism(std::optional<ObjectReader> parallelism, std::optional<Ob
                      "parallelism.pipeline > 1 needs a pipeline object with at least micro_batches");
   if (!pipeline && par.tensor == 1)
     return;
-  if (s.strategy.is(dag::StrategyFamily::parameter_server))
+  if (s.strategy.parameter_server() != nullptr || s.strategy.is(dag::StrategyFamily::scheduled))
     throw InputError(s.file, "/strategy/kind",
                      fmt::format("{} does not combine with a {}: {} gradients are reduced over {} data-parallel group "
                                  "by a collective strategy",

@@ -311,7 +311,7 @@ void parse_strategy(ObjectReader r, Scenario& s) {
       .star_network = topology.kind == TopologyKind::star,
   };
   s.strategy = dag::parse_strategy(r, context);
-  if (const auto* ps = s.strategy.get_if<dag::ParameterServerOptions>(); ps != nullptr && ps->dedicated_servers)
+  if (const auto* ps = s.strategy.parameter_server(); ps != nullptr && ps->dedicated_servers)
     s.cluster.server_hosts = ps->servers;
 }
 

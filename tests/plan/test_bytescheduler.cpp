@@ -96,11 +96,11 @@ Json two_layers(const std::string& kind) {
   return doc;
 }
 
-// Start and end (ms) of layer a's allreduce in iteration `it`.
+// Start and end (ms) of layer a's allreduce (or push) in iteration `it`.
 std::pair<double, double> front_allreduce(const RunResult& r, int it) {
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
-    if (t.kind == TaskKind::communication && t.iteration == it && t.priority == 0)
+    if (t.kind == TaskKind::communication && t.resource == Resource::comm && t.iteration == it && t.priority == 0)
       return {r.timing[v].start_s * 1e3, r.timing[v].end_s * 1e3};
   }
   FAIL("no allreduce of the front layer");
@@ -138,11 +138,29 @@ TEST_CASE("bytescheduler: the front layer's partition overtakes the back layer's
     CHECK_THAT(front_allreduce(fifo, 0).first, WithinAbs(13, 1e-9));
     CHECK_THAT(fifo.iteration_time_s * 1e3, WithinAbs(14, 1e-9));
   }
+  SECTION("over parameter servers (one, co-located): a's push [4, 5] ms and pull [5, 6], period 14; FIFO 15") {
+    // Each partition a key on server 0 (node 0); worker 1's push and pull of 1 MB take 1 ms each. Pushes: b's first
+    // [3, 4], a's [4, 5], b's others [5, 14]; pulls follow each push on their own stream: a's [5, 6], b's last
+    // [14, 15]. Forward a [6, 7], forward b [15, 16], backward [16, 18]: backward a ends 4, 18, 32 ms. With a credit
+    // of everything a's push waits behind b's ten, [13, 14], its pull [14, 15], backward a ends 4, 19, 34 ms.
+    doc["strategy"]["backend"] = "ps";
+    doc["strategy"]["servers"] = 1;
+    const auto ps = run_analytic(parse_scenario(doc, "t.json"));
+    REQUIRE(ps.parameter_server);
+    CHECK_THAT(front_allreduce(ps, 0).first, WithinAbs(4, 1e-9)); // the push (comm stream) of priority 0
+    CHECK_THAT(ps.iteration_time_s * 1e3, WithinAbs(14, 1e-9));
+    doc["strategy"]["credit"] = 100000000;
+    const auto fifo = run_analytic(parse_scenario(doc, "t.json"));
+    CHECK_THAT(fifo.iteration_time_s * 1e3, WithinAbs(15, 1e-9));
+  }
   SECTION("bad keys name their path") {
     doc["strategy"]["credit"] = 0;
     CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("/strategy/credit"));
     doc["strategy"]["credit"] = 1000;
     doc["strategy"]["partition"] = "big";
     CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("/strategy/partition"));
+    doc["strategy"].erase("partition");
+    doc["strategy"]["servers"] = 2; // without backend "ps"
+    CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("/strategy/servers") && Contains("backend"));
   }
 }

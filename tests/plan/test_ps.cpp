@@ -302,7 +302,7 @@ TEST_CASE("sim::parameter-server keys are checked and belong to the ps strategie
   other["strategy"]["servers"] = 2;
   std::tie(pointer, detail) = error(other);
   CHECK(pointer == "/strategy/servers");
-  CHECK_THAT(detail, Contains("'ps-sync', 'ps-async', not 'wfbp'"));
+  CHECK_THAT(detail, Contains("'ps-sync', 'ps-async', 'bytescheduler', not 'wfbp'"));
   Json async = two_layers_ps(4, "ps-async");
   async["strategy"]["worker_speed_spread"] = -1;
   CHECK(error(async).first == "/strategy/worker_speed_spread");
