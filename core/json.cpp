@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 
 namespace ddlsim {
 
@@ -28,21 +31,69 @@ std::string json_pointer_append(std::string_view pointer, std::size_t index) {
   return std::string(pointer) + "/" + std::to_string(index);
 }
 
+namespace {
+
+// Line and column (from 1) of byte `offset` of `text`, which editors understand.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < std::min(offset, text.size()); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+// The offset of the first number outside a string whose value overflows a double (nlohmann's out_of_range.406 does
+// not say where), or npos.
+std::size_t overflowing_number(std::string_view text) {
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      std::size_t j = i + 1;
+      while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) != 0 || text[j] == '.' ||
+                                 text[j] == 'e' || text[j] == 'E' || text[j] == '+' || text[j] == '-'))
+        ++j;
+      const std::string token(text.substr(i, j - i));
+      if (!std::isfinite(std::strtod(token.c_str(), nullptr)))
+        return i;
+      i = j - 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+} // namespace
+
 Json parse_json_text(std::string_view text, const std::string& origin) {
   try {
     return Json::parse(text.begin(), text.end());
+  } catch (const Json::out_of_range&) {
+    const auto at = overflowing_number(text);
+    if (at == std::string_view::npos)
+      throw InputError(origin, "", "invalid JSON: a number is out of range");
+    const auto [line, column] = line_column(text, at);
+    throw InputError(origin, "",
+                     fmt::format("invalid JSON at line {}, column {}: the number is beyond the range of a double "
+                                 "(about 1.8e308)",
+                                 line, column));
   } catch (const Json::parse_error& e) {
-    // Translate the byte offset into line:column, which editors understand.
-    std::size_t line = 1, column = 1;
-    const std::size_t stop = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    for (std::size_t i = 0; i < stop; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
+    const auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
     std::string what = e.what();
     // nlohmann's message is "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
     const auto colon = what.find("syntax error");

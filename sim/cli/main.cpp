@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
                                             "and plots");
   sweep->add_option("SCENARIO", scenario, "scenario JSON file with a \"sweep\" block")->required();
   sweep->add_option("--out", out_dir, "output directory (default: out/<scenario name>)");
-  sweep->add_option("-j,--jobs", jobs, "points run at a time (default: number of cores)")->check(CLI::PositiveNumber);
+  sweep->add_option("-j,--jobs", jobs, "points run at a time (default: number of cores)")
+      ->check(CLI::Range(1, 4096)); // a bounded range: CLI11 prints PositiveNumber's as 0 to DBL_MAX in full
   sweep->add_flag("--resume", resume, "skip the points already in DIR/points.jsonl");
   sweep->add_option("--shard", shard, "run the points whose index is I modulo N (I/N, e.g. $SLURM_ARRAY_TASK_ID/8)");
   sweep->add_option("--set", overrides, "override a scenario key: a.b=JSON (repeatable)");

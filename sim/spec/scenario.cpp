@@ -14,6 +14,7 @@
 #include <boost/graph/topological_sort.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -449,7 +450,35 @@ void apply_override(Json& doc, const std::string& dotted_key, const Json& value,
   *node = value;
 }
 
+namespace {
+
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
+    if (extra < 0 || i + static_cast<std::size_t>(extra) >= s.size() + (extra == 0 ? 1u : 0u))
+      return false; // a stray continuation byte, an invalid lead byte, or a sequence cut short
+    std::uint32_t code = extra == 0 ? c : c & (0x3Fu >> extra);
+    for (int k = 1; k <= extra; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+      if ((d >> 6) != 0x2)
+        return false;
+      code = (code << 6) | (d & 0x3Fu);
+    }
+    static constexpr std::uint32_t kSmallest[] = {0, 0x80, 0x800, 0x10000};
+    if (code < kSmallest[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+      return false;
+    i += static_cast<std::size_t>(extra) + 1;
+  }
+  return true;
+}
+
+} // namespace
+
 void apply_override(Json& doc, const std::string& assignment, const std::string& origin) {
+  if (!valid_utf8(assignment))
+    throw InputError(origin, "", "an override (--set) is not valid UTF-8 text");
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError(origin, "", fmt::format("override '{}' is not of the form key.path=VALUE", assignment));

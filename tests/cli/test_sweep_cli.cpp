@@ -255,6 +255,8 @@ TEST_CASE("sweep: bad command lines exit 2 with one clear line", "[cli][sweep][e
       {{"--shard", "x"}, "'x' is not of the form I/N"},
       {{"--set", "sweep={\"cluster.nodes\": []}"}, "/sweep/cluster.nodes: expected a non-empty array"},
       {{"--set", "sweep={\"cluster.nodez\": [1]}"}, "unknown key"},
+      {{"-j", "0"}, "--jobs: Value 0 not in range 1 to 4096"},                 // #15 D17: no 300-digit bound
+      {{"--set", "name=\xff"}, "an override (--set) is not valid UTF-8 text"}, // #15 D8
   }));
   CAPTURE(args, phrase);
   std::vector<std::string> all{"sweep", kQuickstart, "--out", tmp / "x", "--set", kNodesByStrategy};

@@ -52,6 +52,15 @@ TEST_CASE("core::parse_json_text gives line and column of syntax errors", "[core
                       Catch::StartsWith("bad.json: invalid JSON at line 3, column 8"));
 }
 
+TEST_CASE("core::parse_json_text rejects numbers beyond a double with their line and column (#15 D5)", "[core][json]") {
+  REQUIRE_THROWS_WITH(parse_json_text("{\n  \"a\": 1e309\n}", "big.json"),
+                      Catch::StartsWith("big.json: invalid JSON at line 2, column 8: the number is beyond"));
+  // the first that overflows, after a string that only looks like one, a negative one too
+  REQUIRE_THROWS_WITH(parse_json_text(R"({"s": "1e309", "b": [1e308, -2e400]})", "big.json"),
+                      Catch::StartsWith("big.json: invalid JSON at line 1, column 29"));
+  CHECK(parse_json_text(R"({"s": "1e309", "b": 1.7e308})", "ok.json")["b"] == 1.7e308);
+}
+
 TEST_CASE("core::write_file_atomic replaces the file and leaves no temporary", "[core][io]") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "ddlsim-test-io" / "nested";
