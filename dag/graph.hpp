@@ -246,7 +246,8 @@ private:
   double priority_credit_bytes_ = 0;
 
 public:
-  /// ByteScheduler's credit (Task::priority): bytes of prioritised tasks a resource may hold unfinished at once.
+  /// ByteScheduler's credit (Task::priority): bytes of prioritised tasks a resource may hold unfinished at once;
+  /// priorities take effect only in a graph with a credit (> 0).
   void set_priority_credit(double bytes) { priority_credit_bytes_ = bytes; }
   [[nodiscard]] double priority_credit() const { return priority_credit_bytes_; }
 };

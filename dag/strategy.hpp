@@ -298,6 +298,16 @@ struct KeyShard {
 };
 [[nodiscard]] KeyShard shard_key(int key, std::int64_t numel, int servers, std::int64_t bigarray_bound);
 
+/// The DAG ps-sync and ByteScheduler share, without a barrier between iterations: `iterations` consecutive iterations
+/// of one worker (data load, host-to-device copy, forward, backward; the next copy after this backward, the next
+/// load too without prefetching). After each iteration's backward, `after_backward(g, iteration, backward tasks by
+/// layer, gates)` adds its communication and fills gates[l] with what layer l's next forward waits for. `who` names
+/// the caller in logic errors (no layers, costs of another model, no iteration).
+using AfterBackward = std::function<void(IterationGraph& g, int iteration, const std::vector<IterationGraph::Id>& bwd,
+                                         std::vector<std::vector<IterationGraph::Id>>& gates)>;
+[[nodiscard]] IterationGraph build_layerwise(const Model& model, const WorkerCosts& costs, int iterations,
+                                             std::string_view who, const AfterBackward& after_backward);
+
 /// ps-sync's DAG: `iterations` consecutive iterations of one worker, each pushing every group as soon as its
 /// gradient is ready and pulling it back once pushed: a push and a pull stream with a lane per server (a key on one
 /// server uses that server's lane, a split key every lane; pushes to different servers overlap); layer l's

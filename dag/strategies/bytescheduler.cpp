@@ -82,93 +82,47 @@ extern constinit const StrategyInfo bytescheduler{
 
 IterationGraph build_bytescheduler(const Model& model, const WorkerCosts& costs,
                                    const std::vector<GradientGroup>& groups, int iterations, double credit_bytes) {
-  const std::size_t layers = model.layers.size();
-  if (layers == 0)
-    throw std::logic_error("build_bytescheduler: the model has no layers");
-  if (costs.fwd_s.size() != layers || costs.bwd_s.size() != layers)
-    throw std::logic_error("build_bytescheduler: costs do not match the model's layers");
-  if (iterations < 1)
-    throw std::logic_error("build_bytescheduler: needs at least one iteration");
   const auto tensors = flatten_tensors(model);
   double total_elements = 0;
-  std::vector<double> layer_elements(layers, 0.0);
+  std::vector<double> layer_elements(model.layers.size(), 0.0);
   for (const auto& t : tensors) {
     total_elements += static_cast<double>(t.numel);
     layer_elements[static_cast<std::size_t>(t.layer)] += static_cast<double>(t.numel);
   }
-  IterationGraph g;
-  g.set_priority_credit(credit_bytes);
-  std::vector<std::vector<IterationGraph::Id>> updated(layers); // the previous iteration's update of each layer
-  bool have_previous_end = false;
-  IterationGraph::Id previous_end = 0;
-  for (int it = 0; it < iterations; ++it) {
-    const auto load = g.add({.kind = TaskKind::data_load,
-                             .resource = Resource::host_cpu,
-                             .duration_s = costs.data_load_s,
+  auto graph = build_layerwise(
+      model, costs, iterations, "build_bytescheduler",
+      [&](IterationGraph& g, int it, const std::vector<IterationGraph::Id>& bwd,
+          std::vector<std::vector<IterationGraph::Id>>& updated) {
+        // Each layer's update: after every partition of its tensors, its share of the worker's optimizer step; the
+        // layer's next forward waits for it.
+        std::vector<IterationGraph::Id> update(layer_elements.size());
+        for (std::size_t l = 0; l < layer_elements.size(); ++l) {
+          if (layer_elements[l] <= 0)
+            continue;
+          update[l] = g.add({.kind = TaskKind::update,
+                             .resource = Resource::gpu_compute,
+                             .layer = static_cast<int>(l),
+                             .duration_s = costs.update_s * layer_elements[l] / total_elements,
                              .iteration = it});
-    const auto h2d =
-        g.add({.kind = TaskKind::h2d, .resource = Resource::gpu_compute, .duration_s = costs.h2d_s, .iteration = it});
-    g.depend(load, h2d);
-    if (have_previous_end) {
-      g.depend(previous_end, h2d);
-      if (!costs.prefetch)
-        g.depend(previous_end, load);
-    }
-    std::vector<IterationGraph::Id> fwd(layers), bwd(layers);
-    for (std::size_t l = 0; l < layers; ++l) {
-      fwd[l] = g.add({.kind = TaskKind::forward,
-                      .resource = Resource::gpu_compute,
-                      .layer = static_cast<int>(l),
-                      .duration_s = costs.fwd_s[l],
-                      .iteration = it});
-      g.depend(l == 0 ? h2d : fwd[l - 1], fwd[l]);
-      for (auto u : updated[l])
-        g.depend(u, fwd[l]);
-    }
-    for (std::size_t l = layers; l-- > 0;) {
-      bwd[l] = g.add({.kind = TaskKind::backward,
-                      .resource = Resource::gpu_compute,
-                      .layer = static_cast<int>(l),
-                      .duration_s = costs.bwd_s[l],
-                      .iteration = it});
-      g.depend(l + 1 == layers ? fwd[layers - 1] : bwd[l + 1], bwd[l]);
-    }
-    // Each layer's update: after every partition of its tensors, its share of the worker's optimizer step.
-    std::vector<IterationGraph::Id> update(layers);
-    std::vector<char> has_update(layers, 0);
-    for (std::size_t l = 0; l < layers; ++l) {
-      updated[l].clear();
-      if (layer_elements[l] <= 0)
-        continue;
-      update[l] = g.add({.kind = TaskKind::update,
-                         .resource = Resource::gpu_compute,
-                         .layer = static_cast<int>(l),
-                         .duration_s = total_elements > 0 ? costs.update_s * layer_elements[l] / total_elements : 0.0,
-                         .iteration = it});
-      g.depend(bwd[l], update[l]);
-      has_update[l] = 1;
-      updated[l].push_back(update[l]);
-    }
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-      const auto& group = groups[i];
-      const auto allreduce = g.add({.kind = TaskKind::communication,
-                                    .resource = Resource::comm,
-                                    .group = static_cast<int>(i),
-                                    .collective = Collective::allreduce,
-                                    .bytes = group.bytes,
-                                    .iteration = it,
-                                    .priority = group.priority});
-      g.depend(bwd[static_cast<std::size_t>(group.ready_layer)], allreduce);
-      for (int t : group.tensors) {
-        const auto layer = static_cast<std::size_t>(tensors[static_cast<std::size_t>(t)].layer);
-        if (has_update[layer])
-          g.depend(allreduce, update[layer]);
-      }
-    }
-    previous_end = bwd[0];
-    have_previous_end = true;
-  }
-  return g;
+          g.depend(bwd[l], update[l]);
+          updated[l].push_back(update[l]);
+        }
+        for (std::size_t i = 0; i < groups.size(); ++i) {
+          const auto& group = groups[i];
+          const auto allreduce = g.add({.kind = TaskKind::communication,
+                                        .resource = Resource::comm,
+                                        .group = static_cast<int>(i),
+                                        .collective = Collective::allreduce,
+                                        .bytes = group.bytes,
+                                        .iteration = it,
+                                        .priority = group.priority});
+          g.depend(bwd[static_cast<std::size_t>(group.ready_layer)], allreduce);
+          for (int t : group.tensors) // a group's tensors have parameters, so their layers have an update
+            g.depend(allreduce, update[static_cast<std::size_t>(tensors[static_cast<std::size_t>(t)].layer)]);
+        }
+      });
+  graph.set_priority_credit(credit_bytes);
+  return graph;
 }
 
 } // namespace ddlsim::dag

@@ -126,22 +126,17 @@ extern constinit const StrategyInfo ps_async{
 };
 } // namespace builtin
 
-IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const std::vector<GradientGroup>& groups,
-                             int iterations) {
+IterationGraph build_layerwise(const Model& model, const WorkerCosts& costs, int iterations, std::string_view who,
+                               const AfterBackward& after_backward) {
   const std::size_t layers = model.layers.size();
   if (layers == 0)
-    throw std::logic_error("build_ps_sync: the model has no layers");
+    throw std::logic_error(fmt::format("{}: the model has no layers", who));
   if (costs.fwd_s.size() != layers || costs.bwd_s.size() != layers)
-    throw std::logic_error("build_ps_sync: costs do not match the model's layers");
+    throw std::logic_error(fmt::format("{}: costs do not match the model's layers", who));
   if (iterations < 1)
-    throw std::logic_error("build_ps_sync: needs at least one iteration");
-
-  const auto tensors = flatten_tensors(model);
-  double total_elements = 0;
-  for (const auto& t : tensors)
-    total_elements += static_cast<double>(t.numel);
+    throw std::logic_error(fmt::format("{}: needs at least one iteration", who));
   IterationGraph g;
-  std::vector<std::vector<IterationGraph::Id>> pulled_by_layer(layers); // the previous iteration's pulls
+  std::vector<std::vector<IterationGraph::Id>> gates(layers); // what each layer's next forward waits for
   bool have_previous_end = false;
   IterationGraph::Id previous_end = 0; // the previous iteration's last backward
   for (int it = 0; it < iterations; ++it) {
@@ -167,8 +162,8 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
                       .duration_s = costs.fwd_s[l],
                       .iteration = it});
       g.depend(l == 0 ? h2d : fwd[l - 1], fwd[l]);
-      for (auto pull : pulled_by_layer[l])
-        g.depend(pull, fwd[l]); // the layer's parameters of this iteration
+      for (auto gate : gates[l])
+        g.depend(gate, fwd[l]); // the layer's parameters of this iteration
     }
     for (std::size_t l = layers; l-- > 0;) {
       bwd[l] = g.add({.kind = TaskKind::backward,
@@ -178,52 +173,66 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
                       .iteration = it});
       g.depend(l + 1 == layers ? fwd[layers - 1] : bwd[l + 1], bwd[l]);
     }
-    for (auto& v : pulled_by_layer)
+    for (auto& v : gates)
       v.clear();
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-      const auto& group = groups[i];
-      const auto transfer = [&](Resource stream, Collective c) {
-        return g.add({.kind = TaskKind::communication,
-                      .resource = stream,
-                      .group = static_cast<int>(i),
-                      .collective = c,
-                      .bytes = group.bytes,
-                      .shard_first = group.shard_first,
-                      .shard_count = group.shard_count,
-                      .iteration = it,
-                      .lane = group.shard_count == 1 ? group.shard_first : -1,
-                      .priority = group.priority});
-      };
-      const auto push = transfer(Resource::comm, Collective::ps_push);
-      const auto pull = transfer(Resource::comm_pull, Collective::ps_pull);
-      g.depend(bwd[static_cast<std::size_t>(group.ready_layer)], push);
-      // The servers apply the update to their shards of the key (MXNet's update_on_kvstore) before it is pulled:
-      // the worker's optimizer step over the key's share of the parameters, the shards in parallel.
-      const double update_s =
-          group.server_s + (total_elements > 0 ? costs.update_s * static_cast<double>(group.elements) / total_elements /
-                                                     std::max(1, group.shard_count)
-                                               : 0.0);
-      if (update_s > 0) {
-        const auto update = g.add({.kind = TaskKind::delay,
-                                   .resource = Resource::none,
-                                   .group = static_cast<int>(i),
-                                   .duration_s = update_s,
-                                   .iteration = it});
-        g.depend(push, update);
-        g.depend(update, pull);
-      } else {
-        g.depend(push, pull);
-      }
-      for (int t : group.tensors) { // every layer with a tensor in the group waits for its pull
-        auto& waits = pulled_by_layer[static_cast<std::size_t>(tensors[static_cast<std::size_t>(t)].layer)];
-        if (waits.empty() || waits.back() != pull)
-          waits.push_back(pull);
-      }
-    }
+    after_backward(g, it, bwd, gates);
     previous_end = bwd[0];
     have_previous_end = true;
   }
   return g;
+}
+
+IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const std::vector<GradientGroup>& groups,
+                             int iterations) {
+  const auto tensors = flatten_tensors(model);
+  double total_elements = 0;
+  for (const auto& t : tensors)
+    total_elements += static_cast<double>(t.numel);
+  return build_layerwise(
+      model, costs, iterations, "build_ps_sync",
+      [&](IterationGraph& g, int it, const std::vector<IterationGraph::Id>& bwd,
+          std::vector<std::vector<IterationGraph::Id>>& pulled_by_layer) {
+        for (std::size_t i = 0; i < groups.size(); ++i) {
+          const auto& group = groups[i];
+          const auto transfer = [&](Resource stream, Collective c) {
+            return g.add({.kind = TaskKind::communication,
+                          .resource = stream,
+                          .group = static_cast<int>(i),
+                          .collective = c,
+                          .bytes = group.bytes,
+                          .shard_first = group.shard_first,
+                          .shard_count = group.shard_count,
+                          .iteration = it,
+                          .lane = group.shard_count == 1 ? group.shard_first : -1,
+                          .priority = group.priority});
+          };
+          const auto push = transfer(Resource::comm, Collective::ps_push);
+          const auto pull = transfer(Resource::comm_pull, Collective::ps_pull);
+          g.depend(bwd[static_cast<std::size_t>(group.ready_layer)], push);
+          // The servers apply the update to their shards of the key (MXNet's update_on_kvstore) before it is pulled:
+          // the worker's optimizer step over the key's share of the parameters, the shards in parallel.
+          const double update_s =
+              group.server_s + (total_elements > 0 ? costs.update_s * static_cast<double>(group.elements) /
+                                                         total_elements / std::max(1, group.shard_count)
+                                                   : 0.0);
+          if (update_s > 0) {
+            const auto update = g.add({.kind = TaskKind::delay,
+                                       .resource = Resource::none,
+                                       .group = static_cast<int>(i),
+                                       .duration_s = update_s,
+                                       .iteration = it});
+            g.depend(push, update);
+            g.depend(update, pull);
+          } else {
+            g.depend(push, pull);
+          }
+          for (int t : group.tensors) { // every layer with a tensor in the group waits for its pull
+            auto& waits = pulled_by_layer[static_cast<std::size_t>(tensors[static_cast<std::size_t>(t)].layer)];
+            if (waits.empty() || waits.back() != pull)
+              waits.push_back(pull);
+          }
+        }
+      });
 }
 
 } // namespace ddlsim::dag

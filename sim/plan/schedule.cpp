@@ -190,13 +190,7 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
 }
 
 std::vector<TaskTiming> schedule(const dag::IterationGraph& g, const ScheduleOptions& options) {
-  const auto prioritised = [&] {
-    for (std::size_t v = 0; v < g.size(); ++v)
-      if (g.task(v).priority >= 0)
-        return true;
-    return false;
-  };
-  if (options.compute_slowdown > 0 || prioritised())
+  if (options.compute_slowdown > 0 || g.priority_credit() > 0)
     return schedule_event_driven(g, options);
   const std::size_t n = g.size();
   std::vector<TaskTiming> timing(n);
