@@ -3,15 +3,40 @@
 
 namespace ddlsim {
 namespace {
+
+// Control characters in user strings (a newline in a value or a key, a NUL) are written as C escapes, so that a
+// message stays one line and shows what was there.
+void append_escaped(std::string& out, const std::string& text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
+    else if (u < 0x20 || u == 0x7f)
+      out += {'\\', 'x', kHex[u >> 4], kHex[u & 0xf]};
+    else
+      out += c;
+  }
+}
+
 std::string format_input_error(const std::string& file, const std::string& pointer, const std::string& message) {
   std::string out;
-  if (!file.empty())
-    out += file + ": ";
-  if (!pointer.empty())
-    out += pointer + ": ";
-  out += message;
+  if (!file.empty()) {
+    append_escaped(out, file);
+    out += ": ";
+  }
+  if (!pointer.empty()) {
+    append_escaped(out, pointer);
+    out += ": ";
+  }
+  append_escaped(out, message);
   return out;
 }
+
 } // namespace
 
 InputError::InputError(std::string file, std::string pointer, const std::string& message)

@@ -1,16 +1,48 @@
 // Output files are written atomically (temporary file in the same directory, then rename), so a crash or a
-// kill never leaves a partial summary.json or results.csv behind.
+// kill never leaves a partial summary.json or results.csv behind; a run's files are replaced all together
+// (OutputBatch). Inputs are read with a size limit, so that a device or a pipe that never ends is an input error.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ddlsim {
 
-/// Writes `content` to `path` atomically, creating parent directories. Throws std::runtime_error on failure.
+/// Writes `content` to `path` atomically, creating parent directories. A path that cannot be written (a file
+/// where a directory should be, no permission, a read-only file system, a full disk) throws InputError naming it.
 void write_file_atomic(const std::string& path, std::string_view content);
 
-/// Reads a whole file; throws InputError(path, "", "cannot open file") if it cannot be read.
-[[nodiscard]] std::string read_file(const std::string& path);
+/// Creates `dir` (and its parents) for a command's outputs and checks that files can be created in it, before any
+/// work is done; throws InputError(dir, "", "cannot write outputs here: ...") if not.
+void prepare_output_dir(const std::string& dir);
+
+/// Files replaced all together or not at all: add() writes each to a temporary file beside its target, commit()
+/// renames them all into place; if anything fails before commit() (or commit() is never reached), the temporary
+/// files are removed and the old files stay as they were.
+class OutputBatch {
+public:
+  OutputBatch() = default;
+  OutputBatch(const OutputBatch&) = delete;
+  OutputBatch& operator=(const OutputBatch&) = delete;
+  ~OutputBatch();
+  void add(const std::string& path, std::string_view content);
+  void commit();
+
+private:
+  std::vector<std::pair<std::string, std::string>> staged_; // (temporary, target)
+};
+
+/// The largest input file ddlsim reads whole (scenarios, calibrations, workloads, logs, traces).
+inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
+
+/// Reads a whole file; throws InputError(path, "", ...) if it cannot be read, is a directory, has a NUL byte in its
+/// name, is a device (/dev/zero), or is larger than `max_bytes` (a pipe that does not end).
+[[nodiscard]] std::string read_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
+
+/// Makes an I/O failure signal-free: SIGXFSZ (file size limit) is ignored, so that the write fails with EFBIG and
+/// the temporary files are cleaned up, instead of the process dying with them left behind. Called once by main().
+void ignore_file_size_signal();
 
 } // namespace ddlsim

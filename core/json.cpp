@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <utility>
 
 namespace ddlsim {
@@ -78,11 +79,79 @@ std::size_t overflowing_number(std::string_view text) {
   return std::string_view::npos;
 }
 
+// What nlohmann's parser lets through and strict JSON does not: duplicate keys (RFC 8259 says names "SHOULD be
+// unique"; nlohmann keeps the last, silently) and nesting deeper than kMaxJsonDepth (which would exhaust the stack
+// of anything that walks the document recursively). The parser reports every event with its depth; this tracks the
+// JSON pointer of the value being parsed so that the error can name it.
+class StrictCallback {
+public:
+  StrictCallback(std::string origin, std::string base) : origin_(std::move(origin)), base_(std::move(base)) {}
+
+  bool operator()(int depth, Json::parse_event_t event, Json& parsed) {
+    using E = Json::parse_event_t;
+    switch (event) {
+    case E::object_start:
+    case E::array_start:
+      if (depth >= kMaxJsonDepth)
+        throw InputError(origin_, pointer(), fmt::format("invalid JSON: nested deeper than {} levels", kMaxJsonDepth));
+      frames_.push_back({event == E::array_start, 0, {}, {}});
+      break;
+    case E::key: {
+      auto& f = frames_.back();
+      f.key = parsed.get<std::string>();
+      if (!f.keys.insert(f.key).second)
+        throw InputError(origin_, pointer(), "invalid JSON: duplicate key (each key may appear once in an object)");
+      break;
+    }
+    case E::object_end:
+    case E::array_end:
+      frames_.pop_back();
+      element_done();
+      break;
+    case E::value:
+      element_done();
+      break;
+    }
+    return true;
+  }
+
+private:
+  struct Frame {
+    bool array;
+    std::size_t index;
+    std::string key;
+    std::set<std::string, std::less<>> keys;
+  };
+  void element_done() {
+    if (!frames_.empty() && frames_.back().array)
+      ++frames_.back().index;
+  }
+  [[nodiscard]] std::string pointer() const {
+    std::string p = base_;
+    for (const auto& f : frames_)
+      p = f.array ? json_pointer_append(p, f.index) : json_pointer_append(p, f.key);
+    return p;
+  }
+
+  std::string origin_;
+  std::string base_;
+  std::vector<Frame> frames_;
+};
+
 } // namespace
+
+std::optional<Json> parse_json_value(std::string_view text, const std::string& origin, const std::string& pointer) {
+  StrictCallback strict(origin, pointer);
+  Json value = Json::parse(text.begin(), text.end(), std::ref(strict), /*allow_exceptions=*/false);
+  if (value.is_discarded())
+    return std::nullopt;
+  return value;
+}
 
 Json parse_json_text(std::string_view text, const std::string& origin) {
   try {
-    return Json::parse(text.begin(), text.end());
+    StrictCallback strict(origin, "");
+    return Json::parse(text.begin(), text.end(), std::ref(strict));
   } catch (const Json::out_of_range&) {
     const auto at = overflowing_number(text);
     if (at == std::string_view::npos)
@@ -294,6 +363,8 @@ double parse_quantity_at(const Json& value, Dimension d, const std::string& file
   } catch (const std::invalid_argument& e) {
     throw InputError(file, pointer, e.what());
   }
+  if (const auto range = quantity_range_error(x, d, value.get<std::string>()); !range.empty())
+    throw InputError(file, pointer, range);
   if (min_exclusive ? !(x > min) : !(x >= min))
     throw InputError(file, pointer,
                      fmt::format("{} must be {} {}", value.get<std::string>(),

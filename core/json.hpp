@@ -25,10 +25,18 @@ using OrderedJson = nlohmann::ordered_json;
 [[nodiscard]] std::string json_pointer_append(std::string_view pointer, std::string_view key);
 [[nodiscard]] std::string json_pointer_append(std::string_view pointer, std::size_t index);
 
-/// Reads and parses a JSON file; syntax errors become InputError with line and column.
+/// The deepest nesting of arrays and objects a JSON input may have (ddlsim's own files need 8).
+inline constexpr int kMaxJsonDepth = 256;
+
+/// Reads and parses a JSON file; syntax errors become InputError with line and column, and so do duplicate keys and
+/// nesting deeper than kMaxJsonDepth (with the JSON pointer where they occur).
 [[nodiscard]] Json load_json_file(const std::string& path);
 /// Parses JSON text; `origin` names it in errors.
 [[nodiscard]] Json parse_json_text(std::string_view text, const std::string& origin);
+/// Parses `text` as one JSON value (e.g. the VALUE of `--set key=VALUE`, which lands at `pointer`): nullopt if it
+/// is not JSON; duplicate keys and too deep nesting are InputErrors, as in parse_json_text.
+[[nodiscard]] std::optional<Json> parse_json_value(std::string_view text, const std::string& origin,
+                                                   const std::string& pointer);
 
 /// Type name for messages: "a string", "a number", ...
 [[nodiscard]] std::string json_type_phrase(const Json& j);

@@ -156,6 +156,33 @@ std::string_view dimension_name(Dimension d) {
   return "quantity";
 }
 
+QuantityRange quantity_range(Dimension d) {
+  switch (d) {
+  case Dimension::time:
+    return {1e-15, 1e7, "1e-15 s", "1e7 s (116 days)"};
+  case Dimension::bytes:
+    return {1, 1125899906842624.0, "1 B", "1 PiB"};
+  case Dimension::bandwidth:
+    return {1, 1e15, "1 B/s", "1 PB/s"};
+  case Dimension::inverse_bandwidth:
+    return {1e-15, 1, "1e-15 s/B", "1 s/B"};
+  case Dimension::flops:
+    return {1, 1e21, "1 FLOP", "1e21 FLOP"};
+  case Dimension::flop_rate:
+    return {1e6, 1e18, "1 MFLOPS", "1 EFLOPS"};
+  }
+  return {0, 0, "", ""};
+}
+
+std::string quantity_range_error(double value, Dimension d, std::string_view written) {
+  const auto r = quantity_range(d);
+  const double a = std::fabs(value);
+  if (a == 0 || (a >= r.smallest && a <= r.largest))
+    return {};
+  return fmt::format("'{}' is out of range: a {} is 0 or between {} and {}", written, dimension_name(d),
+                     r.smallest_text, r.largest_text);
+}
+
 double parse_quantity(std::string_view text, Dimension d) {
   const auto first = text.find_first_not_of(' ');
   if (first == std::string_view::npos)

@@ -17,11 +17,17 @@
 namespace ddlsim::dag {
 namespace {
 
+/// The most elements one parameter tensor may have (2^50: 4 PiB of fp32 gradient, far beyond any model), so that
+/// shapes and counts cannot wrap 64-bit arithmetic downstream.
+constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 50;
+
 double flops_value(const Json& v, const std::string& file, const std::string& pointer) {
   if (v.is_number()) {
     const double x = v.get<double>();
     if (!(x >= 0))
       throw InputError(file, pointer, fmt::format("{} must be at least 0", x));
+    if (const auto range = quantity_range_error(x, Dimension::flops, v.dump()); !range.empty())
+      throw InputError(file, pointer, range);
     return x;
   }
   return parse_quantity_at(v, Dimension::flops, file, pointer);
@@ -50,8 +56,8 @@ Model parse_layers(const Json& layers, const std::string& file, const std::strin
       const std::string pp = r.path("params");
       if (p->is_number_integer()) {
         const auto n = p->get<std::int64_t>();
-        if (n < 0)
-          throw InputError(file, pp, fmt::format("{} must be at least 0", n));
+        if (n < 0 || n > kMaxTensorElements)
+          throw InputError(file, pp, fmt::format("{} must be between 0 and 2^50", n));
         if (n > 0)
           layer.params.push_back({layer.name + ".weight", {n}, n});
       } else if (p->is_array()) {
@@ -67,6 +73,8 @@ Model parse_layers(const Json& layers, const std::string& file, const std::strin
             if (!shape[d].is_number_integer() || shape[d].get<std::int64_t>() <= 0)
               throw InputError(file, json_pointer_append(tr.path("shape"), d), "expected a positive integer");
             t.shape.push_back(shape[d].get<std::int64_t>());
+            if (t.shape.back() > kMaxTensorElements / t.numel)
+              throw InputError(file, tr.path("shape"), "more than 2^50 elements in one tensor");
             t.numel *= t.shape.back();
           }
           tr.finish();

@@ -1,6 +1,7 @@
 // The `ddlsim` command line (DESIGN.md, "CLI"). Exit 0 on success; bad input exits 2 with one line naming the
 // file and JSON path; anything unexpected exits 1 with a message, never a crash.
 #include "core/error.hpp"
+#include "core/io.hpp"
 #include "dag/strategy.hpp"
 #include "dag/zoo/zoo.hpp"
 #include "sim/cli/calibrate.hpp"
@@ -31,8 +32,9 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
   if (!engine.empty())
     all.push_back("engine=" + engine);
   const auto scenario = sim::load_scenario(scenario_path, all);
-  const auto result = sim::run_scenario(scenario);
   const std::string dir = out_dir.empty() ? (std::filesystem::path("out") / scenario.name).string() : out_dir;
+  prepare_output_dir(dir); // an unusable --out fails before the simulation, not after
+  const auto result = sim::run_scenario(scenario);
   sim::write_reports(dir, scenario, result, trace);
   fmt::print("{}  reports in {}/ (summary.json, tasks.csv{})\n", sim::human_summary(scenario, result), dir,
              trace ? ", timeline.json" : "");
@@ -142,6 +144,7 @@ int list_command(const std::string& what) {
 } // namespace
 
 int main(int argc, char** argv) {
+  ignore_file_size_signal(); // a file size limit makes writes fail (and clean up), not kill the process
   CLI::App app{"ddlsim: predicts the iteration time and scalability of distributed deep-learning training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ddlsim 0.1.0");

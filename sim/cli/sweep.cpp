@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -400,7 +401,18 @@ Journal read_journal(const std::string& path) {
         continue;
       }
       auto r = result_from_json(doc);
-      j.results[r.index] = std::move(r);
+      const Shard shard = parse_shard(j.shard);
+      if (r.index >= j.points || !shard.owns(r.index))
+        throw InputError(path, "",
+                         fmt::format("line {}: point {} is not a point of shard {} of this {}-point sweep (the "
+                                     "journal is damaged)",
+                                     line_no, r.index, j.shard, j.points));
+      const auto index = r.index;
+      if (!j.results.emplace(index, std::move(r)).second)
+        throw InputError(path, "",
+                         fmt::format("line {}: point {} is recorded twice (the journal is damaged)", line_no, index));
+    } catch (const InputError&) {
+      throw;
     } catch (const std::exception& e) {
       throw InputError(path, "", fmt::format("line {}: {}", line_no, e.what()));
     }
@@ -475,8 +487,10 @@ std::vector<PointResult> ordered(const std::map<std::size_t, PointResult>& resul
 
 void write_tables(const std::string& dir, const Tables& t, const std::map<std::size_t, PointResult>& results) {
   const auto rows = ordered(results);
-  write_file_atomic((fs::path(dir) / "results.csv").string(), results_csv(t.keys, rows));
-  write_file_atomic((fs::path(dir) / "results.json").string(), results_json(t.scenario, t.keys, rows).dump(2) + "\n");
+  OutputBatch batch; // both tables describe the same rows
+  batch.add((fs::path(dir) / "results.csv").string(), results_csv(t.keys, rows));
+  batch.add((fs::path(dir) / "results.json").string(), results_json(t.scenario, t.keys, rows).dump(2) + "\n");
+  batch.commit();
 }
 
 std::vector<std::string> make_plots(const std::string& dir) {
@@ -626,7 +640,7 @@ SweepOutcome run_sweep(const Scenario& s, const SweepOptions& options) {
     results = std::move(j.results);
     outcome.resumed = results.size();
   }
-  fs::create_directories(dir);
+  prepare_output_dir(dir.string());
   // The journal is rewritten from what is kept (a cut-short last line disappears), then appended to.
   {
     std::string text = OrderedJson{{"sweep", identity},   {"scenario", file},    {"name", tables.scenario},
@@ -756,9 +770,11 @@ SweepOutcome merge_sweeps(const std::vector<std::string>& shard_dirs, const std:
   std::optional<Journal> first;
   std::string first_path;
   std::map<std::size_t, PointResult> results;
+  std::map<int, std::string> shard_paths; // shard index -> journal
   for (const auto& d : shard_dirs) {
     const std::string path = (fs::path(d) / "points.jsonl").string();
     auto j = read_journal(path);
+    const Shard shard = parse_shard(j.shard);
     if (!first) {
       first = j;
       first_path = path;
@@ -766,12 +782,38 @@ SweepOutcome merge_sweeps(const std::vector<std::string>& shard_dirs, const std:
       throw InputError(path, "",
                        fmt::format("merge: this shard belongs to another sweep ({}) than {} ({})", j.identity,
                                    first_path, first->identity));
+    } else if (shard.count != parse_shard(first->shard).count) {
+      throw InputError(path, "",
+                       fmt::format("merge: this is shard {}, but {} is shard {}: the shards of one sweep split it "
+                                   "the same way",
+                                   j.shard, first_path, first->shard));
     }
+    if (const auto [at, fresh] = shard_paths.emplace(shard.index, path); !fresh)
+      throw InputError(path, "", fmt::format("merge: shard {} is given twice (also {})", j.shard, at->second));
+    std::size_t owned = 0;
+    for (std::size_t i = 0; i < j.points; ++i)
+      owned += shard.owns(i) ? 1 : 0;
+    if (j.results.size() != owned)
+      throw InputError(path, "",
+                       fmt::format("merge: shard {} has {} of its {} points; finish it first (`ddlsim sweep "
+                                   "SCENARIO --shard {} --resume --out {}`)",
+                                   j.shard, j.results.size(), owned, j.shard, d));
     for (auto& [i, r] : j.results)
       results[i] = std::move(r);
   }
+  const int count = parse_shard(first->shard).count;
+  if (static_cast<int>(shard_paths.size()) != count) {
+    std::vector<std::string> missing;
+    for (int i = 0; i < count; ++i)
+      if (!shard_paths.contains(i))
+        missing.push_back(fmt::format("{}/{}", i, count));
+    throw InputError("", "",
+                     fmt::format("merge: shard{} {} {} missing: give every shard of the sweep",
+                                 missing.size() == 1 ? "" : "s", fmt::join(missing, ", "),
+                                 missing.size() == 1 ? "is" : "are"));
+  }
   const Tables tables{first->name, first->keys};
-  fs::create_directories(out_dir);
+  prepare_output_dir(out_dir);
   write_tables(out_dir, tables, results);
   SweepOutcome outcome;
   outcome.points = first->points;

@@ -13,11 +13,38 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 
 namespace ddlsim::sim {
 namespace {
+
+// A byte count as a JSON integer where it is one exactly (below 2^53), else as a number: a cast of a larger double
+// to an integer would wrap (the invariant check then reports a figure that is not finite).
+OrderedJson byte_count(double bytes) {
+  if (std::isfinite(bytes) && bytes >= 0 && bytes < 9007199254740992.0)
+    return static_cast<std::int64_t>(bytes);
+  return bytes;
+}
+
+// Every number in a summary is finite and non-negative. Throws std::logic_error naming the first that is not.
+void check_numbers(const OrderedJson& j, const std::string& pointer) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items())
+      check_numbers(v, json_pointer_append(pointer, k));
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i)
+      check_numbers(j[i], json_pointer_append(pointer, i));
+  } else if (j.is_number_float()) {
+    const double x = j.get<double>();
+    if (!std::isfinite(x) || x < 0)
+      throw std::logic_error(fmt::format("summary {} is {}: every figure must be finite and non-negative", pointer, x));
+  } else if (j.is_number_integer() && j.get<std::int64_t>() < 0) {
+    throw std::logic_error(fmt::format("summary {} is {}: every figure must be non-negative", pointer, j.dump()));
+  }
+}
 
 std::string layer_name(const Scenario& s, int layer) {
   return layer >= 0 ? s.model.layers[static_cast<std::size_t>(layer)].name : std::string();
@@ -70,7 +97,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     OrderedJson b;
     b["tensors"] = g.tensors.size();
     b["elements"] = g.elements;
-    b["bytes"] = static_cast<std::int64_t>(g.bytes);
+    b["bytes"] = byte_count(g.bytes);
     if (!g.tensors.empty()) { // a traced collective on a model without parameter tensors has none
       b["first_tensor"] = names[static_cast<std::size_t>(g.tensors.front())];
       b["last_tensor"] = names[static_cast<std::size_t>(g.tensors.back())];
@@ -78,7 +105,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     buckets.push_back(std::move(b));
   }
   j["buckets"] = std::move(buckets);
-  j["peak_memory_bytes_per_gpu"] = static_cast<std::int64_t>(r.peak_memory_bytes_per_gpu);
+  j["peak_memory_bytes_per_gpu"] = byte_count(r.peak_memory_bytes_per_gpu);
   if (r.model_flops_utilisation)
     j["model_flops_utilisation"] = *r.model_flops_utilisation;
   if (s.measured.iteration_s)
@@ -99,7 +126,7 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                         {"p2p_bytes", st.p2p_bytes},
                         {"in_flight_micro_batches", st.in_flight_micro_batches},
                         {"weight_versions", st.weight_versions},
-                        {"peak_memory_bytes", static_cast<std::int64_t>(st.peak_memory_bytes)},
+                        {"peak_memory_bytes", byte_count(st.peak_memory_bytes)},
                         {"exceeds_gpu_memory", st.exceeds_gpu_memory}});
     j["pipeline"] = {{"schedule", pl.schedule},
                      {"stages", pl.stages},
@@ -204,6 +231,16 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
   j["critical_path_s"] = r.critical_path_s;
   j["notes"] = r.notes;
+  // Invariants of every successful run (issue #15): a figure that is not finite or negative, or a breakdown that
+  // does not add up to the iteration, is a bug, reported as one rather than written.
+  check_numbers(j, "");
+  double parts = 0;
+  if (const auto b = j.find("breakdown_s"); b != j.end())
+    for (const auto& [k, v] : b->items())
+      parts += v.get<double>();
+  if (j.contains("breakdown_s") && std::abs(parts - r.iteration_time_s) > 1e-9 * std::max(1.0, r.iteration_time_s))
+    throw std::logic_error(
+        fmt::format("summary: the breakdown adds up to {} s, the iteration is {} s", parts, r.iteration_time_s));
   return j;
 }
 
@@ -460,12 +497,14 @@ void write_reports(const std::string& dir, const Scenario& s, const RunResult& r
   const std::string tasks = tasks_csv(s, r);
   const std::string timeline = trace ? timeline_json(s, r).dump() + "\n" : std::string();
   const std::filesystem::path d(dir);
-  write_file_atomic((d / "tasks.csv").string(), tasks);
+  OutputBatch batch; // the run's files replace the previous run's all together, or not at all
+  batch.add((d / "tasks.csv").string(), tasks);
   if (!r.links.empty())
-    write_file_atomic((d / "links.csv").string(), links_csv(r));
+    batch.add((d / "links.csv").string(), links_csv(r));
   if (trace)
-    write_file_atomic((d / "timeline.json").string(), timeline);
-  write_file_atomic((d / "summary.json").string(), summary);
+    batch.add((d / "timeline.json").string(), timeline);
+  batch.add((d / "summary.json").string(), summary);
+  batch.commit();
 }
 
 } // namespace ddlsim::sim

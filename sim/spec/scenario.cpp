@@ -377,10 +377,42 @@ void check_axis_values(const Json& doc_without_sweep, const std::vector<AxisText
   }
 }
 
-std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std::string& file) {
+// The keys of `object` in `order` first (those present), then the rest in the object's own (alphabetical) order.
+std::vector<std::string> keys_in_order(const Json& object, const std::vector<std::string>& order) {
+  std::vector<std::string> keys;
+  for (const auto& k : order)
+    if (object.contains(k) && std::find(keys.begin(), keys.end(), k) == keys.end())
+      keys.push_back(k);
+  for (const auto& [k, unused] : object.items())
+    if (std::find(keys.begin(), keys.end(), k) == keys.end())
+      keys.push_back(k);
+  return keys;
+}
+
+std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std::string& file,
+                                   const SweepKeyOrder& order) {
   ObjectReader r(sweep, file, "/sweep");
   Json base = doc;
   base.erase("sweep");
+  // How many points the axes make, counted (without overflowing) before any value is validated: each zip group
+  // counts once, by its first array.
+  std::size_t points = 1;
+  const auto count = [&](std::size_t n) {
+    if (n > 0 && n > kMaxSweepPoints / points)
+      throw InputError(file, "/sweep",
+                       fmt::format("more than {} points (the axes multiply to more): split the sweep into several "
+                                   "scenarios, or sweep fewer values",
+                                   kMaxSweepPoints));
+    points *= std::max<std::size_t>(n, 1);
+  };
+  for (const auto& [key, values] : sweep.items()) {
+    if (key != "zip")
+      count(values.is_array() ? values.size() : 1);
+    else if (values.is_array())
+      for (const auto& group : values)
+        if (group.is_object() && !group.empty() && group.begin()->is_array())
+          count(group.begin()->size());
+  }
   std::vector<SweepAxis> axes;
   std::set<std::string> seen;
   auto add_axis = [&](const std::string& key, const Json& values, const std::string& pointer, int group) {
@@ -388,7 +420,8 @@ std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std
       throw InputError(file, pointer, fmt::format("'{}' is swept twice", key));
     axes.push_back({key, values.get<std::vector<Json>>(), group});
   };
-  for (const auto& [key, values] : sweep.items()) {
+  for (const auto& key : keys_in_order(sweep, order.keys)) {
+    const Json& values = sweep.at(key);
     if (key == "zip") {
       const Json& zip = *r.optional("zip");
       if (!zip.is_array())
@@ -398,7 +431,11 @@ std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std
         ObjectReader zr(zip[g], file, gp);
         std::size_t length = 0;
         std::vector<AxisText> group;
-        for (const auto& [zkey, zvalues] : zip[g].items()) {
+        if (!zip[g].is_object())
+          zr.fail_here("expected an object of equal-length arrays");
+        for (const auto& zkey :
+             keys_in_order(zip[g], g < order.zip.size() ? order.zip[g] : std::vector<std::string>{})) {
+          const Json& zvalues = zip[g].at(zkey);
           zr.optional(zkey);
           const std::string zp = json_pointer_append(gp, zkey);
           if (zvalues.is_array() && length != 0 && zvalues.size() != length)
@@ -484,9 +521,10 @@ void apply_override(Json& doc, const std::string& assignment, const std::string&
     throw InputError(origin, "", fmt::format("override '{}' is not of the form key.path=VALUE", assignment));
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
-  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded())
-    value = text; // not JSON: a plain string, e.g. strategy.kind=mg-wfbp
+  // not JSON: a plain string, e.g. strategy.kind=mg-wfbp
+  std::string pointer = "/" + key;
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  Json value = parse_json_value(text, origin, pointer).value_or(Json(text));
   apply_override(doc, key, value, origin);
 }
 
@@ -498,7 +536,26 @@ CommSlowdown comm_slowdown(const Scenario& s) {
   return {};
 }
 
-Scenario parse_scenario(const Json& doc, const std::string& file) {
+SweepKeyOrder sweep_key_order(std::string_view text) {
+  SweepKeyOrder order;
+  const auto doc = OrderedJson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("sweep") || !doc["sweep"].is_object())
+    return order;
+  for (const auto& [key, values] : doc["sweep"].items()) {
+    order.keys.push_back(key);
+    if (key != "zip" || !values.is_array())
+      continue;
+    for (const auto& group : values) {
+      order.zip.emplace_back();
+      if (group.is_object())
+        for (const auto& [zkey, unused] : group.items())
+          order.zip.back().push_back(zkey);
+    }
+  }
+  return order;
+}
+
+Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKeyOrder& order) {
   ObjectReader r(doc, file, "");
   Scenario s;
   s.file = file;
@@ -506,6 +563,13 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
   s.name = r.optional_string("name").value_or(std::filesystem::path(file).stem().string());
   if (s.name.empty())
     r.fail("name", "must not be empty");
+  // The name is the default output directory's last component (out/<name>): one plain file name.
+  if (s.name == "." || s.name == ".." || s.name.size() > 200 || std::any_of(s.name.begin(), s.name.end(), [](char c) {
+        return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+      }))
+    r.fail("name", fmt::format("'{}' cannot name the output directory out/<name>: write a file name of at most 200 "
+                               "bytes without '/', '\\' or control characters, other than '.' and '..'",
+                               s.name));
   r.optional_string("description");
   parse_model(r.object("model"), s);
   if (r.has("calibration")) // measured costs for the whole scenario (DESIGN.md): layers, selection, collectives
@@ -543,19 +607,24 @@ Scenario parse_scenario(const Json& doc, const std::string& file) {
     f->finish();
   }
   if (const Json* sw = r.optional("sweep"))
-    s.sweep = parse_sweep(*sw, doc, file);
+    s.sweep = parse_sweep(*sw, doc, file, order);
   r.finish();
   return s;
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  Json doc = load_json_file(path);
+  const std::string text = read_file(path);
+  Json doc = parse_json_text(text, path);
+  SweepKeyOrder order = sweep_key_order(text);
+  for (const auto& o : overrides) // a sweep given whole on the command line runs in its own order too
+    if (o.starts_with("sweep="))
+      order = sweep_key_order("{\"sweep\": " + o.substr(6) + "}");
   if (!doc.is_object())
     throw InputError(path, "", "expected a JSON object at the top level");
   for (const auto& o : overrides)
     apply_override(doc, o, path);
   try {
-    return parse_scenario(doc, path);
+    return parse_scenario(doc, path, order);
   } catch (const InputError& e) {
     // Say so when the offending value came from the command line rather than the file.
     for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {

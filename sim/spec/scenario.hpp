@@ -113,8 +113,22 @@ struct CommSlowdown {
 };
 [[nodiscard]] CommSlowdown comm_slowdown(const Scenario& s);
 
-/// Parses a whole scenario document. `file` is used in messages and to resolve relative paths.
-[[nodiscard]] Scenario parse_scenario(const Json& doc, const std::string& file);
+/// The most points a sweep may have (each runs a whole simulation: at 0.1 s a point, a million take a day on 32
+/// cores); a larger one is refused when the scenario is read.
+inline constexpr std::size_t kMaxSweepPoints = 1'000'000;
+
+/// The order in which a scenario file writes its sweep's keys (a Json object forgets it): the axes run in this
+/// order, the first varying slowest (docs/sweeps.md). `keys` lists `sweep`'s keys, `zip[g]` the keys of zip group g.
+struct SweepKeyOrder {
+  std::vector<std::string> keys;
+  std::vector<std::vector<std::string>> zip;
+};
+/// The sweep key order of a scenario's JSON text (already validated by parse_json_text); empty without a sweep.
+[[nodiscard]] SweepKeyOrder sweep_key_order(std::string_view text);
+
+/// Parses a whole scenario document. `file` is used in messages and to resolve relative paths. The sweep's axes run
+/// in `order` (keys not in it, e.g. added by --set, follow in alphabetical order).
+[[nodiscard]] Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKeyOrder& order = {});
 
 /// Loads a scenario file, applies overrides in order, parses and validates it.
 [[nodiscard]] Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});

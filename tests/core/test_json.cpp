@@ -61,6 +61,39 @@ TEST_CASE("core::parse_json_text rejects numbers beyond a double with their line
   CHECK(parse_json_text(R"({"s": "1e309", "b": 1.7e308})", "ok.json")["b"] == 1.7e308);
 }
 
+TEST_CASE("core::parse_json_text refuses duplicate keys and deep nesting, naming the JSON path (#15 D4, D14)",
+          "[core][json]") {
+  REQUIRE_THROWS_WITH(parse_json_text(R"({"a": [1, {"b": 2}, [{"c": 1, "c": 2}]]})", "d.json"),
+                      "d.json: /a/2/0/c: invalid JSON: duplicate key (each key may appear once in an object)");
+  // the same key in sibling objects is not a duplicate
+  CHECK(parse_json_text(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})", "ok.json").size() == 3);
+  const auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  CHECK(parse_json_text(nested(kMaxJsonDepth), "ok.json").is_array());
+  REQUIRE_THROWS_WITH(parse_json_text(nested(kMaxJsonDepth + 1), "deep.json"),
+                      Catch::EndsWith("invalid JSON: nested deeper than 256 levels"));
+  REQUIRE_THROWS_WITH(parse_json_text(nested(100000), "deep.json"), Catch::StartsWith("deep.json: /0/0/0/"));
+  // a --set value: not JSON is no error (it is a plain string), a duplicate is, at the key's pointer
+  CHECK_FALSE(parse_json_value("mg-wfbp", "s.json", "/strategy/kind").has_value());
+  REQUIRE_THROWS_WITH(parse_json_value(R"({"n": 1, "n": 2})", "s.json", "/cluster"),
+                      "s.json: /cluster/n: invalid JSON: duplicate key (each key may appear once in an object)");
+}
+
+TEST_CASE("core::quantities outside their dimension's finite range are refused with the range (#15 D1-D3, D6)",
+          "[core][units]") {
+  const auto at = [](const char* text, Dimension d) { return parse_quantity_at(Json(text), d, "q.json", "/x"); };
+  CHECK(at("0 s", Dimension::time) == 0);
+  CHECK(at("1e7 s", Dimension::time) == 1e7);
+  CHECK(at("1 PB/s", Dimension::bandwidth) == 1e15);
+  CHECK(at("1 B/s", Dimension::bandwidth) == 1);
+  REQUIRE_THROWS_WITH(at("1e308 h", Dimension::time),
+                      "q.json: /x: '1e308 h' is out of range: a time is 0 or between 1e-15 s and 1e7 s (116 days)");
+  REQUIRE_THROWS_WITH(at("5e-324 B/s", Dimension::bandwidth), Catch::Contains("between 1 B/s and 1 PB/s"));
+  REQUIRE_THROWS_WITH(at("1e-300 FLOPS", Dimension::flop_rate), Catch::Contains("between 1 MFLOPS and 1 EFLOPS"));
+  REQUIRE_THROWS_WITH(at("2 PiB", Dimension::bytes), Catch::Contains("between 1 B and 1 PiB"));
+  REQUIRE_THROWS_WITH(at("0.5 B", Dimension::bytes), Catch::Contains("out of range"));
+  CHECK(quantity_range_error(-1e7, Dimension::time, "-1e7 s").empty()); // the sign is the key's bound to check
+}
+
 TEST_CASE("core::write_file_atomic replaces the file and leaves no temporary", "[core][io]") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "ddlsim-test-io" / "nested";

@@ -1,0 +1,317 @@
+// Issue #15's defects, each with the input that exposed it (release build of 06bdd15): every one now exits 2 with
+// one line naming the file and JSON path (or the path given on the command line), or runs to a finite result.
+#include "support/cli.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using Catch::Contains;
+using ddlsim::test::Outcome;
+using ddlsim::test::read_text;
+using ddlsim::test::run_ddlsim;
+using ddlsim::test::run_ok;
+using ddlsim::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kQuickstart = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json";
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
+}
+
+// Exit 2, one line, the phrase in it.
+void check_refused(const Outcome& o, const std::string& phrase) {
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  CHECK(o.exit_code == 2);
+  CHECK_THAT(o.err, Contains(phrase));
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+}
+
+// Files directly in `dir`, by name.
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+} // namespace
+
+TEST_CASE("robustness: quantities out of their finite range exit 2 on both engines (#15 D1, D2, D3, D6)",
+          "[cli][robustness]") {
+  const auto [set, phrase] = GENERATE(table<std::string, std::string>({
+      {"cluster.inter_node.bandwidth=1e308 EB/s", "/cluster/inter_node/bandwidth: '1e308 EB/s' is out of range"},
+      {"cluster.inter_node.latency=1e300 s", "/cluster/inter_node/latency: '1e300 s' is out of range"},
+      {"cluster.intra_node.latency=1e300 s", "/cluster/intra_node/latency"},
+      {"data.loading_per_sample=1e300 s", "/data/loading_per_sample"},
+      {"gpu.host_link=1e-300 B/s", "/gpu/host_link"},
+      {"gpu.peak_flops=1e-300 FLOPS", "/gpu/peak_flops"},
+      {"gpu.memory_bandwidth=1e-300 B/s", "/gpu/memory_bandwidth"},
+      {"cluster.inter_node.bandwidth=1e-320 Gbps", "/cluster/inter_node/bandwidth"},
+      {"cluster.inter_node.latency=1e308 h", "/cluster/inter_node/latency"},
+      {"cluster.inter_node.bandwidth=5e-324 B/s", "between 1 B/s and 1 PB/s"},
+  }));
+  const std::string engine = GENERATE(as<std::string>{}, "analytic", "flow");
+  TempDir tmp;
+  const auto o = run_ddlsim({"run", kQuickstart, "--engine", engine, "--set", set, "--out", tmp / "o"});
+  check_refused(o, phrase);
+  CHECK_FALSE(fs::exists(tmp / "o")); // refused before anything is written
+}
+
+TEST_CASE("robustness: Horovod's cycle time and a FLOP count out of range exit 2 (#15 D3, D6)", "[cli][robustness]") {
+  TempDir tmp;
+  check_refused(run_ddlsim({"run", kQuickstart, "--engine", "flow", "--set", "strategy.kind=fusion", "--set",
+                            "strategy.cycle_time=1e300 s", "--out", tmp / "o"}),
+                "/strategy/cycle_time");
+  const std::string model =
+      R"(model={"layers": [{"name": "a", "params": 100, "fwd_flops": 1e308}], "batch_per_gpu": 8})";
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", model}),
+                "/model/layers/0/fwd_flops: '1e+308' is out of range: a FLOP count is 0 or between");
+}
+
+TEST_CASE("robustness: the extremes of every range run to finite figures on both engines", "[cli][robustness]") {
+  // The range ends the validator accepts must not break an engine (SimGrid's clock included).
+  const std::string set =
+      GENERATE(as<std::string>{}, "cluster.inter_node.latency=1e7 s", "cluster.inter_node.bandwidth=1 B/s",
+               "gpu.peak_flops=1 MFLOPS", "data.loading_per_sample=1e7 s", "cluster.inter_node.latency=1e-15 s");
+  TempDir tmp;
+  std::vector<double> iterations;
+  for (const std::string engine : {"analytic", "flow"}) {
+    run_ok({"run", kQuickstart, "--engine", engine, "--set", set, "--out", tmp / engine, "--no-trace"});
+    const auto summary = nlohmann::json::parse(read_text(fs::path(tmp / engine) / "summary.json"));
+    const double t = summary["iteration_time_s"].get<double>();
+    CHECK(std::isfinite(t));
+    CHECK(t > 0);
+    iterations.push_back(t);
+  }
+  CHECK(iterations[1] == Approx(iterations[0]).epsilon(1e-3)); // contention-free: the engines agree
+}
+
+TEST_CASE("robustness: sizes that wrap 64-bit arithmetic exit 2 (#15 D7)", "[cli][robustness]") {
+  const auto [layers, phrase] = GENERATE(table<std::string, std::string>({
+      {R"([{"name": "a", "params": 10, "fwd_flops": 1, "activation_bytes": "1e308 EB"}])",
+       "/model/layers/0/activation_bytes: '1e308 EB' is out of range"},
+      {R"([{"name": "a", "params": [{"name": "w", "shape": [4294967296, 4294967296, 4]}], "fwd_flops": 1}])",
+       "/model/layers/0/params/0/shape: more than 2^50 elements"},
+      {R"([{"name": "a", "params": [{"name": "w", "shape": [9223372036854775807, 2]}], "fwd_flops": 1}])",
+       "/model/layers/0/params/0/shape: more than 2^50 elements"},
+      {R"([{"name": "a", "params": 9223372036854775807, "fwd_flops": 1}])", "/model/layers/0/params"},
+  }));
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", R"(model={"batch_per_gpu": 8, "layers": )" + layers + "}"}),
+                phrase);
+}
+
+TEST_CASE("robustness: a scenario nested 100,000 levels deep exits 2, 256 levels are read (#15 D4)",
+          "[cli][robustness]") {
+  TempDir tmp;
+  std::string deep;
+  for (int i = 0; i < 100000; ++i)
+    deep += R"({"a":)";
+  deep += "1" + std::string(100000, '}');
+  write_text(tmp / "deep.json", deep);
+  check_refused(run_ddlsim({"check", tmp / "deep.json"}), "invalid JSON: nested deeper than 256 levels");
+  std::string arrays = std::string(255, '[') + "1" + std::string(255, ']');
+  write_text(tmp / "arrays.json", R"({"name": "x", "description": )" + arrays + "}");
+  check_refused(run_ddlsim({"check", tmp / "arrays.json"}), "/description: expected a string"); // read, then judged
+}
+
+TEST_CASE("robustness: duplicate keys exit 2 naming the key's path (#15 D14)", "[cli][robustness]") {
+  TempDir tmp;
+  auto text = read_text(kQuickstart);
+  const auto at = text.find("\"nodes\"");
+  REQUIRE(at != std::string::npos);
+  text.insert(at, R"("nodes": 16, )");
+  write_text(tmp / "dup.json", text);
+  check_refused(run_ddlsim({"check", tmp / "dup.json"}), "/cluster/nodes: invalid JSON: duplicate key");
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", R"(cluster={"nodes": 2, "nodes": 3})"}),
+                "/cluster/nodes: invalid JSON: duplicate key");
+}
+
+TEST_CASE("robustness: an unusable --out exits 2 naming it, before the simulation (#15 D9)", "[cli][robustness]") {
+  TempDir tmp;
+  write_text(tmp / "file", "x");
+  const std::string too_long(300, 'x');
+  for (const std::string& out :
+       std::vector<std::string>{tmp / "file", tmp / "file/sub", "/dev/null", "/proc/ddlsim-no", tmp / too_long}) {
+    INFO("--out " << out);
+    check_refused(run_ddlsim({"run", kQuickstart, "--out", out}), out + ": cannot write outputs here");
+    check_refused(run_ddlsim({"sweep", kQuickstart, "--set", R"(sweep={"cluster.nodes": [1, 2]})", "--out", out}),
+                  out + ": cannot write outputs here");
+  }
+  run_ok({"sweep", kQuickstart, "--set", R"(sweep={"cluster.nodes": [1, 2]})", "--out", tmp / "s", "--no-plots"});
+  check_refused(run_ddlsim({"merge", tmp / "s", "--out", tmp / "file"}), "cannot write outputs here");
+}
+
+TEST_CASE("robustness: a run that cannot finish writing leaves the previous run's files, all of them (#15 D10)",
+          "[cli][robustness]") {
+  TempDir tmp;
+  const std::string out = tmp / "o";
+  run_ok({"run", kQuickstart, "--out", out});
+  const auto before = files_in(out);
+  const auto summary_before = read_text(fs::path(out) / "summary.json");
+  const auto tasks_before = read_text(fs::path(out) / "tasks.csv");
+  // Run again under a 45 KiB file size limit with SIGXFSZ at its default (which kills): timeline.json (~50 KiB)
+  // cannot be written; tasks.csv (~37 KiB), written before it, must not replace the old one either.
+  constexpr rlim_t kLimit = 45 * 1024;
+  REQUIRE(fs::file_size(fs::path(out) / "timeline.json") > kLimit);
+  REQUIRE(fs::file_size(fs::path(out) / "tasks.csv") < kLimit);
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  posix_spawnattr_t attr;
+  REQUIRE(posix_spawnattr_init(&attr) == 0);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGXFSZ);
+  REQUIRE(posix_spawnattr_setsigdefault(&attr, &defaults) == 0);
+  REQUIRE(posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF) == 0);
+  const std::string binary = ddlsim::test::ddlsim_binary();
+  std::vector<std::string> args{binary, "run", kQuickstart, "--out", out, "--set", "cluster.inter_node.latency=9 us"};
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN); // this process writes nothing while the limit holds
+  rlimit limited = old;
+  limited.rlim_cur = kLimit;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, binary.c_str(), nullptr, &attr, argv.data(), environ);
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  posix_spawnattr_destroy(&attr);
+  REQUIRE(spawned == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status)); // not killed by SIGXFSZ
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(files_in(out) == before); // no temporary file left behind
+  CHECK(read_text(fs::path(out) / "summary.json") == summary_before);
+  CHECK(read_text(fs::path(out) / "tasks.csv") == tasks_before);
+}
+
+TEST_CASE("robustness: merge needs every shard of one split, once, each complete (#15 D11)", "[cli][robustness]") {
+  TempDir tmp;
+  const std::string sweep = R"(sweep={"cluster.nodes": [1, 2, 3, 4]})";
+  const auto shard = [&](const std::string& name, const std::string& which) {
+    run_ok({"sweep", kQuickstart, "--set", sweep, "--shard", which, "--out", tmp / name});
+    return tmp / name;
+  };
+  const auto a0 = shard("a0", "0/2"), a1 = shard("a1", "1/2"), b0 = shard("b0", "0/3");
+  check_refused(run_ddlsim({"merge", a0, "--out", tmp / "m"}), "merge: shard 1/2 is missing");
+  check_refused(run_ddlsim({"merge", a0, a0, a1, "--out", tmp / "m"}), "merge: shard 0/2 is given twice");
+  check_refused(run_ddlsim({"merge", a0, b0, "--out", tmp / "m"}), "the shards of one sweep split it the same way");
+  // A shard cut short (its last point's line removed) is not merged as if complete.
+  const fs::path journal = fs::path(a1) / "points.jsonl";
+  auto text = read_text(journal);
+  text.erase(text.rfind('\n', text.size() - 2) + 1);
+  write_text(journal.string(), text);
+  check_refused(run_ddlsim({"merge", a0, a1, "--out", tmp / "m"}), "merge: shard 1/2 has 1 of its 2 points");
+  run_ok({"sweep", kQuickstart, "--set", sweep, "--shard", "1/2", "--out", a1, "--resume"});
+  CHECK_THAT(run_ok({"merge", a0, a1, "--out", tmp / "m", "--no-plots"}).out, Contains("4 points"));
+}
+
+TEST_CASE("robustness: sweeps too large to run, or to count, exit 2 before running (#15 D12)", "[cli][robustness]") {
+  TempDir tmp;
+  std::string values = "[";
+  for (int i = 0; i < 65536; ++i)
+    values += (i == 0 ? "" : ",") + std::to_string(i + 1);
+  values += "]";
+  // 4 axes of 65,536 values: 2^64 points, which wrapped to 0 in a 64-bit count.
+  auto doc = nlohmann::json::parse(read_text(kQuickstart));
+  doc["sweep"] =
+      nlohmann::json::parse(R"({"model.batch_per_gpu": )" + values + R"(, "cluster.nodes": )" + values +
+                            R"(, "cluster.gpus_per_node": )" + values + R"(, "data.prefetch": )" + values + "}");
+  write_text(tmp / "huge.json", doc.dump());
+  check_refused(run_ddlsim({"check", tmp / "huge.json"}), "/sweep: more than 1000000 points");
+  check_refused(run_ddlsim({"sweep", tmp / "huge.json", "--out", tmp / "o"}), "/sweep: more than 1000000 points");
+  // 10 axes of 100 values: 10^20 points.
+  doc["sweep"] = nlohmann::json::object();
+  std::string hundred = "[";
+  for (int i = 0; i < 100; ++i)
+    hundred += (i == 0 ? "" : ",") + std::to_string(i + 1);
+  hundred += "]";
+  for (const char* key : {"model.batch_per_gpu", "cluster.nodes", "cluster.gpus_per_node", "data.prefetch",
+                          "strategy.kind", "engine", "name", "description", "gpu.efficiency", "host.launch"})
+    doc["sweep"][key] = nlohmann::json::parse(hundred);
+  write_text(tmp / "ten.json", doc.dump());
+  check_refused(run_ddlsim({"check", tmp / "ten.json"}), "/sweep: more than 1000000 points");
+}
+
+TEST_CASE("robustness: sweep axes run in the order the file writes them (#15 D15)", "[cli][robustness]") {
+  TempDir tmp;
+  // strategy.kind written first: it varies slowest, although "cluster.nodes" sorts before it.
+  run_ok({"sweep", kQuickstart, "--set", R"(sweep={"strategy.kind": ["wfbp", "ddp"], "cluster.nodes": [1, 2, 3]})",
+          "--out", tmp / "s", "--no-plots"});
+  const auto table = read_text(fs::path(tmp / "s") / "results.csv");
+  std::istringstream in(table);
+  std::string header, row;
+  std::getline(in, header);
+  CHECK_THAT(header, Catch::StartsWith("point,strategy.kind,cluster.nodes,"));
+  std::vector<std::string> kinds;
+  while (std::getline(in, row))
+    kinds.push_back(row.substr(row.find(',') + 1, row.find(',', row.find(',') + 1) - row.find(',') - 1));
+  CHECK(kinds == std::vector<std::string>{"wfbp", "wfbp", "wfbp", "ddp", "ddp", "ddp"});
+}
+
+TEST_CASE("robustness: control characters in user strings are escaped, a message stays one line (#15 D16)",
+          "[cli][robustness]") {
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", "cluster.nodes=a\nb"}),
+                "expected an integer, got a string (from --set cluster.nodes=a\\nb)");
+  TempDir tmp;
+  auto text = read_text(kQuickstart);
+  text.insert(text.find('{') + 1, R"("calibration": "cal\u0000.json", )");
+  write_text(tmp / "nul.json", text);
+  write_text(tmp / "cal", "{}"); // the file a path cut at the NUL would open
+  check_refused(run_ddlsim({"check", tmp / "nul.json"}), "cal\\x00.json");
+}
+
+TEST_CASE("robustness: --resume refuses a journal with points the sweep does not have (#15 D18)", "[cli][robustness]") {
+  TempDir tmp;
+  const std::string sweep = R"(sweep={"cluster.nodes": [1, 2]})";
+  run_ok({"sweep", kQuickstart, "--set", sweep, "--out", tmp / "s", "--no-plots"});
+  const fs::path journal = fs::path(tmp / "s") / "points.jsonl";
+  const auto text = read_text(journal);
+  const auto first = text.find('\n') + 1; // the first result, after the header
+  const std::string result = text.substr(first, text.find('\n', first) + 1 - first);
+  const auto at = result.find("\"index\":");
+  REQUIRE(at != std::string::npos);
+  std::string moved = result;
+  moved.replace(at, 9, "\"index\":7"); // "index":0 or "index":1 (one digit: two points) -> "index":7
+  write_text(journal.string(), text + moved);
+  check_refused(run_ddlsim({"sweep", kQuickstart, "--set", sweep, "--out", tmp / "s", "--resume"}),
+                "point 7 is not a point of shard 0/1 of this 2-point sweep");
+  write_text(journal.string(), text + result);
+  check_refused(run_ddlsim({"sweep", kQuickstart, "--set", sweep, "--out", tmp / "s", "--resume"}),
+                "point 1 is recorded twice");
+}
+
+TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {
+  TempDir tmp;
+  for (const std::string& name : std::vector<std::string>{"..", ".", "/", "/tmp/x", "a/b", std::string(201, 'n')}) {
+    INFO("name " << name);
+    check_refused(run_ddlsim({"run", kQuickstart, "--set", "name=" + name}),
+                  "cannot name the output directory out/<name>");
+  }
+}
+
+TEST_CASE("robustness: a device as input is refused, not read until memory runs out (#15 D20)", "[cli][robustness]") {
+  check_refused(run_ddlsim({"check", "/dev/zero"}), "/dev/zero: is a device, not a file");
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", "calibration=/dev/zero"}), "/dev/zero: is a device");
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", R"(model={"workload": "/dev/zero", "batch_per_gpu": 8})"}),
+                "/dev/zero: is a device");
+}
