@@ -1,8 +1,11 @@
 // Benchmark: analytic-engine scenario points per second on one core (issue #2 target: >= 1,000 points/s for
 // ResNet-50 with WFBP on 64 GPUs; issue #11: >= 50 points/s for GPT-3 175B with t 8, p 8, d 16, m 64, v 2). Each point
 // parses the scenario document (as a sweep point would), builds the model, the DAG and runs the engine. Prints a table;
-// not a test.
+// not a test. Issue #15: MG-WFBP's planner on 1,000 .. 10,000 transformer layers in <= 1 s (linear pass vs the
+// quadratic programme it replaced).
 #include "core/json.hpp"
+#include "dag/strategy.hpp"
+#include "dag/zoo/zoo.hpp"
 #include "sim/cli/run.hpp"
 #include "sim/spec/scenario.hpp"
 
@@ -90,5 +93,34 @@ int main(int argc, char** argv) {
   gpt3_row("t 4, p 16, d 16, m 128, interleaved v 2", deep);
   fmt::print("target: >= 50 points/s for the first row, so that thousands of (t, p, d, m, v) take a minute "
              "(ratio column = points/s / 50)\n");
+
+  // Issue #15: MG-WFBP's merge on deep models. A BERT-large-wide transformer of L blocks (12 gradient tensors each),
+  // backward 1 ms per layer, a ring allreduce over 10 Gb/s (communication-bound: the window of candidate cuts spans
+  // the model, the quadratic programme's worst case) and over 100 Gb/s.
+  fmt::print("\n{:<26} {:>9} {:>14} {:>16} {:>8} {:>10}\n", "MG-WFBP planner", "tensors", "linear (s)", "quadratic (s)",
+             "groups", "vs target");
+  for (const int layers : {1000, 2000, 4000, 10000}) {
+    for (const double gbps : {10.0, 100.0}) {
+      const auto model = dag::build_transformer_lm({layers, 1024, 16, 512, 30522});
+      dag::WorkerCosts costs;
+      costs.bwd_s.assign(model.layers.size(), 1e-3);
+      const double alpha = 2 * 63 * 5e-6, beta = 2.0 * 63 / 64 / (gbps * 1e9 / 8);
+      const dag::CommCost cost = [&](double bytes) { return alpha + bytes * beta; };
+      const dag::StrategyOptions options = std::monostate{};
+      using clock = std::chrono::steady_clock;
+      const auto time_plan = [&](std::optional<dag::AffineCost> affine) {
+        const dag::StrategyInput in{model, costs, 4.0, cost, options, 64, {}, affine};
+        const auto start = clock::now();
+        const auto groups = dag::find_strategy("mg-wfbp")->plan(in);
+        return std::pair{std::chrono::duration<double>(clock::now() - start).count(), groups.size()};
+      };
+      const auto [linear_s, groups] = time_plan(dag::AffineCost{alpha, beta});
+      const std::string quadratic =
+          layers <= 2000 ? fmt::format("{:.3f}", time_plan(std::nullopt).first) : std::string("(skipped)");
+      fmt::print("{:<26} {:>9} {:>14.4f} {:>16} {:>8} {:>9.1f}x\n", fmt::format("{} layers, {:.0f} Gb/s", layers, gbps),
+                 model.tensor_count(), linear_s, quadratic, groups, 1.0 / linear_s);
+    }
+  }
+  fmt::print("target: <= 1 s for 10,000 layers (ratio column = 1 s / linear time)\n");
   return 0;
 }

@@ -9,6 +9,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -55,6 +57,25 @@ GradientGroup make_group(const Model& model, const std::vector<TensorRef>& tenso
   return g;
 }
 
+namespace {
+
+std::vector<GradientGroup> groups_from_cuts(const Model& model, const std::vector<TensorRef>& tensors,
+                                            const std::vector<int>& order, double bytes_per_element,
+                                            const std::vector<std::size_t>& cut) {
+  std::vector<std::size_t> bounds;
+  for (std::size_t j = order.size(); j > 0; j = cut[j])
+    bounds.push_back(j);
+  std::vector<GradientGroup> groups;
+  std::size_t first = 0;
+  for (auto it = bounds.rbegin(); it != bounds.rend(); ++it) {
+    groups.push_back(make_group(model, tensors, order, first, *it, bytes_per_element));
+    first = *it;
+  }
+  return groups;
+}
+
+} // namespace
+
 std::vector<GradientGroup>
 optimal_consecutive_groups(const Model& model, const std::vector<TensorRef>& tensors, const std::vector<int>& order,
                            double bytes_per_element,
@@ -70,16 +91,61 @@ optimal_consecutive_groups(const Model& model, const std::vector<TensorRef>& ten
         best[j] = f;
         cut[j] = i;
       }
-  std::vector<std::size_t> bounds;
-  for (std::size_t j = n; j > 0; j = cut[j])
-    bounds.push_back(j);
-  std::vector<GradientGroup> groups;
-  std::size_t first = 0;
-  for (auto it = bounds.rbegin(); it != bounds.rend(); ++it) {
-    groups.push_back(make_group(model, tensors, order, first, *it, bytes_per_element));
-    first = *it;
+  return groups_from_cuts(model, tensors, order, bytes_per_element, cut);
+}
+
+std::vector<GradientGroup> optimal_merge(const Model& model, const std::vector<TensorRef>& tensors,
+                                         const std::vector<int>& order, double bytes_per_element,
+                                         const std::vector<double>& ready, const std::vector<double>& prefix_bytes,
+                                         const CommCost& cost, const std::optional<AffineCost>& affine) {
+  const auto finish = [&](std::size_t i, std::size_t j, double after) {
+    return std::max(ready[j - 1], after) + cost(prefix_bytes[j] - prefix_bytes[i]);
+  };
+  // The linear pass needs ready times in order and a cost that does not fall with its payload.
+  if (!affine || affine->alpha_s < 0 || affine->seconds_per_byte < 0 || !std::is_sorted(ready.begin(), ready.end()))
+    return optimal_consecutive_groups(model, tensors, order, bytes_per_element, finish);
+  // best[j], the earliest finish of entries [0, j), is non-decreasing in j (ready and cost are), so for the last
+  // group [i, j) the cuts split at s, the first i with best[i] >= ready[j-1]:
+  //  - i < s: the group starts at ready[j-1]; the largest group costs most, so i = s-1 is best (the earliest of
+  //    equal ones, as the quadratic programme picks);
+  //  - i >= s: it starts at best[i] and ends at best[i] - beta prefix[i] + alpha + beta prefix[j]: the least
+  //    key best[i] - beta prefix[i] over the window [s, j), kept in a monotone deque (s and j only grow).
+  // Keys only rank the window; the chosen cut is timed with finish(). The plan finishes when the quadratic
+  // programme's does, to rounding; where several cuts tie (equal finish in exact arithmetic) it may pick another.
+  const std::size_t n = order.size();
+  const double beta = affine->seconds_per_byte;
+  std::vector<double> best(n + 1, 0), key(n + 1, 0);
+  std::vector<std::size_t> cut(n + 1, 0);
+  std::deque<std::size_t> window; // indices in [s, j), keys non-decreasing front to back
+  std::size_t s = 0;
+  const auto key_of = [&](std::size_t i) { return best[i] - beta * prefix_bytes[i]; };
+  for (std::size_t j = 1; j <= n; ++j) {
+    key[j - 1] = key_of(j - 1);
+    while (!window.empty() && key[window.back()] > key[j - 1])
+      window.pop_back();
+    window.push_back(j - 1);
+    const double r = ready[j - 1];
+    while (s < j && best[s] < r)
+      ++s;
+    while (!window.empty() && window.front() < s)
+      window.pop_front();
+    double value = std::numeric_limits<double>::infinity();
+    std::size_t at = 0;
+    if (s > 0) { // i < s: i = s-1, or an earlier one that ties with it exactly
+      at = s - 1;
+      value = finish(at, j, best[at]);
+      while (at > 0 && finish(at - 1, j, best[at - 1]) == value)
+        --at;
+    }
+    if (!window.empty()) // i >= s: the least key (exact ties among keys are ties of finish: any of them is optimal)
+      if (const double f = finish(window.front(), j, best[window.front()]); f < value) {
+        value = f;
+        at = window.front();
+      }
+    best[j] = value;
+    cut[j] = at;
   }
-  return groups;
+  return groups_from_cuts(model, tensors, order, bytes_per_element, cut);
 }
 
 std::string_view family_name(StrategyFamily f) {

@@ -145,6 +145,14 @@ template <class T> [[nodiscard]] const T& options_as(const StrategyOptions& o) {
   throw std::logic_error("strategy options: the strategy's options are of another family");
 }
 
+/// An allreduce whose time is exactly affine in its payload, alpha + n * seconds_per_byte for every n >= 0 (every
+/// closed form is; a measured table is not). Planners may use it to rank candidates in O(1) (MG-WFBP's planner then
+/// runs in linear time); the times themselves still come from the CommCost.
+struct AffineCost {
+  double alpha_s = 0;
+  double seconds_per_byte = 0;
+};
+
 struct StrategyInput {
   const Model& model;
   const WorkerCosts& costs;
@@ -155,6 +163,8 @@ struct StrategyInput {
   /// Time of the allgather that carries sparse and quantised groups, by its payload (the gathered result); OMGS
   /// plans with it. The engine builds it on first call, so strategies that do not call it pay nothing.
   CommCost allgather_time = {};
+  /// allreduce_time's alpha and beta when it is affine (AffineCost), else nullopt.
+  std::optional<AffineCost> allreduce_affine = std::nullopt;
 };
 
 /// Gradient tensors in the order their gradients become ready: reverse registration order (autograd runs the
@@ -177,6 +187,17 @@ struct StrategyInput {
 optimal_consecutive_groups(const Model& model, const std::vector<TensorRef>& tensors, const std::vector<int>& order,
                            double bytes_per_element,
                            const std::function<double(std::size_t i, std::size_t j, double f)>& finish);
+
+/// MG-WFBP's merge: the optimal split of `order` into consecutive groups sent one after another, a group of entries
+/// [i, j) starting when entry j-1 is ready (`ready`, non-decreasing) and the previous group has finished, and taking
+/// cost(bytes) (non-decreasing in bytes); prefix_bytes[k] is the bytes of entries [0, k). The same plan as
+/// optimal_consecutive_groups with finish(i, j, f) = max(ready[j-1], f) + cost(prefix_bytes[j] - prefix_bytes[i])
+/// (ties keep the earliest cut), in O(n) when `affine` describes cost, else in O(n^2).
+[[nodiscard]] std::vector<GradientGroup> optimal_merge(const Model& model, const std::vector<TensorRef>& tensors,
+                                                       const std::vector<int>& order, double bytes_per_element,
+                                                       const std::vector<double>& ready,
+                                                       const std::vector<double>& prefix_bytes, const CommCost& cost,
+                                                       const std::optional<AffineCost>& affine);
 
 using GroupPlanner = std::vector<GradientGroup> (*)(const StrategyInput&);
 

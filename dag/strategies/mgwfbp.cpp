@@ -3,7 +3,8 @@
 // communication finishes as early as possible, given the backward times and the allreduce cost model. The paper
 // derives a greedy merge rule optimal for a linear cost a + b*M. We solve the same problem exactly for any cost
 // function the engine uses: with groups sent in order on one stream, the finish time F of a prefix only grows
-// with the prefix's own finish time, so F[j] = min_i max(r_j, F[i]) + c(bytes(i+1..j)) is optimal (O(m^2)).
+// with the prefix's own finish time, so F[j] = min_i max(r_j, F[i]) + c(bytes(i+1..j)) is optimal: O(m^2) in
+// general, O(m) for the affine costs of every closed form (optimal_merge, dag/strategy.hpp).
 #include "dag/strategy.hpp"
 
 namespace ddlsim::dag {
@@ -23,10 +24,8 @@ std::vector<GradientGroup> plan_mgwfbp(const StrategyInput& in) {
     ready[k] = finish[static_cast<std::size_t>(t.layer)];
     prefix_bytes[k + 1] = prefix_bytes[k] + static_cast<double>(t.numel) * in.bytes_per_element;
   }
-  return optimal_consecutive_groups(
-      in.model, tensors, order, in.bytes_per_element, [&](std::size_t i, std::size_t j, double after) {
-        return std::max(ready[j - 1], after) + in.allreduce_time(prefix_bytes[j] - prefix_bytes[i]);
-      });
+  return optimal_merge(in.model, tensors, order, in.bytes_per_element, ready, prefix_bytes, in.allreduce_time,
+                       in.allreduce_affine);
 }
 
 } // namespace

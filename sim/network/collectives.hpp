@@ -12,6 +12,7 @@
 #include "sim/network/lowering/lowering.hpp"
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -31,6 +32,19 @@ class CollectiveModel {
 public:
   virtual ~CollectiveModel() = default;
   [[nodiscard]] virtual CollectiveCost cost(double bytes) const = 0;
+  /// alpha and beta when cost(n).time_s = alpha + beta n for every n >= 0 (every closed form: latencies plus bytes
+  /// over bandwidths), taken from cost(0) and cost(1 GiB); nullopt for a model that is not affine (a lowering timed
+  /// phase by phase). MG-WFBP's planner ranks its candidates with them in linear time.
+  [[nodiscard]] std::optional<AlphaBeta> affine() const {
+    if (!affine_in_bytes())
+      return std::nullopt;
+    constexpr double kBytes = 1073741824.0;
+    const double alpha = cost(0).time_s;
+    return AlphaBeta{alpha, (cost(kBytes).time_s - alpha) / kBytes};
+  }
+
+protected:
+  [[nodiscard]] virtual bool affine_in_bytes() const { return false; }
 };
 
 /// A closed form's factory: the model of the algorithm over all of `net`'s workers.

@@ -419,9 +419,9 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
                             network_of(layout, s.cluster));
         return (*allgather)(bytes);
       };
-      const dag::StrategyInput input{sub.model,      sub.costs,          dtype_bytes(s.gradient_dtype),
-                                     allreduce_time, s.strategy.options, par.data,
-                                     allgather_time};
+      const dag::StrategyInput input{
+          sub.model, sub.costs,      dtype_bytes(s.gradient_dtype), allreduce_time, s.strategy.options,
+          par.data,  allgather_time, affine_cost(*allreduce)};
       pr.groups = s.strategy.entry().plan(input);
       for (auto& g : pr.groups) { // back to the whole model's tensors and layers
         for (int& t : g.tensors)

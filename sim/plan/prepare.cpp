@@ -179,7 +179,7 @@ Prepared prepare(const Scenario& s, std::string engine) {
   };
   const dag::StrategyInput input{s.model,        p.costs.worker,     dtype_bytes(s.gradient_dtype),
                                  allreduce_time, s.strategy.options, r.workers,
-                                 allgather_time};
+                                 allgather_time, affine_cost(model)};
   const bool ps = s.strategy.parameter_server() != nullptr;
   // A single worker communicates only with a dedicated server.
   const bool communicate = r.workers > 1 || (ps && s.strategy.parameter_server()->dedicated_servers);

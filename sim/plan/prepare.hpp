@@ -121,6 +121,13 @@ private:
 double cost_communication(const Scenario& s, const CollectiveModel& whole_cluster, dag::IterationGraph& graph,
                           std::vector<double>* sent_by_task = nullptr, std::vector<std::string>* notes = nullptr);
 
+/// The allreduce's alpha and beta for the strategies' planners when its model is affine (CollectiveModel::affine).
+[[nodiscard]] inline std::optional<dag::AffineCost> affine_cost(const CollectiveModel& allreduce) {
+  if (const auto ab = allreduce.affine())
+    return dag::AffineCost{ab->alpha_s, ab->beta_s_per_byte};
+  return std::nullopt;
+}
+
 /// Iterations ps-sync unrolls in its DAG; the iteration time is the period between the last two (steady state).
 inline constexpr int kPsSyncIterations = 3;
 /// Iterations a data-parallel DAG is unrolled to when its host times were given (HostTimes::steady_state): the

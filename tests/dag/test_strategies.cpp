@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <optional>
 #include <random>
 
 using namespace ddlsim::dag;
@@ -186,4 +188,49 @@ TEST_CASE("dag::the strategy registry lists every strategy once, sorted by name"
   CHECK_FALSE(find_strategy("ps-sync")->traits.asynchronous);
   CHECK(find_strategy("omgs")->owns("density"));
   CHECK_FALSE(find_strategy("ddp")->owns("density"));
+}
+
+TEST_CASE("dag::optimal_merge's linear pass finds the quadratic programme's finish (#15 speed cliff)",
+          "[dag][mg-wfbp]") {
+  // Random models and affine costs, compute-bound, communication-bound and in between, with ties (equal ready times,
+  // equal sizes): the linear pass's plan finishes when the O(n^2) programme's does, to rounding.
+  std::mt19937_64 rng(20261124);
+  int checked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::size_t n = 1 + rng() % 120;
+    std::vector<std::int64_t> numels(n);
+    for (auto& e : numels)
+      e = trial % 3 == 0 ? 1000 : static_cast<std::int64_t>(1 + rng() % 2000000); // every third: equal sizes
+    const auto model = model_of(numels);
+    WorkerCosts costs;
+    costs.bwd_s.resize(n);
+    for (auto& b : costs.bwd_s)
+      b = trial % 5 == 0 ? 1e-3 : std::uniform_real_distribution<double>(0, 2e-3)(rng);
+    const double alpha = std::uniform_real_distribution<double>(0, 1e-3)(rng);
+    const double beta = std::pow(10.0, std::uniform_real_distribution<double>(-11, -8)(rng)); // 100 GB/s .. 100 MB/s
+    const CommCost cost = [&](double bytes) { return alpha + bytes * beta; };
+    const auto tensors = flatten_tensors(model);
+    const auto order = gradient_ready_order(model);
+    const auto finish = backward_finish_times(costs);
+    std::vector<double> ready(n), prefix(n + 1, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& t = tensors[static_cast<std::size_t>(order[k])];
+      ready[k] = finish[static_cast<std::size_t>(t.layer)];
+      prefix[k + 1] = prefix[k] + static_cast<double>(t.numel) * 4;
+    }
+    const auto linear = optimal_merge(model, tensors, order, 4, ready, prefix, cost, AffineCost{alpha, beta});
+    const auto quadratic = optimal_merge(model, tensors, order, 4, ready, prefix, cost, std::nullopt);
+    const double t_linear = communication_finish_time(linear, finish, cost);
+    const double t_quadratic = communication_finish_time(quadratic, finish, cost);
+    CAPTURE(trial, n, alpha, beta, linear.size(), quadratic.size());
+    CHECK_THAT(t_linear, WithinRel(t_quadratic, 1e-12));
+    // and no other split does better: merging everything, or nothing
+    double one_each = 0;
+    for (std::size_t k = 0; k < n; ++k)
+      one_each = std::max(one_each, ready[k]) + cost(prefix[k + 1] - prefix[k]);
+    const double all_at_once = ready.back() + cost(prefix.back());
+    CHECK(t_linear <= std::min(one_each, all_at_once) * (1 + 1e-12));
+    ++checked;
+  }
+  CHECK(checked == 400);
 }

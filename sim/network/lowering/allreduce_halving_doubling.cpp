@@ -53,6 +53,9 @@ public:
     return c;
   }
 
+protected:
+  [[nodiscard]] bool affine_in_bytes() const override { return true; }
+
 private:
   Network net_;
   int core_ = 0;

@@ -44,6 +44,9 @@ public:
     return c;
   }
 
+protected:
+  [[nodiscard]] bool affine_in_bytes() const override { return true; }
+
 private:
   Network net_;
 };

@@ -40,6 +40,9 @@ public:
     return {latency_s_ + sent * seconds_per_byte_, sent};
   }
 
+protected:
+  [[nodiscard]] bool affine_in_bytes() const override { return true; }
+
 private:
   Network net_;
   std::vector<double> edges_;

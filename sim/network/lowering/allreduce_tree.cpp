@@ -170,6 +170,9 @@ public:
     return {latency + 2 * bytes / bandwidth, 2 * bytes};
   }
 
+protected:
+  [[nodiscard]] bool affine_in_bytes() const override { return true; }
+
 private:
   Network net_;
 };

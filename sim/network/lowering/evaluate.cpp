@@ -80,6 +80,9 @@ public:
     return {fit_.alpha_s + fit_.beta_s_per_byte * bytes, ring_->cost(bytes).bytes_sent};
   }
 
+protected:
+  [[nodiscard]] bool affine_in_bytes() const override { return true; }
+
 private:
   std::unique_ptr<CollectiveModel> ring_;
   AlphaBeta fit_;
