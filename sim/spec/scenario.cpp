@@ -555,6 +555,48 @@ SweepKeyOrder sweep_key_order(std::string_view text) {
   return order;
 }
 
+namespace {
+
+// Sizes the engines cannot simulate in this machine's memory or in minutes are refused when the scenario is read,
+// with an estimate, rather than found out by an allocation failure or a run that never ends (issue #15 D13). The
+// per-unit costs were measured on the release build (docs/scenario.md, "Limits").
+void check_feasible(const Scenario& s, const std::string& file) {
+  const auto gib = [](double bytes) { return bytes / 1073741824.0; };
+  const double gpus = static_cast<double>(s.cluster.nodes) * s.cluster.gpus_per_node;
+  if (gpus > static_cast<double>(kMaxGpus))
+    throw InputError(file, "/cluster",
+                     fmt::format("{} nodes x {} GPUs = {:.0f} GPUs; the limit is {} GPUs, about ten times the largest "
+                                 "machines (the strategies that keep ~{:.0f} B per GPU would need ~{:.1f} GiB here)",
+                                 s.cluster.nodes, s.cluster.gpus_per_node, gpus, kMaxGpus, kPerGpuBytes,
+                                 gib(kPerGpuBytes * gpus)));
+  if (s.engine == "flow") {
+    const double hosts = gpus + s.cluster.server_hosts;
+    if (hosts > static_cast<double>(kMaxFlowHosts))
+      throw InputError(file, "/cluster",
+                       fmt::format("{:.0f} GPUs (and servers) would need ~{:.0f} GiB on the flow engine (~{:.0f} KiB "
+                                   "each); its limit is {} ({:.0f} GiB): use the analytic engine",
+                                   hosts, gib(kFlowBytesPerHost * hosts), kFlowBytesPerHost / 1024, kMaxFlowHosts,
+                                   gib(kFlowBytesPerHost * static_cast<double>(kMaxFlowHosts))));
+  }
+  if (const auto* ps = s.strategy.parameter_server(); ps != nullptr && !ps->byteps) {
+    const double pairs = gpus * ps->servers;
+    const bool flow = s.engine == "flow";
+    const double limit = static_cast<double>(flow ? kMaxFlowServerPairs : kMaxServerPairs);
+    if (pairs > limit)
+      throw InputError(
+          file, "/strategy/servers",
+          flow ? fmt::format("{} servers x {:.0f} workers = {:.0f} server-worker pairs, each a push and a pull of "
+                             "every key on the flow engine (64 x 512 took 47 s); the limit is {:.0f}: use fewer "
+                             "servers, fewer GPUs, or the analytic engine",
+                             ps->servers, gpus, pairs, limit)
+               : fmt::format("{} servers x {:.0f} workers = {:.0f} server-worker pairs would need ~{:.1f} GiB "
+                             "(~{:.0f} B each); the limit is {:.0f}: use fewer servers (strategy.servers)",
+                             ps->servers, gpus, pairs, gib(kServerPairBytes * pairs), kServerPairBytes, limit));
+  }
+}
+
+} // namespace
+
 Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKeyOrder& order) {
   ObjectReader r(doc, file, "");
   Scenario s;
@@ -609,6 +651,7 @@ Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKey
   if (const Json* sw = r.optional("sweep"))
     s.sweep = parse_sweep(*sw, doc, file, order);
   r.finish();
+  check_feasible(s, file);
   return s;
 }
 

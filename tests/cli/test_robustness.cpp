@@ -315,3 +315,43 @@ TEST_CASE("robustness: a device as input is refused, not read until memory runs 
   check_refused(run_ddlsim({"check", kQuickstart, "--set", R"(model={"workload": "/dev/zero", "batch_per_gpu": 8})"}),
                 "/dev/zero: is a device");
 }
+
+TEST_CASE("robustness: clusters too large for memory or time are refused up front with an estimate (#15 D13)",
+          "[cli][robustness]") {
+  const auto [sets, phrase] = GENERATE(table<std::vector<std::string>, std::string>({
+      {{"strategy.kind=ps-async", "cluster.nodes=65536"},
+       "/strategy/servers: 65536 servers x 262144 workers = 17179869184 server-worker pairs would need ~736.0 GiB"},
+      {{"strategy.kind=ps-async", "cluster.nodes=8192"}, "the limit is 16777216: use fewer servers"},
+      {{"strategy.kind=topk", "cluster.nodes=1048576", "cluster.gpus_per_node=1024"},
+       "/cluster: 1048576 nodes x 1024 GPUs = 1073741824 GPUs; the limit is 1048576 GPUs"},
+      {{"collectives.allreduce=\"halving-doubling\"", "cluster.nodes=1048576", "cluster.gpus_per_node=1024"},
+       "the limit is 1048576 GPUs"},
+      {{"engine=flow", "cluster.nodes=262144", "cluster.gpus_per_node=2"},
+       "/cluster: 524288 GPUs (and servers) would need ~8 GiB on the flow engine"},
+      {{"engine=flow", "strategy.kind=ps-sync", "cluster.nodes=128", "cluster.gpus_per_node=8"},
+       "128 servers x 1024 workers = 131072 server-worker pairs, each a push and a pull of every key on the flow"},
+  }));
+  std::vector<std::string> args{"check", kQuickstart};
+  for (const auto& s : sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  check_refused(run_ddlsim(args), phrase);
+}
+
+TEST_CASE("robustness: the limits themselves are accepted (#15 D13)", "[cli][robustness]") {
+  // At each limit exactly (running them takes seconds to a minute on the release build: docs/scenario.md, "Limits").
+  for (const auto& sets : std::vector<std::vector<std::string>>{
+           {"cluster.nodes=1024", "cluster.gpus_per_node=1024", "strategy.kind=topk"},
+           {"engine=flow", "cluster.nodes=65536", "cluster.gpus_per_node=4"},
+           {"cluster.nodes=1024", "cluster.gpus_per_node=4", "strategy.kind=ps-sync", "strategy.servers=4096"},
+           {"engine=flow", "cluster.nodes=16", "cluster.gpus_per_node=8", "strategy.kind=ps-sync",
+            "strategy.servers=256"}}) {
+    std::vector<std::string> args{"check", kQuickstart};
+    for (const auto& s : sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    run_ok(args);
+  }
+}
