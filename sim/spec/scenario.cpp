@@ -224,19 +224,35 @@ void parse_topology(const Json& t, const std::string& file, const std::string& p
     topo.up = positive_list(r, "up", topo.down.size());
     topo.parallel =
         r.has("parallel") ? positive_list(r, "parallel", topo.down.size()) : std::vector<unsigned>(topo.down.size(), 1);
-    std::int64_t leaves = 1;
+    // Leaves, and SimGrid's switches and links (level l has prod(down above l) x prod(up up to l) switches, each
+    // with down[l] x parallel[l] links below it), counted in doubles: a product of levels may overflow 64 bits.
+    double leaves = 1, switches = 0, links = 0;
     for (unsigned d : topo.down)
       leaves *= d;
-    if (leaves != endpoints)
-      r.fail("down", fmt::format("the fat-tree has {} leaves (product of down) but the cluster has {} {}", leaves,
+    for (std::size_t l = 0; l < topo.down.size(); ++l) {
+      double at_level = 1;
+      for (std::size_t i = l + 1; i < topo.down.size(); ++i)
+        at_level *= topo.down[i];
+      for (std::size_t i = 0; i <= l; ++i)
+        at_level *= topo.up[i];
+      switches += at_level;
+      links += at_level * topo.down[l] * topo.parallel[l];
+    }
+    if (leaves != static_cast<double>(endpoints))
+      r.fail("down", fmt::format("the fat-tree has {:.0f} leaves (product of down) but the cluster has {} {}", leaves,
                                  endpoints, what));
+    constexpr double kMaxFatTree = 262144; // as many as the flow engine's hosts (kMaxFlowHosts)
+    if (switches > kMaxFatTree || links > kMaxFatTree)
+      r.fail("up", fmt::format("the fat-tree has {:.0f} switches and {:.0f} links; the limit is {:.0f} of each",
+                               switches, links, kMaxFatTree));
   } else if (topo.kind == TopologyKind::torus) {
     topo.dimensions = positive_list(r, "dimensions", 0);
-    std::int64_t size = 1;
+    double size = 1; // in doubles: a product of dimensions may overflow 64 bits
     for (unsigned d : topo.dimensions)
       size *= d;
-    if (size != endpoints)
-      r.fail("dimensions", fmt::format("the torus has {} positions (product of dimensions) but the cluster has {} {}",
+    if (size != static_cast<double>(endpoints))
+      r.fail("dimensions", fmt::format("the torus has {:.0f} positions (product of dimensions) but the cluster has "
+                                       "{} {}",
                                        size, endpoints, what));
   } else if (topo.kind == TopologyKind::ring) {
     topo.dimensions = {static_cast<unsigned>(endpoints)};

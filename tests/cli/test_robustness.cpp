@@ -295,9 +295,9 @@ TEST_CASE("robustness: --resume refuses a journal with points the sweep does not
   write_text(journal.string(), text + moved);
   check_refused(run_ddlsim({"sweep", kQuickstart, "--set", sweep, "--out", tmp / "s", "--resume"}),
                 "point 7 is not a point of shard 0/1 of this 2-point sweep");
-  write_text(journal.string(), text + result);
+  write_text(journal.string(), text + result); // the first finished point again (0 or 1, whichever finished first)
   check_refused(run_ddlsim({"sweep", kQuickstart, "--set", sweep, "--out", tmp / "s", "--resume"}),
-                "point 1 is recorded twice");
+                "point " + result.substr(at + 8, 1) + " is recorded twice");
 }
 
 TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {
@@ -354,4 +354,24 @@ TEST_CASE("robustness: the limits themselves are accepted (#15 D13)", "[cli][rob
     }
     run_ok(args);
   }
+}
+
+TEST_CASE("robustness: found by the mutation run: uneven parallel groups and too many micro-batches exit 2",
+          "[cli][robustness]") {
+  const std::string spectrain = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/spectrain-vgg16.json";
+  // 3 nodes x 4 GPUs, 4 stages: a stage's data-parallel group of 3 GPUs straddles two nodes unevenly (was exit 1,
+  // "internal error: communicator has more GPUs on node 1 than on node 0").
+  check_refused(run_ddlsim({"check", spectrain, "--set", "cluster.nodes=3"}),
+                "/parallelism: stage 1's data-parallel group (GPUs 3, 4, 5) is uneven over the nodes");
+  // A fat-tree with 65,536 up-links per leaf switch ran for over a minute building SimGrid's platform.
+  check_refused(run_ddlsim({"check", std::string(DDLSIM_SOURCE_DIR) + "/scenarios/fat-tree-oversubscribed.json",
+                            "--set", "cluster.topology.up=[65536, 1]"}),
+                "/cluster/topology/up: the fat-tree has 327680 switches and 1310720 links; the limit is 262144");
+  // 8 stages x 13 virtual stages of GPT-3's 96 blocks (was exit 1, "uniform partition: 104 stages for 96 blocks").
+  check_refused(run_ddlsim({"check", std::string(DDLSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-hybrid.json", "--set",
+                            "pipeline.virtual_stages=13"}),
+                "/pipeline: 104 virtual stages (8 stages x 13) for a transformer of 96 blocks");
+  // 2^20 micro-batches on 4 stages ran for over a minute.
+  check_refused(run_ddlsim({"check", spectrain, "--set", "pipeline.micro_batches=1048576"}),
+                "/pipeline/micro_batches: 1048576 micro-batches x 4 virtual stages = 4194304 micro-batch passes");
 }
