@@ -55,13 +55,11 @@ std::vector<GradientGroup> plan(const StrategyInput& in) {
     traced += call.bytes;
     GradientGroup g;
     // the tensors whose bytes fall within this call's share of the traced bytes (at least one while any is left)
-    double tensor_bytes = 0;
     while (next < order.size()) {
       const double b = static_cast<double>(tensors[static_cast<std::size_t>(order[next])].numel) * in.bytes_per_element;
       if (!g.tensors.empty() && cumulative + b > traced * (1 + 1e-9) && &call != &calls.back())
         break;
       g.tensors.push_back(order[next++]);
-      tensor_bytes += b;
       cumulative += b;
     }
     if (g.tensors.empty() && !order.empty())

@@ -104,7 +104,8 @@ void read_calibration(ObjectReader& r, Scenario& s) {
     s.gpu.calibration = dag::parse_calibration(c, r.file(), r.path("calibration"));
     s.gpu.calibration->origin = "<inline>";
   }
-  for (const auto& [name, t] : s.gpu.calibration->layers) {
+  for (const auto& entry : s.gpu.calibration->layers) {
+    const std::string& name = entry.first; // a structured binding cannot be captured before clang 16
     const bool known =
         std::any_of(s.model.layers.begin(), s.model.layers.end(), [&](const dag::Layer& l) { return l.name == name; });
     if (!known)
