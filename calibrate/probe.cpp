@@ -32,7 +32,10 @@ double median_time(ObjectReader& m) {
 } // namespace
 
 ProbeFile read_probe(const std::string& path) {
-  const Json doc = load_json_file(path);
+  return parse_probe(load_json_file(path), path);
+}
+
+ProbeFile parse_probe(const Json& doc, const std::string& path) {
   ObjectReader r(doc, path, "");
   if (r.string("format") != "ddlsim-probe")
     throw InputError(path, "/format", "expected \"ddlsim-probe\" (the output of ddlsim-probe)");

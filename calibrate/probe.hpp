@@ -47,6 +47,8 @@ struct ProbeFile {
 
 /// Reads a probe file; bad input is an InputError naming the file and JSON path.
 [[nodiscard]] ProbeFile read_probe(const std::string& path);
+/// read_probe on a parsed document; `path` names it in errors.
+[[nodiscard]] ProbeFile parse_probe(const Json& doc, const std::string& path);
 
 /// A selection curve fitted to points: weighted least squares on relative error with non-negative coefficients
 /// (per_element always kept), so that a curve spanning decades of sizes fits the small ones as well as the large.

@@ -101,6 +101,13 @@ void OutputBatch::commit() {
   staged_.clear();
 }
 
+bool path_exists(const std::string& path) {
+  if (path.find('\0') != std::string::npos)
+    return false;
+  std::error_code ec;
+  return fs::exists(path, ec) && !ec;
+}
+
 std::string read_file(const std::string& path, std::size_t max_bytes) {
   if (path.find('\0') != std::string::npos)
     throw InputError(path, "", "the file name contains a NUL byte");

@@ -34,6 +34,10 @@ private:
   std::vector<std::pair<std::string, std::string>> staged_; // (temporary, target)
 };
 
+/// Whether `path` names an existing file or directory; false (never an exception) for a name the system cannot
+/// look up: too long, a NUL byte in it, a component that is a file.
+[[nodiscard]] bool path_exists(const std::string& path);
+
 /// The largest input file ddlsim reads whole (scenarios, calibrations, workloads, logs, traces).
 inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
 

@@ -237,7 +237,8 @@ private:
     Event ev;
     ev.index = index;
     ev.name = name;
-    ev.cat = memory ? Category::memory : category_of(e.value("cat", std::string()));
+    const auto cat = e.find("cat");
+    ev.cat = memory ? Category::memory : category_of(cat != e.end() && cat->is_string() ? cat->get<std::string>() : "");
     if (!memory && ev.cat == Category::other)
       return;
     const auto ts = e.find("ts");
@@ -254,9 +255,14 @@ private:
     if (ev.cat == Category::kernel || ev.cat == Category::memcpy || ev.cat == Category::memset)
       t_.threads[static_cast<std::size_t>(ev.thread)].gpu = true;
     if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
-      const auto integer = [&](const char* key, std::int64_t& out) {
-        if (const auto a = args->find(key); a != args->end() && a->is_number())
-          out = a->get<std::int64_t>();
+      const auto integer = [&](const char* key, std::int64_t& out) { // integers, or floats that fit one
+        if (const auto a = args->find(key); a != args->end() && (a->is_number_integer() || a->is_number_float())) {
+          const double x = a->get<double>();
+          if (a->is_number_integer())
+            out = a->get<std::int64_t>();
+          else if (x >= -9.2e18 && x <= 9.2e18)
+            out = static_cast<std::int64_t>(x);
+        }
       };
       integer("correlation", ev.correlation);
       integer("Sequence number", ev.sequence);

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -270,7 +271,10 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddlsim: internal error: %s\n", e.what());
-    return 1;
+    // Leave without static destructors: after a simulation stopped half-way, SimGrid's engine may still hold actors
+    // and activities whose teardown at exit crashed (issue #15 D2: "never finished", then SIGSEGV).
+    std::fflush(nullptr);
+    std::_Exit(1);
   }
   return 0;
 }

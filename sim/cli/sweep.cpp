@@ -630,7 +630,7 @@ SweepOutcome run_sweep(const Scenario& s, const SweepOptions& options) {
 
   std::map<std::size_t, PointResult> results;
   SweepOutcome outcome;
-  if (options.resume && fs::exists(journal_path)) {
+  if (options.resume && path_exists(journal_path)) {
     auto j = read_journal(journal_path);
     if (j.identity != identity || j.shard != shard_text)
       throw InputError(journal_path, "",

@@ -238,6 +238,13 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   if (const auto b = j.find("breakdown_s"); b != j.end())
     for (const auto& [k, v] : b->items())
       parts += v.get<double>();
+  // A GPU holds at least its share of the weights, at 2 bytes each (bf16/fp16; fp32 holds 4): the largest stage's
+  // parameters are at least the average over the p x t GPUs of a replica.
+  const double gpus_per_replica = static_cast<double>(s.parallelism.pipeline) * s.parallelism.tensor;
+  const double weights = 2 * static_cast<double>(s.model.param_count()) / gpus_per_replica;
+  if (r.peak_memory_bytes_per_gpu > 0 && r.peak_memory_bytes_per_gpu < weights * (1 - 1e-12))
+    throw std::logic_error(fmt::format("summary: peak memory {} B per GPU is below the weights' share, {} B",
+                                       r.peak_memory_bytes_per_gpu, weights));
   if (j.contains("breakdown_s") && std::abs(parts - r.iteration_time_s) > 1e-9 * std::max(1.0, r.iteration_time_s))
     throw std::logic_error(
         fmt::format("summary: the breakdown adds up to {} s, the iteration is {} s", parts, r.iteration_time_s));

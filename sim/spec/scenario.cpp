@@ -44,7 +44,7 @@ std::vector<std::string> names_of_algorithms() {
 
 dag::Model parse_workload_file(const std::string& path, const std::string& scenario_file, const std::string& pointer) {
   const std::string resolved = resolve_relative(scenario_file, path);
-  if (!std::filesystem::exists(resolved))
+  if (!path_exists(resolved))
     throw InputError(scenario_file, pointer, fmt::format("workload file '{}' does not exist", resolved));
   return dag::read_workload(resolved);
 }
@@ -97,7 +97,7 @@ void read_calibration(ObjectReader& r, Scenario& s) {
   const Json& c = r.required("calibration");
   if (c.is_string()) {
     const std::string path = resolve_relative(r.file(), c.get<std::string>());
-    if (!std::filesystem::exists(path))
+    if (!path_exists(path))
       r.fail("calibration", fmt::format("calibration file '{}' does not exist", path));
     s.gpu.calibration = dag::parse_calibration(load_json_file(path), path, "");
   } else {
@@ -348,7 +348,7 @@ void parse_measured(ObjectReader r, Scenario& s) {
   s.measured.iteration_s = r.optional_quantity("iteration", Dimension::time, 0, true);
   if (const auto timeline = r.optional_string("timeline")) {
     s.measured.timeline = resolve_relative(r.file(), *timeline);
-    if (!std::filesystem::exists(s.measured.timeline))
+    if (!path_exists(s.measured.timeline))
       r.fail("timeline", fmt::format("measured timeline '{}' does not exist", s.measured.timeline));
   }
   s.measured.source = r.optional_string("source").value_or("");

@@ -371,6 +371,9 @@ TEST_CASE("robustness: found by the mutation run: uneven parallel groups and too
   check_refused(run_ddlsim({"check", std::string(DDLSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-hybrid.json", "--set",
                             "pipeline.virtual_stages=13"}),
                 "/pipeline: 104 virtual stages (8 stages x 13) for a transformer of 96 blocks");
+  // Found by fuzz_scenario: a calibration path longer than the system allows was "filesystem error: status: File
+  // name too long" (an exception out of std::filesystem::exists), exit 1.
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", "calibration=" + std::string(5000, 'c')}), "does not exist");
   // 2^20 micro-batches on 4 stages ran for over a minute.
   check_refused(run_ddlsim({"check", spectrain, "--set", "pipeline.micro_batches=1048576"}),
                 "/pipeline/micro_batches: 1048576 micro-batches x 4 virtual stages = 4194304 micro-batch passes");
