@@ -52,21 +52,22 @@ std::vector<std::string> files_in(const fs::path& dir) {
 
 } // namespace
 
-TEST_CASE("robustness: quantities out of their finite range exit 2 on both engines (#15 D1, D2, D3, D6)",
-          "[cli][robustness]") {
-  const auto [set, phrase] = GENERATE(table<std::string, std::string>({
-      {"cluster.inter_node.bandwidth=1e308 EB/s", "/cluster/inter_node/bandwidth: '1e308 EB/s' is out of range"},
-      {"cluster.inter_node.latency=1e300 s", "/cluster/inter_node/latency: '1e300 s' is out of range"},
-      {"cluster.intra_node.latency=1e300 s", "/cluster/intra_node/latency"},
-      {"data.loading_per_sample=1e300 s", "/data/loading_per_sample"},
-      {"gpu.host_link=1e-300 B/s", "/gpu/host_link"},
-      {"gpu.peak_flops=1e-300 FLOPS", "/gpu/peak_flops"},
-      {"gpu.memory_bandwidth=1e-300 B/s", "/gpu/memory_bandwidth"},
-      {"cluster.inter_node.bandwidth=1e-320 Gbps", "/cluster/inter_node/bandwidth"},
-      {"cluster.inter_node.latency=1e308 h", "/cluster/inter_node/latency"},
-      {"cluster.inter_node.bandwidth=5e-324 B/s", "between 1 B/s and 1 PB/s"},
+TEST_CASE("robustness: quantities out of their finite range exit 2 (#15 D1, D2, D3, D6)", "[cli][robustness]") {
+  // Each on the engine the issue found it on: D1-D3 crashed or failed inside the flow engine, D6 passed the analytic
+  // engine with infinite figures.
+  const auto [engine, set, phrase] = GENERATE(table<std::string, std::string, std::string>({
+      {"flow", "cluster.inter_node.bandwidth=1e308 EB/s",
+       "/cluster/inter_node/bandwidth: '1e308 EB/s' is out of range"},
+      {"flow", "cluster.inter_node.latency=1e300 s", "/cluster/inter_node/latency: '1e300 s' is out of range"},
+      {"flow", "cluster.intra_node.latency=1e300 s", "/cluster/intra_node/latency"},
+      {"flow", "data.loading_per_sample=1e300 s", "/data/loading_per_sample"},
+      {"flow", "gpu.host_link=1e-300 B/s", "/gpu/host_link"},
+      {"flow", "gpu.peak_flops=1e-300 FLOPS", "/gpu/peak_flops"},
+      {"flow", "gpu.memory_bandwidth=1e-300 B/s", "/gpu/memory_bandwidth"},
+      {"flow", "cluster.inter_node.bandwidth=1e-320 Gbps", "/cluster/inter_node/bandwidth"},
+      {"analytic", "cluster.inter_node.latency=1e308 h", "/cluster/inter_node/latency"},
+      {"analytic", "cluster.inter_node.bandwidth=5e-324 B/s", "between 1 B/s and 1 PB/s"},
   }));
-  const std::string engine = GENERATE(as<std::string>{}, "analytic", "flow");
   TempDir tmp;
   const auto o = run_ddlsim({"run", kQuickstart, "--engine", engine, "--set", set, "--out", tmp / "o"});
   check_refused(o, phrase);
