@@ -1,9 +1,11 @@
-// What-if sweeps: expansion, worker processes, the journal and the results tables (sweep.hpp).
+// What-if sweeps: expansion, worker processes, resuming and merging, the results tables (sweep.hpp); the journal
+// is sweep_journal.cpp.
 #include "sim/cli/sweep.hpp"
 
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "sim/cli/run.hpp"
+#include "sim/cli/sweep_journal.hpp"
 #include "sim/report/plot.hpp"
 #include "sim/report/report.hpp"
 
@@ -29,6 +31,7 @@ namespace ddlsim::sim {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace detail;
 using Clock = std::chrono::steady_clock;
 
 // ---- expansion -------------------------------------------------------------------------------------------------
@@ -160,30 +163,6 @@ std::string pipeline_cell(const OrderedJson& summary, const Field& f) {
 }
 
 // ---- running one point -------------------------------------------------------------------------------------------
-
-OrderedJson result_json(const PointResult& r) {
-  OrderedJson j;
-  j["index"] = r.index;
-  j["params"] = r.params;
-  j["ok"] = r.ok;
-  if (!r.ok)
-    j["error"] = r.error;
-  else
-    j["summary"] = r.summary;
-  return j;
-}
-
-PointResult result_from_json(const OrderedJson& j) {
-  PointResult r;
-  r.index = j.at("index").get<std::size_t>();
-  r.params = j.at("params");
-  r.ok = j.at("ok").get<bool>();
-  if (r.ok)
-    r.summary = j.at("summary");
-  else
-    r.error = j.at("error").get<std::string>();
-  return r;
-}
 
 void write_all(int fd, std::string_view s) {
   while (!s.empty()) {
@@ -348,78 +327,6 @@ Worker spawn_worker(const Json& base, const std::string& file, const std::vector
   ::fcntl(down[1], F_SETFD, FD_CLOEXEC);
   ::fcntl(up[0], F_SETFD, FD_CLOEXEC);
   return {pid, down[1], up[0], {}, std::nullopt};
-}
-
-// ---- journal -----------------------------------------------------------------------------------------------------
-
-// FNV-1a over the scenario as JSON (keys sorted): the sweep's identity for --resume and merge.
-std::string identity_of(const Json& base) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : base.dump()) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
-struct Journal {
-  std::string identity;
-  std::string name;
-  std::vector<std::string> keys;
-  std::string shard;
-  std::size_t points = 0;
-  std::map<std::size_t, PointResult> results;
-};
-
-Journal read_journal(const std::string& path) {
-  const std::string text = read_file(path);
-  Journal j;
-  std::size_t line_no = 0, start = 0;
-  while (start < text.size()) {
-    const auto end = text.find('\n', start);
-    const bool complete = end != std::string::npos;
-    const std::string line = text.substr(start, complete ? end - start : std::string::npos);
-    start = complete ? end + 1 : text.size();
-    ++line_no;
-    if (line.empty())
-      continue;
-    OrderedJson doc;
-    try {
-      doc = OrderedJson::parse(line);
-    } catch (const std::exception&) {
-      if (!complete) // the last line of a killed sweep may be cut short: that point is simply not done
-        break;
-      throw InputError(path, "", fmt::format("line {}: not a JSON line (the journal is damaged)", line_no));
-    }
-    try {
-      if (line_no == 1) {
-        j.identity = doc.at("sweep").get<std::string>();
-        j.name = doc.at("name").get<std::string>();
-        j.keys = doc.at("keys").get<std::vector<std::string>>();
-        j.shard = doc.at("shard").get<std::string>();
-        j.points = doc.at("points").get<std::size_t>();
-        continue;
-      }
-      auto r = result_from_json(doc);
-      const Shard shard = parse_shard(j.shard);
-      if (r.index >= j.points || !shard.owns(r.index))
-        throw InputError(path, "",
-                         fmt::format("line {}: point {} is not a point of shard {} of this {}-point sweep (the "
-                                     "journal is damaged)",
-                                     line_no, r.index, j.shard, j.points));
-      const auto index = r.index;
-      if (!j.results.emplace(index, std::move(r)).second)
-        throw InputError(path, "",
-                         fmt::format("line {}: point {} is recorded twice (the journal is damaged)", line_no, index));
-    } catch (const InputError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw InputError(path, "", fmt::format("line {}: {}", line_no, e.what()));
-    }
-  }
-  if (line_no == 0 || j.identity.empty())
-    throw InputError(path, "", "empty journal: no sweep header");
-  return j;
 }
 
 // ---- progress ----------------------------------------------------------------------------------------------------

@@ -242,7 +242,7 @@ void parse_topology(const Json& t, const std::string& file, const std::string& p
     if (leaves != static_cast<double>(endpoints))
       r.fail("down", fmt::format("the fat-tree has {:.0f} leaves (product of down) but the cluster has {} {}", leaves,
                                  endpoints, what));
-    constexpr double kMaxFatTree = 262144; // as many as the flow engine's hosts (kMaxFlowHosts)
+    constexpr auto kMaxFatTree = static_cast<double>(kMaxFlowHosts); // as many as the flow engine's hosts
     if (switches > kMaxFatTree || links > kMaxFatTree)
       r.fail("up", fmt::format("the fat-tree has {:.0f} switches and {:.0f} links; the limit is {:.0f} of each",
                                switches, links, kMaxFatTree));
@@ -355,6 +355,18 @@ void parse_measured(ObjectReader r, Scenario& s) {
   r.finish();
 }
 
+// The JSON pointer of a dotted key ("cluster.nodes" -> "/cluster/nodes"), each part escaped (RFC 6901).
+std::string dotted_key_pointer(std::string_view key) {
+  std::string pointer;
+  for (std::size_t start = 0;;) {
+    const auto dot = key.find('.', start);
+    pointer = json_pointer_append(pointer, key.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (dot == std::string_view::npos)
+      return pointer;
+    start = dot + 1;
+  }
+}
+
 // ---- sweep ---------------------------------------------------------------------------------------------------
 
 // An axis: its key, its values and where they are in the file.
@@ -383,8 +395,7 @@ void check_axis_values(const Json& doc_without_sweep, const std::vector<AxisText
     } catch (const InputError& e) {
       const AxisText* at = &group.front();
       for (const auto& a : group) {
-        std::string key_pointer = "/" + a.key;
-        std::replace(key_pointer.begin(), key_pointer.end(), '.', '/');
+        const std::string key_pointer = dotted_key_pointer(a.key);
         if (e.pointer() == key_pointer || e.pointer().starts_with(key_pointer + "/"))
           at = &a;
       }
@@ -539,9 +550,7 @@ void apply_override(Json& doc, const std::string& assignment, const std::string&
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   // not JSON: a plain string, e.g. strategy.kind=mg-wfbp
-  std::string pointer = "/" + key;
-  std::replace(pointer.begin(), pointer.end(), '.', '/');
-  Json value = parse_json_value(text, origin, pointer).value_or(Json(text));
+  Json value = parse_json_value(text, origin, dotted_key_pointer(key)).value_or(Json(text));
   apply_override(doc, key, value, origin);
 }
 
@@ -688,15 +697,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   } catch (const InputError& e) {
     // Say so when the offending value came from the command line rather than the file.
     for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
-      const std::string key = it->substr(0, it->find('='));
-      std::string pointer;
-      for (std::size_t start = 0;;) {
-        const auto dot = key.find('.', start);
-        pointer = json_pointer_append(pointer, key.substr(start, dot == std::string::npos ? dot : dot - start));
-        if (dot == std::string::npos)
-          break;
-        start = dot + 1;
-      }
+      const std::string pointer = dotted_key_pointer(it->substr(0, it->find('=')));
       if (e.pointer() == pointer || e.pointer().starts_with(pointer + "/"))
         throw InputError(e.file(), e.pointer(), fmt::format("{} (from --set {})", e.detail(), *it));
     }
