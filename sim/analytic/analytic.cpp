@@ -3,6 +3,7 @@
 #include "sim/analytic/analytic.hpp"
 
 #include "core/units.hpp"
+#include "sim/analytic/monte_carlo.hpp"
 #include "sim/analytic/ps_async.hpp"
 #include "sim/plan/host.hpp"
 #include "sim/plan/prepare.hpp"
@@ -86,6 +87,8 @@ RunResult run_analytic(const Scenario& s) {
   r.timing = schedule(r.graph, {.compute_slowdown = slowdown.factor});
   r.sim.events = r.graph.size();
   detail::finalize(s, prepared);
+  if (s.variability)
+    sample_iterations(s, r);
   r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return std::move(r);
 }

@@ -37,8 +37,8 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
   prepare_output_dir(dir); // an unusable --out fails before the simulation, not after
   const auto result = sim::run_scenario(scenario);
   sim::write_reports(dir, scenario, result, trace);
-  fmt::print("{}  reports in {}/ (summary.json, tasks.csv{})\n", sim::human_summary(scenario, result), dir,
-             trace ? ", timeline.json" : "");
+  fmt::print("{}  reports in {}/ (summary.json, tasks.csv{}{})\n", sim::human_summary(scenario, result), dir,
+             result.variability ? ", iterations.csv" : "", trace ? ", timeline.json" : "");
   return 0;
 }
 

@@ -128,6 +128,15 @@ constexpr Field kPipelineFields[] = {
     {"model_flops_utilisation", "/model_flops_utilisation"},
 };
 
+// With variability in some point (docs/variability.md), these follow the pipeline columns.
+constexpr Field kVariabilityFields[] = {
+    {"iteration_time_percentiles_s.p50", "/iteration_time_percentiles_s/p50"},
+    {"iteration_time_percentiles_s.p90", "/iteration_time_percentiles_s/p90"},
+    {"iteration_time_percentiles_s.p99", "/iteration_time_percentiles_s/p99"},
+    {"variability.deterministic_iteration_s", "/variability/deterministic_iteration_s"},
+    {"backup_workers", "/backup_workers"},
+};
+
 // The pipeline columns a table needs: whether any point ran a pipeline, and the stages of the deepest one.
 struct PipelineColumns {
   bool any = false;
@@ -472,6 +481,12 @@ std::string results_csv(const std::vector<std::string>& keys, const std::vector<
     for (std::size_t st = 0; st < stages; ++st)
       fmt::format_to(std::back_inserter(out), ",pipeline.per_stage.{}.peak_memory_bytes", st);
   }
+  const bool varied = std::any_of(results.begin(), results.end(), [](const PointResult& r) {
+    return r.ok && r.summary.contains("iteration_time_percentiles_s");
+  });
+  if (varied)
+    for (const auto& f : kVariabilityFields)
+      out += std::string(",") + f.column;
   out += ",error\n";
   for (const auto& r : results) {
     out += std::to_string(r.index);
@@ -499,6 +514,15 @@ std::string results_csv(const std::vector<std::string>& keys, const std::vector<
           out += number_text(r.summary.at(ptr));
       }
     }
+    if (varied)
+      for (const auto& f : kVariabilityFields) {
+        out += ',';
+        const OrderedJson::json_pointer ptr(f.pointer);
+        if (r.ok && r.summary.contains(ptr))
+          out += csv_cell(number_text(r.summary.at(ptr)));
+        else if (r.ok && std::string_view(f.column) == "backup_workers")
+          out += '0';
+      }
     fmt::format_to(std::back_inserter(out), ",{}\n", csv_cell(r.error));
   }
   return out;

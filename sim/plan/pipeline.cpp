@@ -618,6 +618,7 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     from = r.timing[*a].end_s;
     to = r.timing[*b].end_s;
     r.iteration_time_s = to - from;
+    r.window = {IterationWindow::Kind::between_tasks, *a, *b};
     const auto longest = longest_finish(r.graph);
     r.critical_path_s = longest[*b] - longest[*a];
   } else {

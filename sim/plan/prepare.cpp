@@ -523,10 +523,26 @@ void note_host_bound(const Scenario& s, const ComputeCosts& costs, RunResult& r)
 }
 } // namespace
 
+void count_backup_workers(const Scenario& s, RunResult& r) {
+  r.backup_workers = s.backup_workers;
+  if (s.backup_workers == 0)
+    return;
+  // Each iteration applies the gradients of d - b replicas (Chen et al., arXiv:1604.00981): b replicas' samples are
+  // computed and dropped.
+  const int d = data_parallel_degree(s);
+  const double kept = static_cast<double>(d - s.backup_workers) / d;
+  r.throughput_samples_per_s *= kept;
+  r.scaling_efficiency *= kept;
+  r.notes.push_back(fmt::format("{} backup worker(s): every data-parallel collective starts when the first {} of the "
+                                "{} replicas are ready and drops the rest; throughput counts {} replicas' samples",
+                                s.backup_workers, d - s.backup_workers, d, d - s.backup_workers));
+}
+
 void finalize(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   if (r.pipeline) {
     finalize_pipeline(s, p);
+    count_backup_workers(s, r);
     set_model_flops_utilisation(s, r);
     note_host_bound(s, p.costs, r);
     return;
@@ -540,6 +556,7 @@ void finalize(const Scenario& s, Prepared& p) {
     const auto& ends = r.parameter_server->iteration_end;
     const std::size_t last = ends[ends.size() - 1], before = ends[ends.size() - 2];
     r.iteration_time_s = r.timing[last].end_s - r.timing[before].end_s;
+    r.window = {IterationWindow::Kind::between_tasks, before, last};
     r.breakdown = breakdown_in(r.graph, r.timing, r.timing[before].end_s, r.timing[last].end_s);
     const auto longest = longest_finish(r.graph);
     r.critical_path_s = longest[last] - longest[before];
@@ -554,6 +571,7 @@ void finalize(const Scenario& s, Prepared& p) {
     // host times given: the steady-state period between the last two iterations' ends (the window's breakdown)
     const double from = ends[ends.size() - 2], to = ends.back();
     r.iteration_time_s = to - from;
+    r.window = {IterationWindow::Kind::between_iterations, 0, 0};
     r.breakdown = breakdown_in(r.graph, r.timing, from, to);
     const auto path_ends = iteration_ends(r.graph, longest_finish(r.graph));
     r.critical_path_s = path_ends.back() - path_ends[path_ends.size() - 2];
@@ -570,6 +588,7 @@ void finalize(const Scenario& s, Prepared& p) {
       alone_ends.size() >= 2 ? alone_ends.back() - alone_ends[alone_ends.size() - 2] : makespan_of(alone_timing);
   r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;
   r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
+  count_backup_workers(s, r);
   double largest = 0;
   for (const auto& g : r.groups)
     largest = std::max(largest, g.bytes);

@@ -5,6 +5,7 @@
 #include "dag/graph.hpp"
 #include "dag/strategy.hpp"
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -95,6 +96,26 @@ struct PipelineReport {
   std::vector<PipelineStageReport> per_stage;
 };
 
+/// How iteration_time_s is read off a timeline (finalize): its makespan, the time between two tasks' ends (a
+/// steady-state window: ps-sync's unrolled iterations, an asynchronous pipeline's), or between the ends of the last
+/// two iterations (unrolled for host times).
+struct IterationWindow {
+  enum class Kind : std::uint8_t { makespan, between_tasks, between_iterations };
+  Kind kind = Kind::makespan;
+  std::size_t from_task = 0;
+  std::size_t to_task = 0;
+};
+
+/// `variability`: the sampled iterations (sim/analytic/monte_carlo.hpp).
+struct VariabilityReport {
+  int iterations = 0;
+  std::uint64_t seed = 0;
+  int copies = 0;                  ///< DAG copies (data x tensor replicas) each sample times, every one its own draws
+  double deterministic_s = 0;      ///< the iteration without variability
+  std::vector<double> iteration_s; ///< each sampled iteration, in order
+  double p50_s = 0, p90_s = 0, p99_s = 0;
+};
+
 struct RunResult {
   std::string engine;
   int workers = 1;
@@ -121,7 +142,10 @@ struct RunResult {
   SimStats sim;
   std::optional<ParameterServerReport> parameter_server;
   std::optional<PipelineReport> pipeline;
-  int data_parallel = 1; ///< data-parallel replicas (workers / GPUs per replica)
+  std::optional<VariabilityReport> variability;
+  IterationWindow window; ///< how finalize read iteration_time_s off the timeline
+  int backup_workers = 0; ///< data-parallel replicas whose gradients each data-parallel collective drops
+  int data_parallel = 1;  ///< data-parallel replicas (workers / GPUs per replica)
 };
 
 } // namespace ddlsim::sim

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -329,6 +331,73 @@ std::vector<double> longest_finish(const dag::IterationGraph& g) {
     finish[v] = start + g.task(v).duration_s;
   }
   return finish;
+}
+
+Dependencies with_stream_order(const dag::IterationGraph& graph, const std::vector<TaskTiming>& order) {
+  const std::size_t n = graph.size();
+  const auto devices = graph.devices();
+  std::vector<std::vector<std::size_t>> by_resource(devices.size() * dag::kResourceCount);
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto& t = graph.task(v);
+    if (t.resource == dag::Resource::none)
+      continue;
+    const auto d =
+        static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), t.device) - devices.begin());
+    by_resource[d * dag::kResourceCount + static_cast<std::size_t>(t.resource)].push_back(v);
+  }
+  std::set<std::pair<std::size_t, std::size_t>> edges;
+  for (std::size_t v = 0; v < n; ++v)
+    for (std::size_t w : graph.successors(v))
+      edges.emplace(v, w);
+  // Tasks that start at one instant go in a topological order (the smallest id first among those ready), so that a
+  // zero-duration task keeps its place before what depends on it.
+  std::vector<std::size_t> rank(n, 0), indegree(n, 0);
+  for (const auto& [v, w] : edges)
+    ++indegree[w];
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+  for (std::size_t v = 0; v < n; ++v)
+    if (indegree[v] == 0)
+      ready.push(v);
+  for (std::size_t next = 0; !ready.empty(); ++next) {
+    const std::size_t v = ready.top();
+    ready.pop();
+    rank[v] = next;
+    for (auto it = edges.lower_bound({v, 0}); it != edges.end() && it->first == v; ++it)
+      if (--indegree[it->second] == 0)
+        ready.push(it->second);
+  }
+  for (auto& tasks : by_resource) {
+    std::sort(tasks.begin(), tasks.end(), [&](std::size_t a, std::size_t b) {
+      return order[a].start_s != order[b].start_s ? order[a].start_s < order[b].start_s : rank[a] < rank[b];
+    });
+    // In that order within a lane; a lane -1 task after every lane's previous task and before every next one.
+    std::optional<std::size_t> last_all;
+    std::map<int, std::size_t> last_in_lane; // since last_all
+    for (std::size_t v : tasks) {
+      const int lane = graph.task(v).lane;
+      if (lane < 0) {
+        if (last_all)
+          edges.emplace(*last_all, v);
+        for (const auto& [l, u] : last_in_lane)
+          edges.emplace(u, v);
+        last_in_lane.clear();
+        last_all = v;
+        continue;
+      }
+      const auto it = last_in_lane.find(lane);
+      if (it != last_in_lane.end())
+        edges.emplace(it->second, v);
+      else if (last_all)
+        edges.emplace(*last_all, v);
+      last_in_lane[lane] = v;
+    }
+  }
+  Dependencies deps{std::vector<std::vector<std::size_t>>(n), std::vector<int>(n, 0)};
+  for (const auto& [v, w] : edges) {
+    deps.successors[v].push_back(w);
+    ++deps.predecessors[w];
+  }
+  return deps;
 }
 
 } // namespace ddlsim::sim

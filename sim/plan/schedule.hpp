@@ -29,6 +29,17 @@ struct ScheduleOptions {
 /// Whether a task is compute that a collective beside it slows (ScheduleOptions::compute_slowdown).
 [[nodiscard]] bool slowed_by_communication(const dag::Task& t);
 
+/// The graph's dependencies, plus the order of each (device, resource)'s tasks in a schedule (readiness order), as an
+/// engine that times tasks in that order must enforce it: a stream runs one task at a time (per lane). The flow engine
+/// times its replicas this way, and the analytic engine's Monte Carlo its sampled iterations.
+struct Dependencies {
+  std::vector<std::vector<std::size_t>> successors; ///< by task id, without duplicates
+  std::vector<int> predecessors;                    ///< count, by task id
+};
+
+/// with_stream_order of `order` (a schedule of g).
+[[nodiscard]] Dependencies with_stream_order(const dag::IterationGraph& g, const std::vector<TaskTiming>& order);
+
 /// Splits [0, makespan] into the summary's breakdown.
 [[nodiscard]] Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing,
                                      double makespan);

@@ -15,6 +15,7 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 
@@ -83,6 +84,9 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   j["engine"] = r.engine;
   j["workers"] = r.workers;
   j["iteration_time_s"] = r.iteration_time_s;
+  if (r.variability)
+    j["iteration_time_percentiles_s"] = {
+        {"p50", r.variability->p50_s}, {"p90", r.variability->p90_s}, {"p99", r.variability->p99_s}};
   j["throughput_samples_per_s"] = r.throughput_samples_per_s;
   j["scaling_efficiency"] = r.scaling_efficiency;
   j["breakdown_s"] = {{"compute", r.breakdown.compute_s},
@@ -110,6 +114,13 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     j["model_flops_utilisation"] = *r.model_flops_utilisation;
   if (s.measured.iteration_s)
     j["measured_iteration_s"] = *s.measured.iteration_s;
+  if (r.backup_workers > 0)
+    j["backup_workers"] = r.backup_workers;
+  if (r.variability)
+    j["variability"] = {{"iterations", r.variability->iterations},
+                        {"seed", r.variability->seed},
+                        {"copies", r.variability->copies},
+                        {"deterministic_iteration_s", r.variability->deterministic_s}};
   j["sim"] = {{"wall_s", r.sim.wall_s}, {"events", r.sim.events}, {"flows", r.sim.flows}};
   if (r.pipeline) {
     const auto& par = s.parallelism;
@@ -490,6 +501,12 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                             r.pipeline->micro_batches, r.data_parallel, tensor_line(s, r),
                             100 * r.pipeline->bubble_fraction, 100 * r.pipeline->bubble_fraction_closed_form)
               : std::string()) +
+         (r.variability ? fmt::format("  variability    mean of {} sampled iterations: p50 {}, p90 {}, p99 {} (without "
+                                      "variability {}; iterations.csv)\n",
+                                      r.variability->iterations, format_time(r.variability->p50_s),
+                                      format_time(r.variability->p90_s), format_time(r.variability->p99_s),
+                                      format_time(r.variability->deterministic_s))
+                        : std::string()) +
          (s.measured.iteration_s
               ? fmt::format("  measured       {}  (prediction {:+.1f} %{})\n", format_time(*s.measured.iteration_s),
                             100 * (r.iteration_time_s / *s.measured.iteration_s - 1),
@@ -510,6 +527,12 @@ void write_reports(const std::string& dir, const Scenario& s, const RunResult& r
     batch.add((d / "links.csv").string(), links_csv(r));
   if (trace)
     batch.add((d / "timeline.json").string(), timeline);
+  if (r.variability) {
+    std::string rows = "iteration,iteration_time_s\n";
+    for (std::size_t i = 0; i < r.variability->iteration_s.size(); ++i)
+      fmt::format_to(std::back_inserter(rows), "{},{}\n", i, r.variability->iteration_s[i]);
+    batch.add((d / "iterations.csv").string(), rows);
+  }
   batch.add((d / "summary.json").string(), summary);
   batch.commit();
 }

@@ -328,7 +328,13 @@ void parse_strategy(ObjectReader r, Scenario& s) {
       .topology = topology_name(topology.kind),
       .star_network = topology.kind == TopologyKind::star,
   };
+  // Backup workers (Chen et al., arXiv:1604.00981) apply to every synchronous strategy: read here, checked against the
+  // data-parallel degree once the parallelism is known (check_feasible).
+  s.backup_workers = static_cast<int>(r.optional_integer("backup_workers", 0, kMaxGpus).value_or(0));
   s.strategy = dag::parse_strategy(r, context);
+  if (s.backup_workers > 0 && s.strategy.asynchronous())
+    r.fail("backup_workers",
+           fmt::format("applies to synchronous strategies; '{}' has no barrier to wait at", s.strategy.kind()));
   if (const auto* ps = s.strategy.parameter_server(); ps != nullptr && ps->dedicated_servers)
     s.cluster.server_hosts = ps->servers;
 }
@@ -604,6 +610,21 @@ void check_feasible(const Scenario& s, const std::string& file) {
                                    hosts, gib(kFlowBytesPerHost * hosts), kFlowBytesPerHost / 1024, kMaxFlowHosts,
                                    gib(kFlowBytesPerHost * static_cast<double>(kMaxFlowHosts))));
   }
+  if (s.variability && s.engine != "analytic")
+    throw InputError(file, "/variability",
+                     fmt::format("is sampled on the analytic engine; the {} engine runs one deterministic iteration: "
+                                 "use \"engine\": \"analytic\" or leave 'variability' out",
+                                 s.engine));
+  if (s.variability && s.strategy.asynchronous())
+    throw InputError(file, "/variability",
+                     fmt::format("is not sampled for '{}' (its link-queue simulation draws nothing yet): leave "
+                                 "'variability' out, or give the workers a speed spread",
+                                 s.strategy.kind()));
+  if (s.backup_workers > 0 && s.backup_workers >= data_parallel_degree(s))
+    throw InputError(file, "/strategy/backup_workers",
+                     fmt::format("{} backup worker(s) leave no data-parallel replica to wait for: the run has {} "
+                                 "(b must be below the data-parallel degree)",
+                                 s.backup_workers, data_parallel_degree(s)));
   if (const auto* ps = s.strategy.parameter_server(); ps != nullptr && !ps->byteps) {
     const double pairs = gpus * ps->servers;
     const bool flow = s.engine == "flow";
@@ -674,6 +695,8 @@ Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKey
       s.flow_report_replicas = static_cast<int>(*listed);
     f->finish();
   }
+  if (auto v = r.optional_object("variability"))
+    s.variability = parse_variability(std::move(*v));
   if (const Json* sw = r.optional("sweep"))
     s.sweep = parse_sweep(*sw, doc, file, order);
   r.finish();

@@ -10,6 +10,7 @@
 #include "sim/network/collectives.hpp"
 #include "sim/spec/gpus.hpp"
 #include "sim/spec/parallelism.hpp"
+#include "sim/spec/variability.hpp"
 
 #include <cstdint>
 #include <map>
@@ -97,9 +98,20 @@ struct Scenario {
   dag::Optimizer optimizer = dag::Optimizer::sgd_momentum;
   Parallelism parallelism;              ///< `parallelism`: data x pipeline x tensor GPUs
   std::optional<PipelineSpec> pipeline; ///< `pipeline`: absent = pure data parallelism
+  /// `variability`: task times drawn around their modelled values, sampled over iterations (absent: deterministic)
+  std::optional<VariabilitySpec> variability;
+  /// `strategy.backup_workers` b: of the d data-parallel replicas, each data-parallel collective takes the first
+  /// d - b to be ready and drops the rest (Chen et al., arXiv:1604.00981); samples count d - b replicas' batches.
+  int backup_workers = 0;
   std::vector<SweepAxis> sweep;
   Json raw; ///< the document after overrides, for sweeps and reports
 };
+
+/// Data-parallel replicas: the cluster's GPUs over pipeline x tensor (`parallelism.data` is set only with a
+/// `parallelism` or `pipeline` key).
+[[nodiscard]] inline int data_parallel_degree(const Scenario& s) {
+  return s.cluster.workers() / (s.parallelism.pipeline * s.parallelism.tensor);
+}
 
 /// Applies one `--set key.path=VALUE` override to a raw scenario document. VALUE is parsed as JSON; text that
 /// is not valid JSON is taken as a string. Throws InputError naming `origin` (the scenario file).

@@ -76,7 +76,8 @@ TEST_CASE("golden: summaries equal the checked-in ones apart from sim.wall_s", "
   const char* only = std::getenv("DDLSIM_GOLDEN_SCENARIO");
   // The asan preset sets DDLSIM_GOLDEN_FLOW_ONLY: there each scenario's base case and its flow-engine points run; its
   // analytic points are points of the sweeps that "scenarios: every shipped scenario ... its sweep runs" runs in the
-  // same build (so the sanitizers see them there), and their figures are the dev build's to check.
+  // same build (one shard of each sweep, DDLSIM_SWEEP_TEST_SHARD, so the sanitizers see half of them there), and
+  // their figures are the dev build's to check.
   const char* flow_only = std::getenv("DDLSIM_GOLDEN_FLOW_ONLY");
   const bool some = flow_only != nullptr && *flow_only != '\0' && std::string(flow_only) != "0";
   const auto cases = read_json(kSource / "tests/golden/cases.json").at("cases");
