@@ -100,7 +100,10 @@ struct ParameterServerOptions {
   int servers = 0;                       ///< server shards; 0 = one (the parser's default is one per node)
   bool dedicated_servers = false;        ///< `placement`: "dedicated" hosts, or "colocated" on the workers' nodes
   std::int64_t bigarray_bound = 1000000; ///< MXNet MXNET_KVSTORE_BIGARRAY_BOUND: larger keys are split over all servers
-  double worker_speed_spread = 0;        ///< ps-async: worker w computes (1 + spread x w / (p-1)) times slower
+  double worker_speed_spread = 0;        ///< ps-async, ps-ssp: worker w computes (1 + spread x w / (p-1)) times slower
+  /// ps-ssp (Ho et al., NIPS 2013): a worker reads for iteration k + 1 only when every worker's pushes of iterations
+  /// up to k - s are applied; -1: unbounded (ps-async).
+  int staleness_bound = -1;
   /// `mode` "byteps" (ps-sync; Jiang et al., OSDI 2020): a node's GPUs reduce a key inside the node first and the
   /// node pushes it once (and pulls it once, then broadcasts it to its GPUs); keys are tensors cut into partitions
   /// of at most `partition_bytes`, each whole on one server, round-robin; the servers sum the nodes' pushes on

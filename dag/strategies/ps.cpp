@@ -35,6 +35,8 @@ constexpr std::string_view kSyncKeys[] = {"servers", "placement",       "bigarra
 // "Maximum Read Bandwidth", 2023); BytePS runs several summation threads per server, so this errs slow.
 constexpr double kBytePsSumBandwidth = 15e9;
 constexpr std::string_view kAsyncKeys[] = {"servers", "placement", "bigarray_bound", "worker_speed_spread"};
+constexpr std::string_view kSspKeys[] = {"servers", "placement", "bigarray_bound", "worker_speed_spread",
+                                         "staleness_bound"};
 
 StrategyOptions parse_ps_options(ObjectReader& r, const StrategyContext& ctx) {
   ParameterServerOptions o;
@@ -44,6 +46,8 @@ StrategyOptions parse_ps_options(ObjectReader& r, const StrategyContext& ctx) {
   o.dedicated_servers = r.optional_choice("placement", {"colocated", "dedicated"}).value_or("colocated") == "dedicated";
   o.bigarray_bound = r.optional_integer("bigarray_bound", 1, std::int64_t{1} << 40).value_or(o.bigarray_bound);
   o.worker_speed_spread = r.optional_number("worker_speed_spread", 0.0, 10.0).value_or(0.0);
+  if (ctx.kind == "ps-ssp")
+    o.staleness_bound = static_cast<int>(r.integer("staleness_bound", 0, 1 << 20));
   o.nodes = ctx.nodes;
   o.byteps = r.optional_choice("mode", {"kvstore", "byteps"}).value_or("kvstore") == "byteps";
   for (const char* key : {"partition_bytes", "server_sum_bandwidth"})
@@ -121,6 +125,16 @@ extern constinit const StrategyInfo ps_async{
     .family = StrategyFamily::parameter_server,
     .traits = {.asynchronous = true},
     .keys = kAsyncKeys,
+    .parse = &parse_ps_options,
+    .plan = &plan_ps,
+};
+extern constinit const StrategyInfo ps_ssp{
+    .name = "ps-ssp",
+    .description = "parameter server, stale-synchronous: ps-async's loop, no worker more than staleness_bound "
+                   "iterations ahead of the slowest (Ho et al., NIPS 2013)",
+    .family = StrategyFamily::parameter_server,
+    .traits = {.asynchronous = true},
+    .keys = kSspKeys,
     .parse = &parse_ps_options,
     .plan = &plan_ps,
 };

@@ -37,8 +37,11 @@ void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
     in.server_update_s.push_back(model_bytes > 0 ? p.costs.worker.update_s * b / model_bytes : 0.0);
   for (int w = 0; w < r.workers; ++w)
     in.compute_s.push_back(compute * (1 + (r.workers > 1 ? o.worker_speed_spread * w / (r.workers - 1) : 0.0)));
+  in.staleness_bound = o.staleness_bound;
   const auto sim = simulate_ps_async(in);
   ps.async = true;
+  ps.staleness_bound = o.staleness_bound;
+  ps.clock_lead_max = sim.clock_lead_max;
   ps.iterations_simulated = in.warmup + in.measured;
   ps.warmup_iterations = in.warmup;
   ps.worker_compute_s = in.compute_s;
@@ -56,14 +59,22 @@ void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
     if (t.collective == dag::Collective::ps_pull)
       t.duration_s = sim.mean_pull_s[0];
   }
+  if (o.staleness_bound >= 0)
+    r.notes.push_back(fmt::format(
+        "ps-ssp: stale-synchronous parallel (Ho et al., NIPS 2013) with staleness bound {}: a worker whose push of "
+        "iteration k is applied pulls for iteration k + 1 only once every worker's pushes up to iteration k - {} are "
+        "applied (its pull time includes that wait); the largest lead over the slowest worker was {} iteration(s)",
+        o.staleness_bound, o.staleness_bound, sim.clock_lead_max));
   r.notes.push_back(fmt::format(
-      "ps-async: {}; each of the {} workers loops compute, push of its whole gradient, pull, without a barrier "
+      "{}: {}; each of the {} workers loops compute, push of its whole gradient, pull, {} "
       "(compute {} x (1 + {} w/(p-1)) for worker w); every link direction is a FIFO queue (sim/analytic/ps_async.hpp); "
       "{} "
       "warm-up iterations per worker excluded, figures over the next {} of the slowest worker; iteration_time_s = "
       "workers x batch / aggregate throughput; the timeline is worker 0's mean iteration; a server applies a push to "
       "its shards at the worker's optimizer rate",
-      parameter_server_placement(s), r.workers, format_time(compute), o.worker_speed_spread, in.warmup, in.measured));
+      s.strategy.kind(), parameter_server_placement(s), r.workers,
+      o.staleness_bound >= 0 ? "waiting for the slowest only at the staleness bound" : "without a barrier",
+      format_time(compute), o.worker_speed_spread, in.warmup, in.measured));
 }
 
 } // namespace

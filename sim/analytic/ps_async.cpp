@@ -75,6 +75,19 @@ AsyncPsResult simulate_ps_async(const AsyncPsInput& in) {
   double t_start = 0, t_end = 0;
   std::vector<Record> records;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  std::vector<long> pushes_applied(n, 0);
+  std::vector<int> reading; // SSP: workers whose push is applied, waiting for the slowest, in order of arrival
+  int clock_lead_max = 0;
+  // The pull of worker v's parameters, requested at t: every server's shard back; the next compute starts when the
+  // last has arrived.
+  const auto pull = [&](int v, double t) {
+    read_version[static_cast<std::size_t>(v)] = versions; // reads the parameters with every applied update
+    double arrival = t;
+    for (int s = 0; s < servers; ++s)
+      arrival = std::max(arrival,
+                         links.transfer(in.shape.server_rank(s), v, in.server_bytes[static_cast<std::size_t>(s)], t));
+    events.push({arrival, v, pulled});
+  };
   for (int w = 0; w < p; ++w)
     events.push({in.compute_s[static_cast<std::size_t>(w)], w, computed});
   while (!events.empty() && finished < p) {
@@ -93,11 +106,25 @@ AsyncPsResult simulate_ps_async(const AsyncPsInput& in) {
     } else if (e.kind == applied) {
       applied_at[w] = e.t;
       records.push_back({e.t, e.worker, static_cast<int>(versions - read_version[w]), e.t - computed_at[w], 0});
-      read_version[w] = ++versions; // the pull reads the parameters with this update applied
-      for (int s = 0; s < servers; ++s)
-        last = std::max(
-            last, links.transfer(in.shape.server_rank(s), e.worker, in.server_bytes[static_cast<std::size_t>(s)], e.t));
-      events.push({last, e.worker, pulled});
+      ++versions;
+      ++pushes_applied[w];
+      if (in.staleness_bound < 0) {
+        pull(e.worker, e.t);
+        continue;
+      }
+      // SSP: this worker, and any that waited, pull once the slowest worker's applied pushes allow it.
+      reading.push_back(e.worker);
+      const long slowest = *std::min_element(pushes_applied.begin(), pushes_applied.end());
+      std::vector<int> still;
+      for (int v : reading) {
+        const long next = pushes_applied[static_cast<std::size_t>(v)]; // the iteration it would read for
+        if (next - slowest <= in.staleness_bound) {
+          clock_lead_max = std::max(clock_lead_max, static_cast<int>(next - slowest));
+          pull(v, e.t);
+        } else
+          still.push_back(v);
+      }
+      reading = std::move(still);
     } else {
       records.push_back({e.t, e.worker, -1, 0, e.t - applied_at[w]});
       if (++done[w] == in.warmup && ++warmed == p)
@@ -142,6 +169,7 @@ AsyncPsResult simulate_ps_async(const AsyncPsInput& in) {
     r.iterations_per_s[w] = r.window_s > 0 ? r.iterations_per_s[w] / r.window_s : 0;
   }
   r.staleness_mean = updates > 0 ? staleness_sum / static_cast<double>(updates) : 0;
+  r.clock_lead_max = clock_lead_max;
   return r;
 }
 

@@ -4,6 +4,8 @@
 #include "sim/analytic/analytic.hpp"
 #include "sim/flow/flow_engine.hpp"
 
+#include <fmt/format.h>
+
 namespace ddlsim::sim {
 
 RunResult run_scenario(const Scenario& s) {
@@ -15,8 +17,9 @@ RunResult run_scenario(const Scenario& s) {
     analytic.engine = "analytic";
     auto r = run_analytic(analytic);
     r.engine = "flow";
-    r.notes.push_back("flow engine: ps-async is not simulated flow by flow; its figures are the analytic engine's "
-                      "FIFO link-queue simulation of the asynchronous workers");
+    r.notes.push_back(fmt::format("flow engine: {} is not simulated flow by flow; its figures are the analytic "
+                                  "engine's FIFO link-queue simulation of the asynchronous workers",
+                                  s.strategy.kind()));
     return r;
   }
   return run_flow(s);

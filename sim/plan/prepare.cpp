@@ -564,7 +564,10 @@ void finalize(const Scenario& s, Prepared& p) {
   if (r.parameter_server && r.parameter_server->async) {
     // ps-async: the workers' mean iteration, from the aggregate throughput; worker 0's timeline is padded with idle.
     r.iteration_time_s = r.workers * s.batch_per_gpu / r.parameter_server->aggregate_throughput_samples_per_s;
+    // (ps-ssp: worker 0's pull includes its wait for the slowest, which can exceed the mean iteration's share.)
     auto& b = r.breakdown;
+    b.exposed_communication_s =
+        std::min(b.exposed_communication_s, std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s));
     b.idle_s = std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s - b.exposed_communication_s);
   }
   if (const auto ends = iteration_ends(r.graph, r.timing); !r.parameter_server && ends.size() >= 2) {

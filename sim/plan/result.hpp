@@ -68,6 +68,9 @@ struct ParameterServerReport {
   double staleness_mean = 0;
   int staleness_max = 0;
   double aggregate_throughput_samples_per_s = 0;
+  // ps-ssp
+  int staleness_bound = -1;
+  int clock_lead_max = 0; ///< the largest lead in iterations of a reading worker over the slowest (<= the bound)
 };
 
 /// A pipeline's figures (summary.pipeline, DESIGN.md), measured from the simulated replica.

@@ -143,6 +143,13 @@ std::vector<std::string> sweep_plots(const ResultsTable& t, const std::string& d
                    "")); // its lines may rise or fall: the key goes outside
   }
 
+  // Backup workers: throughput against b, whose peak is the b to run with (docs/variability.md).
+  for (const std::size_t k : numbers)
+    if (t.columns[k] == "strategy.backup_workers") {
+      const Measure throughput = summary_measure(t, "throughput_samples_per_s", rows, "throughput");
+      add(key_figure(t, rows, dir, scenario, *measure(t, k, rows), k, throughput, "throughput_vs_backup_workers", ""));
+    }
+
   // Pipelines: the measured bubble beside its closed form, against the micro-batch count where it is swept, else
   // against the numeric key of the iteration-time plot.
   const int bubble = summary_field(t, "pipeline.bubble_fraction");

@@ -214,6 +214,32 @@ std::vector<std::string> gpu_figures(const ResultsTable& t, const std::vector<st
     f.legend = legend_of(groups);
     draw(f);
   }
+  // With variability (docs/variability.md): the median and the 99th percentile of the sampled iterations, p99 dashed
+  // in its line's colour; where every point has both.
+  const int p50_col = summary_field(t, "iteration_time_percentiles_s.p50");
+  const int p99_col = summary_field(t, "iteration_time_percentiles_s.p99");
+  if (p50_col >= 0 && p99_col >= 0 && measure(t, static_cast<std::size_t>(p50_col), rows) &&
+      measure(t, static_cast<std::size_t>(p99_col), rows)) {
+    const Measure p50 = summary_measure(t, "iteration_time_percentiles_s.p50", rows, "the median iteration");
+    const Measure p99 = summary_measure(t, "iteration_time_percentiles_s.p99", rows, "the 99th percentile");
+    auto medians = blocks_of(groups, rows, workers.values, p50.values, t, "p50");
+    auto tails = blocks_of(groups, rows, workers.values, p99.values, t, "p99");
+    std::vector<Block> blocks;
+    for (std::size_t k = 0; k < medians.size(); ++k) {
+      if (!groups.labels[k].empty()) {
+        medians[k].title = groups.labels[k] + ", p50";
+        tails[k].title = groups.labels[k] + ", p99";
+      }
+      tails[k].closed_form = true; // dashed, in the median's colour
+      blocks.push_back(std::move(medians[k]));
+      blocks.push_back(std::move(tails[k]));
+    }
+    LineFigure f = line_plot("iteration_percentiles", titled(scenario, "iteration time percentiles vs GPUs"), x,
+                             x_column, "iteration time [ms]",
+                             fmt::format("{}; dashed: {}", p50.described(), p99.described()), std::move(blocks));
+    f.legend = legend_of(groups);
+    draw(f);
+  }
   return images;
 }
 

@@ -211,7 +211,8 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                      {"wire_elements_per_worker", ps->wire_elements},
                      {"compression_ratio", ps->compression_ratio()},
                      {"compress_s", ps->compress_s}};
-  // Parameter server (ps-sync, ps-async): placement, traffic per iteration, and the asynchronous workers' figures.
+  // Parameter server (ps-sync, ps-async, ps-ssp): placement, traffic per iteration, and the asynchronous workers'
+  // figures.
   if (r.parameter_server) {
     const auto& ps = *r.parameter_server;
     OrderedJson o;
@@ -234,6 +235,8 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
       for (const auto& [staleness, count] : ps.staleness_histogram)
         histogram[std::to_string(staleness)] = count;
       o["staleness"] = {{"histogram", std::move(histogram)}, {"mean", ps.staleness_mean}, {"max", ps.staleness_max}};
+      if (ps.staleness_bound >= 0)
+        o["stale_synchronous"] = {{"staleness_bound", ps.staleness_bound}, {"max_lead", ps.clock_lead_max}};
     }
     j["parameter_server"] = std::move(o);
   }

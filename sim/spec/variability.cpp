@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <numeric>
 
 namespace ddlsim::sim {
@@ -23,8 +24,11 @@ TimeDistribution parse_distribution(ObjectReader r) {
   // less than 1e-6 for cv <= 0.2, 0.3 % at cv = 0.5, 8 % at cv = 1; the lognormal has no such bias.
   if (d.kind == Kind::normal)
     d.cv = r.number("cv", 0, 1);
-  if (d.kind == Kind::lognormal)
+  if (d.kind == Kind::lognormal) {
     d.cv = r.number("cv", 0, 10);
+    d.log_sd = std::sqrt(std::log1p(d.cv * d.cv));
+    d.log_mean = -0.5 * d.log_sd * d.log_sd;
+  }
   if (d.kind == Kind::exponential)
     d.mean_s = r.quantity("mean", Dimension::time);
   if (d.kind == Kind::empirical) {

@@ -27,6 +27,8 @@ struct TimeDistribution {
   /// of the class (false). exponential: always one delay per worker (GPU) and iteration.
   bool per_task = true;
   double cv = 0;               ///< normal, lognormal: coefficient of variation of the factor (mean 1)
+  double log_mean = 0;         ///< lognormal: mean of the factor's log, -log_sd^2 / 2
+  double log_sd = 0;           ///< lognormal: sd of the factor's log, sqrt(ln(1 + cv^2))
   double mean_s = 0;           ///< exponential: the delay's mean
   std::vector<double> factors; ///< empirical: the samples divided by their mean
 };

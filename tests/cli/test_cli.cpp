@@ -689,8 +689,8 @@ TEST_CASE("cli: list shows what is built in, one per line", "[cli][list]") {
     for (const auto& line : lines_of(run_ok({"list", "strategies"}).out))
       names.push_back(first_word(line));
     CHECK(names == std::vector<std::string>{"bsp", "bytescheduler", "ddp", "fusion", "gtopk", "lags", "mg-wfbp", "omgs",
-                                            "powersgd", "ps-async", "ps-sync", "qsgd", "signsgd", "terngrad", "topk",
-                                            "traced", "wfbp"});
+                                            "powersgd", "ps-async", "ps-ssp", "ps-sync", "qsgd", "signsgd", "terngrad",
+                                            "topk", "traced", "wfbp"});
   }
   SECTION("collectives") {
     std::set<std::string> algorithms;

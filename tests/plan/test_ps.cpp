@@ -1,7 +1,8 @@
 // Parameter-server strategies on the analytic engine (dag/strategies/ps.cpp, sim/network/lowering/ps_*_sharded.cpp,
 // sim/analytic/ps_async.hpp): MXNet's key placement, push and pull against their closed forms on an alpha-beta star,
 // the servers' NICs as the bottleneck that more servers relieve, ps-sync's steady-state period against its bounds,
-// ps-async's staleness and throughput on cases computed by hand, the summary, and bad input.
+// ps-async's staleness and throughput on cases computed by hand, ps-ssp's bound (a barrier at 0, ps-async when it never
+// binds), the summary, and bad input.
 #include "dag/strategy.hpp"
 #include "sim/analytic/ps_async.hpp"
 #include "sim/cli/run.hpp"
@@ -274,6 +275,96 @@ TEST_CASE("sim::ps-async reports per-worker throughput and staleness, and the sp
                   .contains("parameter_server"));
 }
 
+TEST_CASE("sim::ps-ssp with bound 0 is a barrier after the pushes: period C + (p + 1) tau by hand", "[sim][ps][ssp]") {
+  // p equal workers, one dedicated server, shards of b bytes (tau = b / B), no latency. Iteration 0: the pushes queue
+  // at the server's down-link and are applied at C + tau, ..., C + p tau; nobody reads before the last (s = 0), then
+  // the p pulls queue at its up-link: worker i's arrives at C + (p + 1 + i) tau and it computes again. From then on
+  // the pushes arrive tau apart and never queue: worker i's is applied at S_i + C + tau, the last at S_0 + C + p tau,
+  // and the pulls follow as before: every worker's period is C + (p + 1) tau. Without the bound (ps-async) it is
+  // max(C + 2 tau, p tau) (the case above).
+  const int p = 4;
+  const double b = 1.25e6, tau = b / B;
+  for (double compute : {0.0, 0.5}) {
+    CAPTURE(compute);
+    AsyncPsInput in;
+    in.shape = {p, 1, 1, true};
+    in.net = {p, 1, {B, 0}, {B, 0}, false, 1};
+    in.compute_s.assign(p, compute);
+    in.server_bytes = {b};
+    in.staleness_bound = 0;
+    const auto r = simulate_ps_async(in);
+    for (int w = 0; w < p; ++w)
+      CHECK_THAT(r.iterations_per_s[static_cast<std::size_t>(w)], WithinRel(1 / (compute + (p + 1) * tau), 1e-9));
+    CHECK(r.clock_lead_max == 0);
+  }
+}
+
+TEST_CASE("sim::ps-ssp between ps-sync and ps-async: throughput rises with the bound, the lead never exceeds it",
+          "[sim][ps][ssp]") {
+  // Two workers, compute C and 2C, instant communication (the ps-async case above). With any finite bound the fast
+  // worker can lead by at most s iterations, so in the long run both go at the slow one's pace; over the window of
+  // 100 measured iterations (after 10 of warm-up) a larger s lets the fast one run ahead for longer, and a bound it
+  // never reaches is ps-async (1/C + 1/(2C)).
+  const double c = 0.25;
+  AsyncPsInput in;
+  in.shape = {2, 1, 1, true};
+  in.net = {2, 1, {B, 0}, {B, 0}, false, 1};
+  in.compute_s = {c, 2 * c};
+  in.server_bytes = {0.0};
+  const auto async = simulate_ps_async(in);
+  const auto total = [](const AsyncPsResult& r) { return r.iterations_per_s[0] + r.iterations_per_s[1]; };
+  double previous = 0;
+  for (int s : {0, 1, 2, 4, 8, 16, 32, 64, 128, 1000}) {
+    CAPTURE(s);
+    in.staleness_bound = s;
+    const auto r = simulate_ps_async(in);
+    CHECK(r.clock_lead_max <= s);
+    CHECK(total(r) >= previous * (1 - 1e-12));
+    CHECK(total(r) <= total(async) * (1 + 1e-12));
+    previous = total(r);
+    if (s == 0) { // lockstep: both at 1 / (2C)
+      CHECK_THAT(r.iterations_per_s[0], WithinRel(1 / (2 * c), 1e-9));
+      CHECK_THAT(r.iterations_per_s[1], WithinRel(1 / (2 * c), 1e-9));
+    }
+    if (s >= 1 && s <= 8) // the fast worker reaches the bound within the warm-up and stays there
+      CHECK(r.clock_lead_max == s);
+    if (s == 1000) { // never binding: ps-async
+      CHECK(r.iterations_per_s == async.iterations_per_s);
+      CHECK(r.staleness == async.staleness);
+    }
+  }
+  CHECK_THAT(total(async), WithinRel(1 / c + 1 / (2 * c), 1e-12));
+}
+
+TEST_CASE("sim::ps-ssp runs as a strategy and reports its bound", "[sim][ps][ssp][report]") {
+  Json doc = two_layers_ps(4, "ps-ssp");
+  doc["strategy"]["worker_speed_spread"] = 1.0;
+  doc["strategy"]["staleness_bound"] = 2;
+  const auto s = parse_scenario(doc, "ps.json");
+  const auto r = run_scenario(s);
+  const auto j = summary_json(s, r);
+  CHECK(j["parameter_server"]["stale_synchronous"]["staleness_bound"] == 2);
+  CHECK(j["parameter_server"]["stale_synchronous"]["max_lead"].get<int>() <= 2);
+  CHECK(j["parameter_server"]["stale_synchronous"]["max_lead"].get<int>() >= 1); // the spread makes the bound bite
+  // between the barrier and no bound at all
+  Json async = two_layers_ps(4, "ps-async");
+  async["strategy"]["worker_speed_spread"] = 1.0;
+  Json sync = doc;
+  sync["strategy"]["staleness_bound"] = 0;
+  const auto ra = run_scenario(parse_scenario(async, "a.json"));
+  const auto r0 = run_scenario(parse_scenario(sync, "s.json"));
+  CHECK(r0.throughput_samples_per_s <= r.throughput_samples_per_s);
+  CHECK(r.throughput_samples_per_s <= ra.throughput_samples_per_s);
+  CHECK(r0.throughput_samples_per_s < ra.throughput_samples_per_s);
+  // the bound is required, an integer >= 0, and belongs to ps-ssp
+  doc["strategy"].erase("staleness_bound");
+  CHECK_THROWS_WITH(parse_scenario(doc, "ps.json"), Contains("/strategy/staleness_bound"));
+  doc["strategy"]["staleness_bound"] = -1;
+  CHECK_THROWS_WITH(parse_scenario(doc, "ps.json"), Contains("/strategy/staleness_bound"));
+  async["strategy"]["staleness_bound"] = 2;
+  CHECK_THROWS_WITH(parse_scenario(async, "ps.json"), Contains("applies to strategy kind 'ps-ssp'"));
+}
+
 TEST_CASE("sim::parameter-server keys are checked and belong to the ps strategies", "[sim][ps][errors]") {
   const auto error = [](Json doc) -> std::pair<std::string, std::string> {
     try {
@@ -302,7 +393,7 @@ TEST_CASE("sim::parameter-server keys are checked and belong to the ps strategie
   other["strategy"]["servers"] = 2;
   std::tie(pointer, detail) = error(other);
   CHECK(pointer == "/strategy/servers");
-  CHECK_THAT(detail, Contains("'ps-sync', 'ps-async', 'bytescheduler', not 'wfbp'"));
+  CHECK_THAT(detail, Contains("'ps-sync', 'ps-async', 'ps-ssp', 'bytescheduler', not 'wfbp'"));
   Json async = two_layers_ps(4, "ps-async");
   async["strategy"]["worker_speed_spread"] = -1;
   CHECK(error(async).first == "/strategy/worker_speed_spread");
