@@ -382,10 +382,12 @@ void sample_iterations(const Scenario& s, RunResult& r) {
       drawn.push_back(fmt::format("{} {}", kVariedClassNames[c], what));
     }
   r.notes.push_back(fmt::format(
-      "variability: {} sampled iterations (seed {}), each timing all {} copies of the DAG with their own draws ({}); "
+      "variability: {} sampled iterations (seed {}), each timing {} with its own draws ({}); "
       "iteration_time_s is their mean (p50 {}, p99 {}; without variability {}), the breakdown copy 0's mean; "
       "tasks.csv and the timeline show the deterministic iteration",
-      spec.iterations, spec.seed, copies, fmt::join(drawn, "; "), format_time(report.p50_s), format_time(report.p99_s),
+      spec.iterations, spec.seed,
+      copies == 1 ? std::string("the DAG") : fmt::format("every one of the DAG's {} copies", copies),
+      fmt::join(drawn, "; "), format_time(report.p50_s), format_time(report.p99_s),
       format_time(report.deterministic_s)));
 }
 
