@@ -27,8 +27,13 @@
 namespace ddlsim::sim {
 namespace {
 
-/// Task copies timed per sample beyond which a run is refused (~2.5 ns each on the release build: ~25 s).
-constexpr double kMaxCopyTimings = 1e10;
+// The sampler's cost, measured on the release build (docs/benchmarks.md, "Variability"): ~1.5 ns per task copy timed,
+// ~8 ns more per factor drawn for a task copy (ziggurat normal and exp); 8 B per task copy held. A run estimated
+// beyond a minute or 4 GiB is refused before it samples.
+constexpr double kSecondsPerTiming = 1.5e-9;
+constexpr double kSecondsPerDraw = 8e-9;
+constexpr double kMaxSamplingSeconds = 60;
+constexpr double kMaxSamplingBytes = 4.0 * 1073741824;
 
 class Draws {
 public:
@@ -147,12 +152,27 @@ void sample_iterations(const Scenario& s, RunResult& r) {
                                  "gpu.comm_slowdown to 0 or leave 'variability' out",
                                  slowdown.source));
   const auto copies = static_cast<std::size_t>(g.replicas());
+  // Refused up front when too long or too large (task copies per sample, and those that draw a factor of their own).
+  double drawing = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto& t = g.task(v);
+    const int cls = class_of(t);
+    if (cls < 0 || !spec.by_class[static_cast<std::size_t>(cls)])
+      continue;
+    const auto& d = *spec.by_class[static_cast<std::size_t>(cls)];
+    if (d.per_task && d.kind != TimeDistribution::Kind::exponential)
+      drawing += t.collective != dag::Collective::none ? 1.0 : static_cast<double>(copies);
+  }
   const double work = static_cast<double>(spec.iterations) * static_cast<double>(copies) * static_cast<double>(n);
-  if (work > kMaxCopyTimings)
+  const double seconds = work * kSecondsPerTiming + static_cast<double>(spec.iterations) * drawing * kSecondsPerDraw;
+  const double bytes = 8.0 * static_cast<double>(copies) * static_cast<double>(n);
+  if (seconds > kMaxSamplingSeconds || bytes > kMaxSamplingBytes)
     throw InputError(s.file, "/variability/iterations",
-                     fmt::format("{} iterations x {} DAG copies x {} tasks = {:.3g} task timings (~{:.0f} s); the "
-                                 "limit is {:.0e}: sample fewer iterations",
-                                 spec.iterations, copies, n, work, work * 2.5e-9, kMaxCopyTimings));
+                     fmt::format("{} iterations x {} DAG copies x {} tasks ({:.3g} task timings, {:.3g} factors drawn) "
+                                 "would take ~{:.0f} s and ~{:.3g} GiB; the limits are {:.0f} s and {:.0f} GiB: sample "
+                                 "fewer iterations (several runs with other seeds add up), or fewer GPUs",
+                                 spec.iterations, copies, n, work, static_cast<double>(spec.iterations) * drawing,
+                                 seconds, bytes / 1073741824, kMaxSamplingSeconds, kMaxSamplingBytes / 1073741824));
 
   // The order: dependencies plus each stream's order in the deterministic timeline.
   const Dependencies deps = with_stream_order(g, r.timing);
