@@ -2,6 +2,7 @@
 // with backups c + mu (H_{N+b} - H_b)), backup workers against enumeration, the factors' moments, reproducible draws,
 // and the inputs the sampler refuses.
 #include "core/error.hpp"
+#include "core/json.hpp"
 #include "sim/analytic/analytic.hpp"
 #include "sim/spec/scenario.hpp"
 
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 
 using namespace ddlsim;
@@ -247,4 +249,46 @@ TEST_CASE("sim::variability refuses what it does not model, naming the path", "[
   fails(doc, "/strategy/backup_workers", "below the data-parallel degree");
   doc["strategy"] = {{"kind", "ps-async"}, {"backup_workers", 1}};
   fails(doc, "/strategy/backup_workers", "synchronous");
+}
+
+TEST_CASE("sim::variability with zero spread replays every shipped scenario's deterministic iteration",
+          "[sim][variability][scenarios]") {
+  // cv 0 and a 0 s delay draw nothing that changes a task: every sample must be the deterministic iteration, read off
+  // the replay of every copy in the schedule's stream order as finalize reads the list schedule (makespan, ps-sync's
+  // and the asynchronous pipelines' windows, host steady state). Scenarios whose strategy the sampler refuses are
+  // skipped (ps-async, ByteScheduler's credit).
+  const std::filesystem::path dir = std::filesystem::path(DDLSIM_SOURCE_DIR) / "scenarios";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".json")
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  // and, beside each scenario as shipped, the windows it may not reach: ps-sync's unrolled iterations, PipeDream-2BW
+  std::vector<std::pair<std::filesystem::path, Json>> cases;
+  for (const auto& f : files)
+    cases.emplace_back(f, Json::object());
+  cases.emplace_back(dir / "quickstart.json", Json{{"strategy", {{"kind", "ps-sync"}}}});
+  cases.emplace_back(dir / "spectrain-vgg16.json",
+                     Json{{"pipeline", {{"schedule", "pipedream-2bw"}, {"weight_prediction", nullptr}}}});
+  int replayed = 0;
+  for (const auto& [f, patch] : cases) {
+    CAPTURE(f.filename().string(), patch.dump());
+    Json doc = load_json_file(f.string());
+    doc.merge_patch(patch);
+    doc.erase("sweep");
+    doc["engine"] = "analytic";
+    doc["variability"] = {{"compute", {{"distribution", "normal"}, {"cv", 0}}},
+                          {"data_loading", {{"distribution", "exponential"}, {"mean", "0 s"}}},
+                          {"communication", {{"distribution", "lognormal"}, {"cv", 0}, {"per", "iteration"}}},
+                          {"iterations", 2}};
+    const auto s = parse_scenario(doc, f.string());
+    if (s.strategy.asynchronous() || s.strategy.kind() == "bytescheduler")
+      continue;
+    const auto r = run_analytic(s);
+    REQUIRE(r.variability);
+    for (double it : r.variability->iteration_s)
+      CHECK_THAT(it, WithinRel(r.variability->deterministic_s, 1e-12));
+    ++replayed;
+  }
+  CHECK(replayed >= 10);
 }
