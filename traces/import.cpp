@@ -328,9 +328,14 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
   s["cluster"] = std::move(cluster);
   s["strategy"] = {{"kind", "traced"}, {"collectives", std::move(traced)}};
   s["engine"] = "analytic";
+  OrderedJson steps = OrderedJson::array(); // the steps the medians used: samples for an empirical distribution
+  for (const auto& step : a.steps)
+    if (step.used)
+      steps.push_back(fmt::format("{:.4f} ms", step.duration_s * 1e3));
   s["measured"] = {{"iteration", fmt::format("{:.4f} ms", p.step_s * 1e3)},
                    {"timeline", "traced_step.json"},
-                   {"source", fmt::format("{}, {}, median", file_name, step_range)}};
+                   {"source", fmt::format("{}, {}, median", file_name, step_range)},
+                   {"steps", std::move(steps)}};
   im.scenario = std::move(s);
   im.traced_step = traced_step_events(trace, a);
 

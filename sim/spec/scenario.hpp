@@ -59,6 +59,7 @@ struct MeasuredSpec {
   std::optional<double> iteration_s; ///< the measured step, reported beside the prediction
   std::string timeline;              ///< a Chrome trace of the measured step (resolved path), "" when none
   std::string source;                ///< where it was measured
+  std::vector<double> steps_s;       ///< `steps`: each measured step (import-trace writes the steps it used)
 };
 
 /// One sweep axis: a dotted scenario key and its values; axes in one zip group vary together.

@@ -12,7 +12,7 @@
 namespace ddlsim::sim {
 namespace {
 
-TimeDistribution parse_distribution(ObjectReader r) {
+TimeDistribution parse_distribution(ObjectReader r, const std::vector<double>& measured_steps) {
   TimeDistribution d;
   const auto kind = r.choice("distribution", {kDistributionNames.begin(), kDistributionNames.end()});
   using Kind = TimeDistribution::Kind;
@@ -34,11 +34,22 @@ TimeDistribution parse_distribution(ObjectReader r) {
   if (d.kind == Kind::empirical) {
     const Json& samples = r.required("samples");
     const auto at = r.path("samples");
-    if (!samples.is_array() || samples.empty() || samples.size() > 1'000'000)
-      throw InputError(r.file(), at, "expected an array of 1 to 1,000,000 times, e.g. [\"152.1 ms\", \"149.8 ms\"]");
-    for (std::size_t i = 0; i < samples.size(); ++i)
-      d.factors.push_back(
-          parse_quantity_at(samples[i], Dimension::time, r.file(), json_pointer_append(at, i), 0, true));
+    if (samples == "measured") { // the measured steps (measured.steps, written by import-trace)
+      if (measured_steps.empty())
+        throw InputError(
+            r.file(), at,
+            "\"measured\" takes the scenario's measured.steps, which it does not have (ddlsim import-trace "
+            "writes them); give the times instead");
+      d.factors = measured_steps;
+    } else {
+      if (!samples.is_array() || samples.empty() || samples.size() > 1'000'000)
+        throw InputError(
+            r.file(), at,
+            "expected \"measured\" or an array of 1 to 1,000,000 times, e.g. [\"152.1 ms\", \"149.8 ms\"]");
+      for (std::size_t i = 0; i < samples.size(); ++i)
+        d.factors.push_back(
+            parse_quantity_at(samples[i], Dimension::time, r.file(), json_pointer_append(at, i), 0, true));
+    }
     const double mean =
         std::accumulate(d.factors.begin(), d.factors.end(), 0.0) / static_cast<double>(d.factors.size());
     for (double& f : d.factors)
@@ -55,12 +66,12 @@ TimeDistribution parse_distribution(ObjectReader r) {
 
 } // namespace
 
-VariabilitySpec parse_variability(ObjectReader r) {
+VariabilitySpec parse_variability(ObjectReader r, const std::vector<double>& measured_steps) {
   VariabilitySpec v;
   bool any = false;
   for (std::size_t c = 0; c < kVariedClassNames.size(); ++c)
     if (auto o = r.optional_object(kVariedClassNames[c])) {
-      v.by_class[c] = parse_distribution(std::move(*o));
+      v.by_class[c] = parse_distribution(std::move(*o), measured_steps);
       any = true;
     }
   if (!any)

@@ -47,7 +47,8 @@ struct VariabilitySpec {
 /// The most iterations one run samples.
 inline constexpr int kMaxVariabilityIterations = 1'000'000;
 
-/// Parses the `variability` object (r at its pointer); throws InputError naming the path.
-[[nodiscard]] VariabilitySpec parse_variability(ObjectReader r);
+/// Parses the `variability` object (r at its pointer); throws InputError naming the path. `measured_steps`: the
+/// scenario's `measured.steps`, which an empirical distribution takes with `"samples": "measured"`.
+[[nodiscard]] VariabilitySpec parse_variability(ObjectReader r, const std::vector<double>& measured_steps = {});
 
 } // namespace ddlsim::sim

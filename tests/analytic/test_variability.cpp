@@ -177,6 +177,23 @@ TEST_CASE("sim::variability factors of mean 1: per task and per worker-iteration
   }
 }
 
+TEST_CASE("sim::variability empirical samples from the scenario's measured steps", "[sim][variability]") {
+  // measured.steps 5 ms and 15 ms (mean 10 ms): factors 0.5 and 1.5 of the worker's 10 ms, drawn per iteration, so
+  // every sample is 5 or 15 ms.
+  Json doc = workers(1);
+  doc["measured"] = {{"steps", {"5 ms", "15 ms"}}};
+  doc["variability"] = {{"compute", {{"distribution", "empirical"}, {"samples", "measured"}}}, {"iterations", 1000}};
+  const auto r = run(doc);
+  int low = 0, high = 0;
+  for (double it : r.variability->iteration_s) {
+    low += std::abs(it - 5e-3) < 1e-12 ? 1 : 0;
+    high += std::abs(it - 15e-3) < 1e-12 ? 1 : 0;
+  }
+  CHECK(low + high == 1000);
+  CHECK(low > 400);
+  CHECK(high > 400);
+}
+
 TEST_CASE("sim::variability draws are reproducible: same seed, same samples; another seed, others",
           "[sim][variability]") {
   Json doc = workers(4);
@@ -225,6 +242,12 @@ TEST_CASE("sim::variability refuses what it does not model, naming the path", "[
   fails(doc, "/variability/compute/samples", "1 to 1,000,000");
   doc["variability"] = {{"compute", {{"distribution", "empirical"}, {"samples", {"1 ms", "-1 ms"}}}}};
   fails(doc, "/variability/compute/samples/1", "");
+  doc["variability"] = {{"compute", {{"distribution", "empirical"}, {"samples", "measured"}}}};
+  fails(doc, "/variability/compute/samples", "measured.steps");
+  doc["variability"] = exp;
+  doc["measured"] = {{"steps", Json::array()}};
+  fails(doc, "/measured/steps", "1 to 1,000,000 step times");
+  doc.erase("measured");
   doc["variability"] = exp;
   doc["variability"]["iterations"] = 0;
   fails(doc, "/variability/iterations", "");

@@ -79,6 +79,18 @@ TEST_CASE("cli: the imported ResNet-50 V100 trace runs host-bound near its measu
   const auto summary = nlohmann::json::parse(read_text(fs::path(dir / "run") / "summary.json"));
   CHECK_THAT(summary["measured_iteration_s"].get<double>(), WithinRel(0.151733, 1e-6));
   CHECK_THAT(summary["iteration_time_s"].get<double>(), WithinRel(0.151733, tolerance));
+  if (speedup == "1") {
+    // issue #16: the steps the medians used (ProfilerStep#17..21) are written as measured.steps, and an empirical
+    // distribution takes them as its samples
+    const auto scenario = nlohmann::json::parse(read_text(fs::path(dir / "imported") / "scenario.json"));
+    CHECK(scenario["measured"]["steps"].size() == 5);
+    run_ok({"run", dir / "imported/scenario.json", "--out", dir / "varied", "--no-trace", "--set",
+            R"(variability={"compute": {"distribution": "empirical", "samples": "measured"}, "iterations": 200})"});
+    const auto varied = nlohmann::json::parse(read_text(fs::path(dir / "varied") / "summary.json"));
+    CHECK(varied["variability"]["iterations"] == 200);
+    CHECK(varied["iteration_time_percentiles_s"]["p99"].get<double>() >=
+          varied["iteration_time_percentiles_s"]["p50"].get<double>());
+  }
 }
 
 TEST_CASE("cli: the imported compiled 2xV100 trace runs near its measured step", "[traces][cli][data]") {
