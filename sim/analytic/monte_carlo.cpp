@@ -225,12 +225,10 @@ void sample_iterations(const Scenario& s, RunResult& r) {
   }
   // Members of each shared instance, per axis: instance i's copies, in copy order.
   std::array<std::vector<std::vector<std::size_t>>, 2> members;
-  std::array<std::vector<int>, 2> instance_of;
   for (const auto axis : {dag::IterationGraph::Axis::data, dag::IterationGraph::Axis::tensor}) {
     const auto a = static_cast<std::size_t>(axis);
     for (std::size_t c = 0; c < copies; ++c) {
       const int i = g.instance_of(axis, static_cast<int>(c));
-      instance_of[a].push_back(i);
       if (members[a].size() <= static_cast<std::size_t>(i))
         members[a].resize(static_cast<std::size_t>(i) + 1);
       members[a][static_cast<std::size_t>(i)].push_back(c);
