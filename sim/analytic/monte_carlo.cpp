@@ -4,14 +4,15 @@
 // ready (the (d - b)-th of a data-parallel group with b backup workers) and all its members end together.
 // Draws (docs/variability.md): a factor of mean 1 per task (normal cut at 0, lognormal) or per worker and iteration
 // (any, empirical by default), and an exponential delay once per worker (GPU) and iteration before its first task of
-// the class. Uniforms from std::mt19937_64 (its sequence is fixed by the C++ standard), transformed here (Marsaglia's
-// ziggurat for normals, inversion for exponentials): a seed gives the same draws on every run.
+// the class. Uniforms from std::mt19937_64 (its sequence is fixed by the C++ standard), normals from Boost.Random's
+// ziggurat, exponentials by inversion: a seed gives the same draws on every run.
 #include "sim/analytic/monte_carlo.hpp"
 
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "sim/plan/schedule.hpp"
 
+#include <boost/random/normal_distribution.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,7 +20,6 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
-#include <numbers>
 #include <numeric>
 #include <random>
 #include <tuple>
@@ -27,60 +27,22 @@
 namespace ddlsim::sim {
 namespace {
 
-// The sampler's cost, measured on the release build (docs/benchmarks.md, "Variability"): ~1.5 ns per task copy timed,
-// ~8 ns more per factor drawn for a task copy (ziggurat normal and exp); 8 B per task copy held. A run estimated
-// beyond a minute or 4 GiB is refused before it samples.
-constexpr double kSecondsPerTiming = 1.5e-9;
-constexpr double kSecondsPerDraw = 8e-9;
+// The sampler's cost, measured on the release build (docs/benchmarks.md, "Variability": 0.50 s for 4.6e8 task copies,
+// 3.39 s more for 3.3e8 lognormal factors): ~1.1 ns per task copy timed, ~10 ns more per factor drawn for a task copy;
+// 8 B per task copy held. A run estimated beyond a minute or 4 GiB is refused before it samples.
+constexpr double kSecondsPerTiming = 1.1e-9;
+constexpr double kSecondsPerDraw = 10e-9;
 constexpr double kMaxSamplingSeconds = 60;
 constexpr double kMaxSamplingBytes = 4.0 * 1073741824;
 
 class Draws {
 public:
-  explicit Draws(std::uint64_t seed) : engine_(seed) {
-    // The ziggurat's 128 layers (Marsaglia & Tsang, "The Ziggurat Method for Generating Random Variables", J. Stat.
-    // Softw. 5(8), 2000: their RNOR tables, r = 3.442619855899, layer area v = 9.91256303526217e-3).
-    constexpr double m1 = 2147483648.0;
-    double dn = kR, tn = dn;
-    const double vn = 9.91256303526217e-3, q = vn / std::exp(-0.5 * dn * dn);
-    kn_[0] = static_cast<std::uint32_t>((dn / q) * m1);
-    kn_[1] = 0;
-    wn_[0] = q / m1;
-    wn_[127] = dn / m1;
-    fn_[0] = 1.0;
-    fn_[127] = std::exp(-0.5 * dn * dn);
-    for (int i = 126; i >= 1; --i) {
-      dn = std::sqrt(-2.0 * std::log(vn / dn + std::exp(-0.5 * dn * dn)));
-      kn_[static_cast<std::size_t>(i) + 1] = static_cast<std::uint32_t>((dn / tn) * m1);
-      tn = dn;
-      fn_[static_cast<std::size_t>(i)] = std::exp(-0.5 * dn * dn);
-      wn_[static_cast<std::size_t>(i)] = dn / m1;
-    }
-  }
+  explicit Draws(std::uint64_t seed) : engine_(seed) {}
   /// Uniform in (0, 1].
   double uniform() { return (static_cast<double>(engine_() >> 11) + 1.0) * 0x1.0p-53; }
-  /// The ziggurat: one 64-bit draw (the layer from its low 7 bits, the abscissa from its high 32) and a multiply for
-  /// ~99 % of the normals.
-  double standard_normal() {
-    for (;;) {
-      const std::uint64_t bits = engine_();
-      const auto iz = static_cast<std::size_t>(bits & 127);
-      const auto hz = static_cast<std::int32_t>(static_cast<std::uint32_t>(bits >> 32));
-      const double x = hz * wn_[iz];
-      if (static_cast<std::uint32_t>(hz < 0 ? -static_cast<std::int64_t>(hz) : hz) < kn_[iz])
-        return x;
-      if (iz == 0) { // the tail beyond r
-        double tail = 0, y = 0;
-        do {
-          tail = -std::log(uniform()) / kR;
-          y = -std::log(uniform());
-        } while (y + y < tail * tail);
-        return hz > 0 ? kR + tail : -kR - tail;
-      }
-      if (fn_[iz] + uniform() * (fn_[iz - 1] - fn_[iz]) < std::exp(-0.5 * x * x))
-        return x;
-    }
-  }
+  /// Boost.Random's ziggurat (Marsaglia & Tsang, J. Stat. Softw. 5(8), 2000; Doornik's correction): a fixed algorithm,
+  /// so a seed gives the same normals everywhere.
+  double standard_normal() { return normal_(engine_); }
   double exponential(double mean) { return -mean * std::log(uniform()); }
   /// A factor of mean 1 (normal, lognormal, empirical).
   double factor(const TimeDistribution& d) {
@@ -99,10 +61,8 @@ public:
   }
 
 private:
-  static constexpr double kR = 3.442619855899;
   std::mt19937_64 engine_;
-  std::array<std::uint32_t, 128> kn_{};
-  std::array<double, 128> wn_{}, fn_{};
+  boost::random::normal_distribution<double> normal_;
 };
 
 int class_of(const dag::Task& t) {
@@ -124,9 +84,19 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (at - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
+// Where a task copy's factor comes from.
+enum class FactorSource : std::uint8_t {
+  none,     ///< not varied, or only delayed (exponential)
+  per_task, ///< a draw of its own
+  group,    ///< its GPU's draw for the iteration (group_factor)
+  network,  ///< communication per iteration: one draw for the whole network (comm_iteration_factor)
+};
+
 // What the sampler keeps per task, fixed over samples.
 struct TaskPlan {
   double duration_s = 0;
+  const TimeDistribution* dist = nullptr;
+  FactorSource source = FactorSource::none;
   int cls = -1;       ///< VariedClass, or -1: not varied
   int group = -1;     ///< (device, iteration, class) group: per-iteration factors and delays
   bool first = false; ///< first task of its group: takes the group's exponential delay
@@ -208,6 +178,11 @@ void sample_iterations(const Scenario& s, RunResult& r) {
     if (p.cls >= 0 && !spec.by_class[static_cast<std::size_t>(p.cls)])
       p.cls = -1;
     if (p.cls >= 0) {
+      p.dist = &*spec.by_class[static_cast<std::size_t>(p.cls)];
+      p.source = p.dist->kind == TimeDistribution::Kind::exponential     ? FactorSource::none
+                 : p.dist->per_task                                      ? FactorSource::per_task
+                 : p.cls == static_cast<int>(VariedClass::communication) ? FactorSource::network
+                                                                         : FactorSource::group;
       const auto device =
           static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), t.device) - devices.begin());
       const auto [it, inserted] =
@@ -285,9 +260,20 @@ void sample_iterations(const Scenario& s, RunResult& r) {
             ready[c] = std::max(ready[c], e[c]);
         }
       }
-      const TimeDistribution* dist = p.cls >= 0 ? &*spec.by_class[static_cast<std::size_t>(p.cls)] : nullptr;
-      const bool per_task_factor =
-          dist != nullptr && dist->per_task && dist->kind != TimeDistribution::Kind::exponential;
+      // The factor of copy c (a shared collective's: its first member's source, one draw for the instance).
+      const auto factor = [&](std::size_t c) {
+        switch (p.source) {
+        case FactorSource::per_task:
+          return draws.factor(*p.dist);
+        case FactorSource::group:
+          return group_factor[c * group_count + static_cast<std::size_t>(p.group)];
+        case FactorSource::network:
+          return comm_iteration_factor[static_cast<std::size_t>(p.iteration)];
+        case FactorSource::none:
+          break;
+        }
+        return 1.0;
+      };
       if (p.group >= 0 && p.first)
         for (std::size_t c = 0; c < copies; ++c)
           ready[c] += group_delay[c * group_count + static_cast<std::size_t>(p.group)];
@@ -309,44 +295,38 @@ void sample_iterations(const Scenario& s, RunResult& r) {
               dropped[c] = ready[c] > start ? 1 : 0;
           } else
             start = *std::max_element(scratch.begin(), scratch.end());
-          double factor = 1.0;
-          if (per_task_factor)
-            factor = draws.factor(*dist);
-          else if (dist != nullptr && !dist->per_task && dist->kind != TimeDistribution::Kind::exponential)
-            factor = comm_iteration_factor[static_cast<std::size_t>(p.iteration)];
-          const double finish = start + p.duration_s * factor;
+          const double finish = start + p.duration_s * factor(m.front());
           for (std::size_t c : m)
             ev[c] = finish;
+          end_max[v] = i == 0 ? finish : std::max(end_max[v], finish);
           if (m.front() == 0)
             first_copy[v].start_s = start;
         }
       } else {
+        double latest = 0;
         for (std::size_t c = 0; c < copies; ++c) {
-          double factor = 1.0;
-          if (per_task_factor)
-            factor = draws.factor(*dist);
-          else if (p.group >= 0)
-            factor = p.cls == static_cast<int>(VariedClass::communication)
-                         ? comm_iteration_factor[static_cast<std::size_t>(p.iteration)]
-                         : group_factor[c * group_count + static_cast<std::size_t>(p.group)];
-          ev[c] = ready[c] + p.duration_s * factor;
+          ev[c] = ready[c] + p.duration_s * factor(c);
+          latest = std::max(latest, ev[c]);
         }
+        end_max[v] = latest;
         first_copy[v].start_s = ready[0];
       }
       first_copy[v].end_s = ev[0];
     }
 
-    // The sample's iteration, read off the ends of every copy as finalize reads the deterministic timeline.
-    // With backup workers, a replica dropped from the last data-parallel collective it took part in abandons its
-    // work (Chen et al.: it takes the new parameters and starts the next iteration): only the others' ends count.
-    for (std::size_t v = 0; v < n; ++v) {
-      const double* ev = end.data() + v * copies;
-      double m = 0;
-      for (std::size_t c = 0; c < copies; ++c)
-        if (dropped[c] == 0)
-          m = std::max(m, ev[c]);
-      end_max[v] = m;
-    }
+    // The sample's iteration, read off the ends of every copy (end_max, kept as the copies were timed) as finalize
+    // reads the deterministic timeline. With backup workers, a replica dropped from the last data-parallel collective
+    // it took part in abandons its work (Chen et al.: it takes the new parameters and starts the next iteration): only
+    // the others' ends count.
+    if (backups > 0)
+      for (std::size_t v = 0; v < n; ++v) {
+        const double* ev = end.data() + v * copies;
+        double m = 0;
+        for (std::size_t c = 0; c < copies; ++c)
+          if (dropped[c] == 0)
+            m = std::max(m, ev[c]);
+        end_max[v] = m;
+      }
     double from = 0, to = 0;
     switch (r.window.kind) {
     case IterationWindow::Kind::makespan:

@@ -358,15 +358,8 @@ void parse_measured(ObjectReader r, Scenario& s) {
       r.fail("timeline", fmt::format("measured timeline '{}' does not exist", s.measured.timeline));
   }
   s.measured.source = r.optional_string("source").value_or("");
-  if (const Json* steps = r.optional("steps")) {
-    const auto at = r.path("steps");
-    if (!steps->is_array() || steps->empty() || steps->size() > 1'000'000)
-      throw InputError(r.file(), at,
-                       "expected an array of 1 to 1,000,000 step times, e.g. [\"152.1 ms\", \"149.8 ms\"]");
-    for (std::size_t i = 0; i < steps->size(); ++i)
-      s.measured.steps_s.push_back(
-          parse_quantity_at((*steps)[i], Dimension::time, r.file(), json_pointer_append(at, i), 0, true));
-  }
+  if (const Json* steps = r.optional("steps"))
+    s.measured.steps_s = parse_times_at(*steps, r.file(), r.path("steps"));
   r.finish();
 }
 

@@ -47,6 +47,11 @@ struct VariabilitySpec {
 /// The most iterations one run samples.
 inline constexpr int kMaxVariabilityIterations = 1'000'000;
 
+/// An array of 1 to 1,000,000 positive times at `pointer` (`variability`'s empirical samples, `measured.steps`), in
+/// seconds; `alternative` names what else the key accepts, for the message ("" when nothing).
+[[nodiscard]] std::vector<double> parse_times_at(const Json& value, const std::string& file, const std::string& pointer,
+                                                 std::string_view alternative = "");
+
 /// Parses the `variability` object (r at its pointer); throws InputError naming the path. `measured_steps`: the
 /// scenario's `measured.steps`, which an empirical distribution takes with `"samples": "measured"`.
 [[nodiscard]] VariabilitySpec parse_variability(ObjectReader r, const std::vector<double>& measured_steps = {});

@@ -246,7 +246,7 @@ TEST_CASE("sim::variability refuses what it does not model, naming the path", "[
   fails(doc, "/variability/compute/samples", "measured.steps");
   doc["variability"] = exp;
   doc["measured"] = {{"steps", Json::array()}};
-  fails(doc, "/measured/steps", "1 to 1,000,000 step times");
+  fails(doc, "/measured/steps", "1 to 1,000,000 times");
   doc.erase("measured");
   doc["variability"] = exp;
   doc["variability"]["iterations"] = 0;

@@ -196,11 +196,17 @@ TEST_CASE("sim::ps-sync's period is the per-iteration schedule when communicatio
   CHECK_THAT(r.iteration_time_s, WithinRel(compute + std::max(h2d, last_update), 1e-6));
 }
 
-TEST_CASE("sim::ps-async on a single server: throughput and staleness by hand", "[sim][ps][async]") {
+TEST_CASE("sim::ps-async and ps-ssp (bound 0) on a single server: throughput and staleness by hand",
+          "[sim][ps][async][ssp]") {
   // p workers of equal compute C on one dedicated server; each shard is b bytes, tau = b / B, no latency.
-  // The server's down-link serves the p pushes one after the other, so a worker's period is max(C + 2 tau, p tau)
-  // (compute, its push and its pull; or one turn of the server's queue). Between a worker's pull and its next
-  // push every other worker is applied exactly once: staleness p - 1 for every update.
+  // ps-async: the server's down-link serves the p pushes one after the other, so a worker's period is
+  // max(C + 2 tau, p tau) (compute, its push and its pull; or one turn of the server's queue). Between a worker's pull
+  // and its next push every other worker is applied exactly once: staleness p - 1 for every update.
+  // ps-ssp with bound 0, a barrier after the pushes. Iteration 0: the pushes queue at the server's down-link and are
+  // applied at C + tau, ..., C + p tau; nobody reads before the last, then the p pulls queue at its up-link: worker
+  // i's arrives at C + (p + 1 + i) tau and it computes again. From then on the pushes arrive tau apart and never
+  // queue: worker i's is applied at S_i + C + tau, the last at S_0 + C + p tau, and the pulls follow as before: every
+  // worker's period is C + (p + 1) tau.
   const int p = 4;
   const double b = 1.25e6, tau = b / B;
   for (double compute : {0.0, 0.5}) {
@@ -216,6 +222,11 @@ TEST_CASE("sim::ps-async on a single server: throughput and staleness by hand", 
                  WithinRel(1 / std::max(compute + 2 * tau, p * tau), 1e-9));
     CHECK(r.staleness == std::map<int, long>{{p - 1, p * 100L}});
     CHECK(r.staleness_max == p - 1);
+    in.staleness_bound = 0;
+    const auto ssp = simulate_ps_async(in);
+    for (int w = 0; w < p; ++w)
+      CHECK_THAT(ssp.iterations_per_s[static_cast<std::size_t>(w)], WithinRel(1 / (compute + (p + 1) * tau), 1e-9));
+    CHECK(ssp.clock_lead_max == 0);
   }
 }
 
@@ -273,30 +284,6 @@ TEST_CASE("sim::ps-async reports per-worker throughput and staleness, and the sp
   CHECK_FALSE(summary_json(parse_scenario(two_layers_ps(4, "wfbp"), "w.json"),
                            run_scenario(parse_scenario(two_layers_ps(4, "wfbp"), "w.json")))
                   .contains("parameter_server"));
-}
-
-TEST_CASE("sim::ps-ssp with bound 0 is a barrier after the pushes: period C + (p + 1) tau by hand", "[sim][ps][ssp]") {
-  // p equal workers, one dedicated server, shards of b bytes (tau = b / B), no latency. Iteration 0: the pushes queue
-  // at the server's down-link and are applied at C + tau, ..., C + p tau; nobody reads before the last (s = 0), then
-  // the p pulls queue at its up-link: worker i's arrives at C + (p + 1 + i) tau and it computes again. From then on
-  // the pushes arrive tau apart and never queue: worker i's is applied at S_i + C + tau, the last at S_0 + C + p tau,
-  // and the pulls follow as before: every worker's period is C + (p + 1) tau. Without the bound (ps-async) it is
-  // max(C + 2 tau, p tau) (the case above).
-  const int p = 4;
-  const double b = 1.25e6, tau = b / B;
-  for (double compute : {0.0, 0.5}) {
-    CAPTURE(compute);
-    AsyncPsInput in;
-    in.shape = {p, 1, 1, true};
-    in.net = {p, 1, {B, 0}, {B, 0}, false, 1};
-    in.compute_s.assign(p, compute);
-    in.server_bytes = {b};
-    in.staleness_bound = 0;
-    const auto r = simulate_ps_async(in);
-    for (int w = 0; w < p; ++w)
-      CHECK_THAT(r.iterations_per_s[static_cast<std::size_t>(w)], WithinRel(1 / (compute + (p + 1) * tau), 1e-9));
-    CHECK(r.clock_lead_max == 0);
-  }
 }
 
 TEST_CASE("sim::ps-ssp between ps-sync and ps-async: throughput rises with the bound, the lead never exceeds it",
