@@ -4,15 +4,14 @@
 // ready (the (d - b)-th of a data-parallel group with b backup workers) and all its members end together.
 // Draws (docs/variability.md): a factor of mean 1 per task (normal cut at 0, lognormal) or per worker and iteration
 // (any, empirical by default), and an exponential delay once per worker (GPU) and iteration before its first task of
-// the class. Uniforms from std::mt19937_64 (its sequence is fixed by the C++ standard), normals from Boost.Random's
-// ziggurat, exponentials by inversion: a seed gives the same draws on every run.
+// the class (draws.hpp).
 #include "sim/analytic/monte_carlo.hpp"
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "sim/analytic/draws.hpp"
 #include "sim/plan/schedule.hpp"
 
-#include <boost/random/normal_distribution.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,55 +33,6 @@ constexpr double kSecondsPerTiming = 1.1e-9;
 constexpr double kSecondsPerDraw = 10e-9;
 constexpr double kMaxSamplingSeconds = 60;
 constexpr double kMaxSamplingBytes = 4.0 * 1073741824;
-
-class Draws {
-public:
-  explicit Draws(std::uint64_t seed) : engine_(seed) {}
-  /// Uniform in (0, 1].
-  double uniform() { return (static_cast<double>(engine_() >> 11) + 1.0) * 0x1.0p-53; }
-  /// Boost.Random's ziggurat (Marsaglia & Tsang, J. Stat. Softw. 5(8), 2000; Doornik's correction): a fixed algorithm,
-  /// so a seed gives the same normals everywhere.
-  double standard_normal() { return normal_(engine_); }
-  double exponential(double mean) { return -mean * std::log(uniform()); }
-  /// A factor of mean 1 (normal, lognormal, empirical).
-  double factor(const TimeDistribution& d) {
-    using Kind = TimeDistribution::Kind;
-    switch (d.kind) {
-    case Kind::normal:
-      return std::max(0.0, 1.0 + d.cv * standard_normal());
-    case Kind::lognormal:
-      return std::exp(d.log_mean + d.log_sd * standard_normal());
-    case Kind::empirical:
-      return d.factors[static_cast<std::size_t>(uniform() * static_cast<double>(d.factors.size())) % d.factors.size()];
-    case Kind::exponential:
-      break;
-    }
-    return 1.0;
-  }
-
-private:
-  std::mt19937_64 engine_;
-  boost::random::normal_distribution<double> normal_;
-};
-
-int class_of(const dag::Task& t) {
-  using dag::TaskKind;
-  if (t.collective != dag::Collective::none)
-    return static_cast<int>(VariedClass::communication);
-  if (slowed_by_communication(t))
-    return static_cast<int>(VariedClass::compute);
-  if (t.kind == TaskKind::data_load)
-    return static_cast<int>(VariedClass::data_loading);
-  return -1;
-}
-
-/// Linear interpolation between order statistics (numpy's default, Hyndman & Fan type 7).
-double percentile(const std::vector<double>& sorted, double q) {
-  const double at = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(at));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (at - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
 
 // Where a task copy's factor comes from.
 enum class FactorSource : std::uint8_t {
@@ -126,7 +76,7 @@ void sample_iterations(const Scenario& s, RunResult& r) {
   double drawing = 0;
   for (std::size_t v = 0; v < n; ++v) {
     const auto& t = g.task(v);
-    const int cls = class_of(t);
+    const int cls = varied_class_of(t);
     if (cls < 0 || !spec.by_class[static_cast<std::size_t>(cls)])
       continue;
     const auto& d = *spec.by_class[static_cast<std::size_t>(cls)];
@@ -146,18 +96,7 @@ void sample_iterations(const Scenario& s, RunResult& r) {
 
   // The order: dependencies plus each stream's order in the deterministic timeline.
   const Dependencies deps = with_stream_order(g, r.timing);
-  std::vector<std::size_t> order;
-  order.reserve(n);
-  {
-    std::vector<int> waiting = deps.predecessors;
-    for (std::size_t v = 0; v < n; ++v)
-      if (waiting[v] == 0)
-        order.push_back(v);
-    for (std::size_t i = 0; i < order.size(); ++i)
-      for (std::size_t w : deps.successors[order[i]])
-        if (--waiting[w] == 0)
-          order.push_back(w);
-  }
+  const std::vector<std::size_t> order = topological_order(deps);
   std::vector<std::vector<std::size_t>> preds(n);
   for (std::size_t v = 0; v < n; ++v)
     for (std::size_t w : deps.successors[v])
@@ -173,7 +112,7 @@ void sample_iterations(const Scenario& s, RunResult& r) {
     const auto& t = g.task(v);
     auto& p = plan[v];
     p.duration_s = t.duration_s;
-    p.cls = class_of(t);
+    p.cls = varied_class_of(t);
     p.iteration = t.iteration;
     if (p.cls >= 0 && !spec.by_class[static_cast<std::size_t>(p.cls)])
       p.cls = -1;
@@ -353,11 +292,7 @@ void sample_iterations(const Scenario& s, RunResult& r) {
 
   const double count = spec.iterations;
   const double mean = std::accumulate(report.iteration_s.begin(), report.iteration_s.end(), 0.0) / count;
-  auto sorted = report.iteration_s;
-  std::sort(sorted.begin(), sorted.end());
-  report.p50_s = percentile(sorted, 0.50);
-  report.p90_s = percentile(sorted, 0.90);
-  report.p99_s = percentile(sorted, 0.99);
+  set_percentiles(report.iteration_s, report);
   // Throughput and efficiency follow the mean iteration (they already count the backup workers' dropped samples).
   const double scale = r.iteration_time_s > 0 ? r.iteration_time_s / mean : 1.0;
   r.throughput_samples_per_s *= scale;

@@ -75,9 +75,6 @@ AsyncPsResult simulate_ps_async(const AsyncPsInput& in) {
   double t_start = 0, t_end = 0;
   std::vector<Record> records;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
-  std::vector<long> pushes_applied(n, 0);
-  std::vector<int> reading; // SSP: workers whose push is applied, waiting for the slowest, in order of arrival
-  int clock_lead_max = 0;
   // The pull of worker v's parameters, requested at t: every server's shard back; the next compute starts when the
   // last has arrived.
   const auto pull = [&](int v, double t) {
@@ -107,24 +104,7 @@ AsyncPsResult simulate_ps_async(const AsyncPsInput& in) {
       applied_at[w] = e.t;
       records.push_back({e.t, e.worker, static_cast<int>(versions - read_version[w]), e.t - computed_at[w], 0});
       ++versions;
-      ++pushes_applied[w];
-      if (in.staleness_bound < 0) {
-        pull(e.worker, e.t);
-        continue;
-      }
-      // SSP: this worker, and any that waited, pull once the slowest worker's applied pushes allow it.
-      reading.push_back(e.worker);
-      const long slowest = *std::min_element(pushes_applied.begin(), pushes_applied.end());
-      std::vector<int> still;
-      for (int v : reading) {
-        const long next = pushes_applied[static_cast<std::size_t>(v)]; // the iteration it would read for
-        if (next - slowest <= in.staleness_bound) {
-          clock_lead_max = std::max(clock_lead_max, static_cast<int>(next - slowest));
-          pull(v, e.t);
-        } else
-          still.push_back(v);
-      }
-      reading = std::move(still);
+      pull(e.worker, e.t);
     } else {
       records.push_back({e.t, e.worker, -1, 0, e.t - applied_at[w]});
       if (++done[w] == in.warmup && ++warmed == p)
@@ -169,7 +149,6 @@ AsyncPsResult simulate_ps_async(const AsyncPsInput& in) {
     r.iterations_per_s[w] = r.window_s > 0 ? r.iterations_per_s[w] / r.window_s : 0;
   }
   r.staleness_mean = updates > 0 ? staleness_sum / static_cast<double>(updates) : 0;
-  r.clock_lead_max = clock_lead_max;
   return r;
 }
 

@@ -18,10 +18,6 @@
 // - Staleness of an update (Ho et al., "More Effective Distributed ML via a Stale Synchronous Parallel Parameter
 //   Server", NIPS 2013; Dutta et al., AISTATS 2018): the number of other workers' updates applied between the pull
 //   that read the parameters the gradient was computed on and the application of this push.
-// - Stale-synchronous parallel (ps-ssp; Ho et al., NIPS 2013, "bounded staleness"): with a staleness bound s >= 0, a
-//   worker whose push of iteration k has been applied pulls (reads the parameters for iteration k + 1) only once every
-//   worker's pushes of iterations 0 .. k - s have been applied: no worker runs more than s iterations ahead of the
-//   slowest. s = 0 is a barrier after the pushes (ps-sync's reads); unbounded (-1) is ps-async.
 // - Each worker runs `warmup` iterations first; the figures are taken over the window from the moment every worker
 //   has finished its warm-up to the moment the slowest has finished `measured` more.
 #pragma once
@@ -42,7 +38,6 @@ struct AsyncPsInput {
   std::vector<double> server_update_s; ///< per server: applying one push to its shards (empty: instant)
   int warmup = 10;
   int measured = 100;
-  int staleness_bound = -1; ///< ps-ssp's s (>= 0); -1: unbounded (ps-async)
 };
 
 struct AsyncPsResult {
@@ -52,9 +47,6 @@ struct AsyncPsResult {
   std::map<int, long> staleness;        ///< staleness -> updates, over the window
   double staleness_mean = 0;
   int staleness_max = 0;
-  /// ps-ssp: the largest lead, in iterations, of a reading worker over the slowest worker's applied pushes
-  /// (k + 1 - min applied, at each pull of iteration k): never above the bound. 0 without a bound is not tracked.
-  int clock_lead_max = 0;
   double window_s = 0;
 };
 

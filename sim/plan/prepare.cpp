@@ -67,6 +67,16 @@ dag::IterationGraph ps_async_graph(const Scenario& s, const dag::WorkerCosts& co
   return dag::build_ps_sync(s.model, costs, whole, 1);
 }
 
+// ps-sync's DAG: ps-sync's, and ps-ssp's (its workers replayed on it); ps-async has its own one-iteration graph.
+bool runs_ps_sync_dag(const Scenario& s) {
+  const auto* o = s.strategy.parameter_server();
+  return o != nullptr && (!s.strategy.asynchronous() || o->staleness_bound >= 0);
+}
+
+dag::IterationGraph::Placement worker_placement(const Scenario& s) {
+  return {.gpu = 0, .node = 0, .gpus_per_node = s.cluster.gpus_per_node, .data_parallel = data_parallel_group(s)};
+}
+
 void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
   RunResult& r = p.result;
   const auto& o = *s.strategy.parameter_server();
@@ -87,7 +97,7 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
         std::max(ps.server_bytes_received, (pushers - local) * shard[static_cast<std::size_t>(k)]);
   }
   ps.server_bytes_sent = ps.server_bytes_received;
-  if (!s.strategy.asynchronous()) {
+  if (runs_ps_sync_dag(s)) {
     ps.iterations_simulated = kPsSyncIterations;
     ps.warmup_iterations = kPsSyncIterations - 1;
     for (std::size_t v = 0; v < r.graph.size(); ++v) {
@@ -95,7 +105,9 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
       if (t.kind == dag::TaskKind::backward && t.layer == 0)
         ps.iteration_end.push_back(v);
     }
-    if (o.byteps)
+    if (s.strategy.asynchronous()) {
+      // ps-ssp: the engine replays the workers on this DAG (sim/analytic/ps_ssp.hpp) and says so.
+    } else if (o.byteps)
       r.notes.push_back(fmt::format(
           "ps-sync in BytePS's mode (Jiang et al., OSDI 2020): {} server{} {}; tensors cut into partitions of {}, each "
           "a key whole on one server, round-robin; a node's {} GPUs reduce a key onto GPU 0, which pushes it once to "
@@ -185,7 +197,7 @@ Prepared prepare(const Scenario& s, std::string engine) {
   const bool communicate = r.workers > 1 || (ps && s.strategy.parameter_server()->dedicated_servers);
   r.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
   const bool scheduled = s.strategy.is(dag::StrategyFamily::scheduled);
-  if (ps && !s.strategy.asynchronous()) {
+  if (ps && runs_ps_sync_dag(s)) {
     r.graph = dag::build_ps_sync(s.model, p.costs.worker, r.groups, kPsSyncIterations);
     if (scheduled) { // ByteScheduler over the servers: pushes and pulls by priority within the credit
       const auto& o = s.strategy.get<dag::ByteSchedulerOptions>();
@@ -219,8 +231,7 @@ Prepared prepare(const Scenario& s, std::string engine) {
         "iterations' ends",
         kSteadyStateIterations));
   }
-  r.graph.place(
-      {.gpu = 0, .node = 0, .gpus_per_node = s.cluster.gpus_per_node, .data_parallel = data_parallel_group(s)});
+  r.graph.place(worker_placement(s));
   r.communication_bytes_per_worker =
       cost_communication(s, *p.allreduce, r.graph, nullptr, measured_collectives_notes(s, r));
   add_host_tasks(r.graph, HostTimes(p.costs.worker));
@@ -550,9 +561,9 @@ void finalize(const Scenario& s, Prepared& p) {
   r.iteration_time_s = makespan_of(r.timing);
   r.critical_path_s = r.graph.critical_path().length_s;
   r.breakdown = breakdown_of(r.graph, r.timing, r.iteration_time_s);
-  if (r.parameter_server && !r.parameter_server->async && r.parameter_server->iteration_end.size() >= 2) {
-    // ps-sync: the steady-state period between the last two unrolled iterations' ends of backward; the breakdown
-    // and the critical path of that window.
+  if (r.parameter_server && r.parameter_server->iteration_end.size() >= 2) {
+    // ps-sync (and ps-ssp's lockstep timeline): the steady-state period between the last two unrolled iterations' ends
+    // of backward; the breakdown and the critical path of that window.
     const auto& ends = r.parameter_server->iteration_end;
     const std::size_t last = ends[ends.size() - 1], before = ends[ends.size() - 2];
     r.iteration_time_s = r.timing[last].end_s - r.timing[before].end_s;
@@ -564,7 +575,7 @@ void finalize(const Scenario& s, Prepared& p) {
   if (r.parameter_server && r.parameter_server->async) {
     // ps-async: the workers' mean iteration, from the aggregate throughput; worker 0's timeline is padded with idle.
     r.iteration_time_s = r.workers * s.batch_per_gpu / r.parameter_server->aggregate_throughput_samples_per_s;
-    // (ps-ssp: worker 0's pull includes its wait for the slowest, which can exceed the mean iteration's share.)
+    // (ps-ssp: the timeline is ps-sync's lockstep iteration at worker 0's speed.)
     auto& b = r.breakdown;
     b.exposed_communication_s =
         std::min(b.exposed_communication_s, std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s));
@@ -598,6 +609,14 @@ void finalize(const Scenario& s, Prepared& p) {
   r.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
   set_model_flops_utilisation(s, r);
   note_host_bound(s, p.costs, r);
+}
+
+dag::IterationGraph unrolled_ps_sync(const Scenario& s, const Prepared& p, int iterations) {
+  auto g = dag::build_ps_sync(s.model, p.costs.worker, p.result.groups, iterations);
+  g.place(worker_placement(s));
+  (void)cost_communication(s, *p.allreduce, g);
+  add_host_tasks(g, HostTimes(p.costs.worker));
+  return g;
 }
 
 } // namespace detail

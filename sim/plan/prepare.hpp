@@ -38,6 +38,9 @@ struct Prepared {
   std::vector<FoldedTensor> folded_tensor; ///< pipelines, analytic engine: by virtual stage; empty: not folded
 };
 [[nodiscard]] Prepared prepare(const Scenario& s, std::string engine);
+/// ps-sync's DAG of one worker (as prepare builds it for ps-sync and ps-ssp) unrolled over `iterations`: placed,
+/// its transfers costed, its host tasks added (ps-ssp's replay, sim/analytic/ps_ssp.hpp).
+[[nodiscard]] dag::IterationGraph unrolled_ps_sync(const Scenario& s, const Prepared& p, int iterations);
 /// Fills the derived fields from result.graph and result.timing (iteration time, efficiency, breakdown, ...).
 void finalize(const Scenario& s, Prepared& p);
 } // namespace detail

@@ -400,4 +400,19 @@ Dependencies with_stream_order(const dag::IterationGraph& graph, const std::vect
   return deps;
 }
 
+std::vector<std::size_t> topological_order(const Dependencies& deps) {
+  const std::size_t n = deps.successors.size();
+  std::vector<std::size_t> order;
+  order.reserve(n);
+  std::vector<int> waiting = deps.predecessors;
+  for (std::size_t v = 0; v < n; ++v)
+    if (waiting[v] == 0)
+      order.push_back(v);
+  for (std::size_t i = 0; i < order.size(); ++i)
+    for (std::size_t w : deps.successors[order[i]])
+      if (--waiting[w] == 0)
+        order.push_back(w);
+  return order;
+}
+
 } // namespace ddlsim::sim

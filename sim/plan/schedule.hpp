@@ -40,6 +40,9 @@ struct Dependencies {
 /// with_stream_order of `order` (a schedule of g).
 [[nodiscard]] Dependencies with_stream_order(const dag::IterationGraph& g, const std::vector<TaskTiming>& order);
 
+/// The tasks in an order that respects `deps` (Kahn's, the ready tasks in id order).
+[[nodiscard]] std::vector<std::size_t> topological_order(const Dependencies& deps);
+
 /// Splits [0, makespan] into the summary's breakdown.
 [[nodiscard]] Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing,
                                      double makespan);

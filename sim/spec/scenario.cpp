@@ -617,10 +617,11 @@ void check_feasible(const Scenario& s, const std::string& file) {
                      fmt::format("is sampled on the analytic engine; the {} engine runs one deterministic iteration: "
                                  "use \"engine\": \"analytic\" or leave 'variability' out",
                                  s.engine));
-  if (s.variability && s.strategy.asynchronous())
+  if (s.variability && s.strategy.asynchronous() && s.strategy.parameter_server()->staleness_bound < 0)
     throw InputError(file, "/variability",
-                     fmt::format("is not sampled for '{}' (its link-queue simulation draws nothing yet): leave "
-                                 "'variability' out, or give the workers a speed spread",
+                     fmt::format("is not sampled for '{}' (its link-queue simulation draws nothing yet): use ps-ssp "
+                                 "with a staleness_bound no worker reaches, leave 'variability' out, or give the "
+                                 "workers a speed spread",
                                  s.strategy.kind()));
   if (s.backup_workers > 0 && s.backup_workers >= data_parallel_degree(s))
     throw InputError(file, "/strategy/backup_workers",

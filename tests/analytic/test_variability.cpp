@@ -1,6 +1,6 @@
 // Monte Carlo over iterations (issue #16): order statistics of exponential stragglers in closed form (c + mu H_p,
-// with backups c + mu (H_{N+b} - H_b)), backup workers against enumeration, the factors' moments, reproducible draws,
-// and the inputs the sampler refuses.
+// with backups c + mu (H_{N+b} - H_b)), backup workers against enumeration, ps-ssp's stragglers between the barrier and
+// free running, the factors' moments, reproducible draws, and the inputs the sampler refuses.
 #include "core/error.hpp"
 #include "core/json.hpp"
 #include "sim/analytic/analytic.hpp"
@@ -213,6 +213,48 @@ TEST_CASE("sim::variability draws are reproducible: same seed, same samples; ano
   CHECK(d.iteration_time_s == a.variability->deterministic_s);
 }
 
+TEST_CASE("sim::variability with ps-ssp: the barrier's c + mu H_p at bound 0, c + mu when it never binds, falling "
+          "with the bound between",
+          "[sim][variability][ssp]") {
+  // Exponential stragglers once per worker and iteration (Ho et al.'s motivation for SSP): with s = 0 every key's pull
+  // waits for the slowest worker's push, so each iteration lasts c + the largest of p delays, c + mu H_p on average
+  // (ps-sync's Monte Carlo gives the same); a bound no worker reaches lets each go at c + mu; a bound s between
+  // absorbs a straggler unless it falls s iterations behind. 2,000 iterations of 8 workers: the standard error of the
+  // barrier's mean is ~0.3 ms of 45 ms.
+  const double c = 10e-3, mu = 10e-3;
+  const int p = 8;
+  Json doc = workers(p);
+  doc["strategy"] = {{"kind", "ps-ssp"}};
+  doc["variability"] = {{"compute", {{"distribution", "exponential"}, {"mean", "10 ms"}}}, {"iterations", 2000}};
+  double previous = 1;
+  for (int bound : {0, 1, 4, 1000000}) {
+    CAPTURE(bound);
+    doc["strategy"]["staleness_bound"] = bound;
+    const auto r = run(doc);
+    REQUIRE(r.variability);
+    CHECK(r.variability->copies == p);
+    CHECK(r.variability->iteration_s.size() >= static_cast<std::size_t>(2000 * p));
+    CHECK_THAT(r.variability->deterministic_s, WithinRel(c, 1e-6));
+    CHECK(r.parameter_server->clock_lead_max <= bound);
+    CHECK(r.iteration_time_s < previous);
+    previous = r.iteration_time_s;
+    if (bound == 0)
+      CHECK_THAT(r.iteration_time_s, WithinRel(c + mu * harmonic(p), 0.02));
+    if (bound == 1000000)
+      CHECK_THAT(r.iteration_time_s, WithinRel(c + mu, 0.02));
+    if (bound == 4) // the bound binds: some worker reaches it
+      CHECK(r.parameter_server->clock_lead_max == 4);
+  }
+  // ps-sync's Monte Carlo of the same stragglers agrees with the barrier
+  Json sync = doc;
+  sync["strategy"] = {{"kind", "ps-sync"}};
+  sync["variability"]["iterations"] = 4000;
+  CHECK_THAT(run(sync).iteration_time_s, WithinRel(c + mu * harmonic(p), 0.02));
+  // the same seed gives the same iterations
+  doc["strategy"]["staleness_bound"] = 1;
+  CHECK(run(doc).variability->iteration_s == run(doc).variability->iteration_s);
+}
+
 TEST_CASE("sim::variability refuses what it does not model, naming the path", "[sim][variability]") {
   const auto fails = [](Json doc, const std::string& pointer, const std::string& text) {
     CAPTURE(doc.dump());
@@ -263,6 +305,14 @@ TEST_CASE("sim::variability refuses what it does not model, naming the path", "[
   doc["variability"] = exp;
   doc["strategy"] = {{"kind", "ps-async"}};
   fails(doc, "/variability", "ps-async");
+  doc["strategy"] = {{"kind", "ps-ssp"}, {"staleness_bound", 1}};
+  doc["gpu"]["comm_slowdown"] = 0.2;
+  fails(doc, "/strategy/kind", "comm_slowdown");
+  doc = workers(64);
+  doc["strategy"] = {{"kind", "ps-ssp"}, {"staleness_bound", 1}};
+  doc["variability"] = exp;
+  doc["variability"]["iterations"] = 1000000;
+  fails(doc, "/variability/iterations", "ps-ssp would replay");
   doc = workers(4);
   doc["variability"] = exp;
   doc["gpu"]["comm_slowdown"] = 0.2;

@@ -1,0 +1,248 @@
+// ps-ssp's replay of the workers (ps_ssp.hpp).
+#include "sim/analytic/ps_ssp.hpp"
+
+#include "sim/analytic/draws.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace ddlsim::sim {
+namespace {
+
+constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+
+// What the replay keeps per task.
+struct Step {
+  double duration_s = 0;
+  bool worker_side = false; ///< the worker's own work: scaled by its speed and drawn (not transfers, not servers)
+  int cls = -1;             ///< VariedClass drawn for it, or -1
+  int group = -1;           ///< (iteration, class) group of the worker: per-iteration factor and delay
+  bool first = false;       ///< the group's first task: takes its exponential delay
+  std::size_t gate = kNone; ///< a pull: the task that applies its key's push of iteration - s (every worker's)
+  std::size_t pred_begin = 0, pred_end = 0;
+};
+
+} // namespace
+
+SspRun ssp_run(int measured, int staleness_bound, double speed_ratio, bool drawn) {
+  // Free running (the bound never binds): the first worker ends its last iteration I - 1 at I times its period, the
+  // slowest has then done I / ratio (a quarter fewer for drawn times drifting apart); a lead of I (1 - 1/ratio) at
+  // most.
+  constexpr int kWarmup = 10, kPerBound = 50;
+  const double ratio = std::max(1.0, speed_ratio);
+  const double free = std::ceil((kWarmup + measured + 2.0) * ratio * 1.25) + 2;
+  const double reach = drawn ? free : free * (1 - 1 / ratio);
+  if (reach < staleness_bound)
+    return {kWarmup, static_cast<int>(free)};
+  // Bounded: when the first worker ends its last iteration I - 1, the slowest has applied its pushes of I - 2 - s, so
+  // at least I - 3 - s - warmup of its iterations lie in the window.
+  const int warmup = kWarmup + kPerBound * staleness_bound;
+  return {warmup, warmup + measured + staleness_bound + 3};
+}
+
+SspResult simulate_ps_ssp(const SspInput& in) {
+  const auto& g = *in.graph;
+  const std::size_t n = g.size();
+  const std::size_t p = in.worker_scale.size();
+  const int bound = in.staleness_bound;
+  if (p == 0 || n == 0)
+    throw std::logic_error("ps-ssp: no workers or an empty DAG");
+
+  // Iterations and keys of the DAG; each iteration's end (its last backward, of layer 0), as ps-sync reads it; per
+  // (key, iteration) the task that applies a worker's push (the server's update, else the push) and the pull.
+  int iterations = 0, keys = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    iterations = std::max(iterations, g.task(v).iteration + 1);
+    keys = std::max(keys, g.task(v).group + 1);
+  }
+  const auto at = [iterations](int key, int iteration) {
+    return static_cast<std::size_t>(key) * static_cast<std::size_t>(iterations) + static_cast<std::size_t>(iteration);
+  };
+  std::vector<std::size_t> iteration_end(static_cast<std::size_t>(iterations), kNone);
+  std::vector<std::size_t> applied(static_cast<std::size_t>(keys) * static_cast<std::size_t>(iterations), kNone),
+      pulled(applied);
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto& t = g.task(v);
+    if (t.kind == dag::TaskKind::backward && t.layer == 0)
+      iteration_end[static_cast<std::size_t>(t.iteration)] = v;
+    else if (t.collective == dag::Collective::ps_pull)
+      pulled[at(t.group, t.iteration)] = v;
+    else if (t.collective == dag::Collective::ps_push && applied[at(t.group, t.iteration)] == kNone)
+      applied[at(t.group, t.iteration)] = v;
+  }
+  for (std::size_t v = 0; v < n; ++v) // the server's update, where there is one, applies the push
+    if (const auto& t = g.task(v); t.kind == dag::TaskKind::delay && t.group >= 0)
+      applied[at(t.group, t.iteration)] = v;
+  if (iterations < 2 || std::count(iteration_end.begin(), iteration_end.end(), kNone) > 0)
+    throw std::logic_error("ps-ssp: the DAG is not ps-sync's unrolled over two or more iterations");
+
+  const Dependencies deps = with_stream_order(g, in.timing);
+  const auto order = topological_order(deps);
+  std::vector<std::vector<std::size_t>> preds(n);
+  for (std::size_t v = 0; v < n; ++v)
+    for (std::size_t w : deps.successors[v])
+      preds[w].push_back(v);
+  const auto* spec = in.variability;
+  std::vector<Step> steps(n);
+  std::vector<std::size_t> pred_list;
+  std::vector<int> group_class;
+  std::map<std::pair<int, int>, int> groups;
+  for (std::size_t v : order) {
+    const auto& t = g.task(v);
+    auto& step = steps[v];
+    step.duration_s = t.duration_s;
+    step.worker_side = t.collective == dag::Collective::none && t.kind != dag::TaskKind::delay;
+    step.cls = spec != nullptr ? varied_class_of(t) : -1;
+    if (step.cls >= 0 && !spec->by_class[static_cast<std::size_t>(step.cls)])
+      step.cls = -1;
+    if (step.cls >= 0) {
+      const auto [it, inserted] = groups.try_emplace({t.iteration, step.cls}, static_cast<int>(group_class.size()));
+      if (inserted)
+        group_class.push_back(step.cls);
+      step.group = it->second;
+      step.first = inserted;
+    }
+    if (t.collective == dag::Collective::ps_pull && t.iteration - bound >= 0)
+      step.gate = applied[at(t.group, t.iteration - bound)];
+    step.pred_begin = pred_list.size();
+    pred_list.insert(pred_list.end(), preds[v].begin(), preds[v].end());
+    step.pred_end = pred_list.size();
+  }
+
+  // Draws, worker by worker (copy-major): each group's factor and delay, then each varied task's own factor as it is
+  // timed. Communication drawn per iteration is one draw for the whole network, as in the Monte Carlo.
+  const std::size_t group_count = group_class.size();
+  std::vector<double> group_factor(p * group_count, 1.0), group_delay(p * group_count, 0.0),
+      network_factor(static_cast<std::size_t>(iterations), 1.0);
+  std::optional<Draws> draws;
+  if (spec != nullptr) {
+    draws.emplace(spec->seed);
+    for (std::size_t c = 0; c < p; ++c)
+      for (std::size_t k = 0; k < group_count; ++k) {
+        const auto& d = *spec->by_class[static_cast<std::size_t>(group_class[k])];
+        const bool exponential = d.kind == TimeDistribution::Kind::exponential;
+        group_delay[c * group_count + k] = exponential ? draws->exponential(d.mean_s) : 0.0;
+        group_factor[c * group_count + k] = !exponential && !d.per_task ? draws->factor(d) : 1.0;
+      }
+    if (const auto& comm = spec->of(VariedClass::communication);
+        comm && !comm->per_task && comm->kind != TimeDistribution::Kind::exponential)
+      for (auto& f : network_factor)
+        f = draws->factor(*comm);
+  }
+
+  // The replay: every copy of a task once its predecessors' copies have ended; a gated pull also once every worker's
+  // push of its key in iteration - s has been applied.
+  std::vector<double> end(n * p, 0.0), ready(p);
+  std::vector<std::size_t> pull_slot(n, kNone); // pulls' starts: when they read the parameters
+  std::size_t pulls = 0;
+  for (std::size_t v = 0; v < n; ++v)
+    if (g.task(v).collective == dag::Collective::ps_pull)
+      pull_slot[v] = pulls++;
+  std::vector<double> pull_start(pulls * p, 0.0);
+  for (std::size_t v : order) {
+    const auto& step = steps[v];
+    std::fill(ready.begin(), ready.end(), 0.0);
+    for (std::size_t q = step.pred_begin; q < step.pred_end; ++q) {
+      const double* e = end.data() + pred_list[q] * p;
+      for (std::size_t c = 0; c < p; ++c)
+        ready[c] = std::max(ready[c], e[c]);
+    }
+    if (step.gate != kNone) {
+      const double* e = end.data() + step.gate * p;
+      const double all = *std::max_element(e, e + p);
+      for (auto& r : ready)
+        r = std::max(r, all);
+    }
+    double* ev = end.data() + v * p;
+    const TimeDistribution* dist = step.cls >= 0 ? &*spec->by_class[static_cast<std::size_t>(step.cls)] : nullptr;
+    const auto& task = g.task(v);
+    for (std::size_t c = 0; c < p; ++c) {
+      double factor = step.worker_side ? in.worker_scale[c] : 1.0;
+      double start = ready[c];
+      if (dist != nullptr) {
+        const std::size_t k = c * group_count + static_cast<std::size_t>(step.group);
+        if (step.first)
+          start += group_delay[k];
+        if (dist->kind != TimeDistribution::Kind::exponential)
+          factor *= dist->per_task ? draws->factor(*dist)
+                    : step.cls == static_cast<int>(VariedClass::communication)
+                        ? network_factor[static_cast<std::size_t>(task.iteration)]
+                        : group_factor[k];
+      }
+      ev[c] = start + step.duration_s * factor;
+      if (pull_slot[v] != kNone)
+        pull_start[pull_slot[v] * p + c] = start;
+    }
+  }
+
+  // The window: from every worker's end of warm-up to the first worker's last iteration.
+  const auto finish = [&](std::size_t c, int it) { return end[iteration_end[static_cast<std::size_t>(it)] * p + c]; };
+  const int warmup = std::clamp(in.warmup, 1, iterations - 1);
+  double from = 0, to = std::numeric_limits<double>::infinity();
+  for (std::size_t c = 0; c < p; ++c) {
+    from = std::max(from, finish(c, warmup - 1));
+    to = std::min(to, finish(c, iterations - 1));
+  }
+  SspResult r;
+  r.window_s = to - from;
+  r.measured = std::numeric_limits<int>::max();
+  for (std::size_t c = 0; c < p; ++c) {
+    int first = -1, last = -1;
+    for (int it = 0; it < iterations; ++it)
+      if (finish(c, it) >= from && finish(c, it) <= to) {
+        if (first < 0)
+          first = it;
+        last = it;
+      }
+    if (first < 0 || last <= first)
+      throw std::logic_error(fmt::format("ps-ssp: worker {} has no whole iteration in the window of {} unrolled "
+                                         "iterations (ssp_iterations sizes it)",
+                                         c, iterations));
+    r.measured = std::min(r.measured, last - first);
+    r.iterations_per_s.push_back((last - first) / (finish(c, last) - finish(c, first)));
+    for (int it = first + 1; it <= last; ++it)
+      r.iteration_s.push_back(finish(c, it) - finish(c, it - 1));
+  }
+
+  // Staleness of each (update, key) applied in the window: the other workers' updates of the key applied after the
+  // pull that read the parameters its gradient was computed on (iteration 0: the initial ones) and before it.
+  // The lead at each pull after iteration i: i + 1 - (iterations of the key every worker has applied by then).
+  long updates = 0;
+  double staleness_sum = 0;
+  std::vector<double> times, all_applied(static_cast<std::size_t>(iterations));
+  for (int key = 0; key < keys; ++key) {
+    if (applied[at(key, 0)] == kNone)
+      continue;
+    times.clear();
+    for (int it = 0; it < iterations; ++it) {
+      const double* e = end.data() + applied[at(key, it)] * p;
+      times.insert(times.end(), e, e + p);
+      all_applied[static_cast<std::size_t>(it)] = *std::max_element(e, e + p);
+    }
+    std::sort(times.begin(), times.end());
+    for (int it = 0; it < iterations; ++it)
+      for (std::size_t c = 0; c < p; ++c) {
+        const double t_apply = end[applied[at(key, it)] * p + c];
+        if (t_apply > from && t_apply <= to) {
+          const double t_read = it == 0 ? 0.0 : pull_start[pull_slot[pulled[at(key, it - 1)]] * p + c];
+          const auto stale = static_cast<int>(std::lower_bound(times.begin(), times.end(), t_apply) -
+                                              std::upper_bound(times.begin(), times.end(), t_read));
+          ++r.staleness[std::max(0, stale)];
+          ++updates;
+          staleness_sum += std::max(0, stale);
+          r.staleness_max = std::max(r.staleness_max, stale);
+        }
+        const double t_pull = pull_start[pull_slot[pulled[at(key, it)]] * p + c];
+        const auto complete = std::upper_bound(all_applied.begin(), all_applied.end(), t_pull) - all_applied.begin();
+        r.clock_lead_max = std::max(r.clock_lead_max, it + 1 - static_cast<int>(complete));
+      }
+  }
+  r.staleness_mean = updates > 0 ? staleness_sum / static_cast<double>(updates) : 0.0;
+  return r;
+}
+
+} // namespace ddlsim::sim
