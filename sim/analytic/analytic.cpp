@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "sim/analytic/draws.hpp"
+#include "sim/plan/draws.hpp"
 #include "sim/analytic/monte_carlo.hpp"
 #include "sim/analytic/ps_async.hpp"
 #include "sim/analytic/ps_ssp.hpp"

@@ -1,13 +1,14 @@
 // ps-ssp's replay of the workers (ps_ssp.hpp).
 #include "sim/analytic/ps_ssp.hpp"
 
-#include "sim/analytic/draws.hpp"
+#include "sim/plan/draws.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace ddlsim::sim {
@@ -19,9 +20,6 @@ constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 struct Step {
   double duration_s = 0;
   bool worker_side = false; ///< the worker's own work: scaled by its speed and drawn (not transfers, not servers)
-  int cls = -1;             ///< VariedClass drawn for it, or -1
-  int group = -1;           ///< (iteration, class) group of the worker: per-iteration factor and delay
-  bool first = false;       ///< the group's first task: takes its exponential delay
   std::size_t gate = kNone; ///< a pull: the task that applies its key's push of iteration - s (every worker's)
   std::size_t pred_begin = 0, pred_end = 0;
 };
@@ -86,52 +84,26 @@ SspResult simulate_ps_ssp(const SspInput& in) {
   for (std::size_t v = 0; v < n; ++v)
     for (std::size_t w : deps.successors[v])
       preds[w].push_back(v);
-  const auto* spec = in.variability;
   std::vector<Step> steps(n);
   std::vector<std::size_t> pred_list;
-  std::vector<int> group_class;
-  std::map<std::pair<int, int>, int> groups;
   for (std::size_t v : order) {
     const auto& t = g.task(v);
     auto& step = steps[v];
     step.duration_s = t.duration_s;
     step.worker_side = t.collective == dag::Collective::none && t.kind != dag::TaskKind::delay;
-    step.cls = spec != nullptr ? varied_class_of(t) : -1;
-    if (step.cls >= 0 && !spec->by_class[static_cast<std::size_t>(step.cls)])
-      step.cls = -1;
-    if (step.cls >= 0) {
-      const auto [it, inserted] = groups.try_emplace({t.iteration, step.cls}, static_cast<int>(group_class.size()));
-      if (inserted)
-        group_class.push_back(step.cls);
-      step.group = it->second;
-      step.first = inserted;
-    }
     if (t.collective == dag::Collective::ps_pull && t.iteration - bound >= 0)
       step.gate = applied[at(t.group, t.iteration - bound)];
     step.pred_begin = pred_list.size();
     pred_list.insert(pred_list.end(), preds[v].begin(), preds[v].end());
     step.pred_end = pred_list.size();
   }
-
-  // Draws, worker by worker (copy-major): each group's factor and delay, then each varied task's own factor as it is
-  // timed. Communication drawn per iteration is one draw for the whole network, as in the Monte Carlo.
-  const std::size_t group_count = group_class.size();
-  std::vector<double> group_factor(p * group_count, 1.0), group_delay(p * group_count, 0.0),
-      network_factor(static_cast<std::size_t>(iterations), 1.0);
+  // Draws (one sample: the whole run), worker by worker as the copies are timed.
+  std::optional<CopyDraws> copy_draws;
   std::optional<Draws> draws;
-  if (spec != nullptr) {
-    draws.emplace(spec->seed);
-    for (std::size_t c = 0; c < p; ++c)
-      for (std::size_t k = 0; k < group_count; ++k) {
-        const auto& d = *spec->by_class[static_cast<std::size_t>(group_class[k])];
-        const bool exponential = d.kind == TimeDistribution::Kind::exponential;
-        group_delay[c * group_count + k] = exponential ? draws->exponential(d.mean_s) : 0.0;
-        group_factor[c * group_count + k] = !exponential && !d.per_task ? draws->factor(d) : 1.0;
-      }
-    if (const auto& comm = spec->of(VariedClass::communication);
-        comm && !comm->per_task && comm->kind != TimeDistribution::Kind::exponential)
-      for (auto& f : network_factor)
-        f = draws->factor(*comm);
+  if (in.variability != nullptr) {
+    copy_draws.emplace(g, order, *in.variability, p);
+    draws.emplace(in.variability->seed);
+    copy_draws->next_sample(*draws);
   }
 
   // The replay: every copy of a task once its predecessors' copies have ended; a gated pull also once every worker's
@@ -158,20 +130,13 @@ SspResult simulate_ps_ssp(const SspInput& in) {
         r = std::max(r, all);
     }
     double* ev = end.data() + v * p;
-    const TimeDistribution* dist = step.cls >= 0 ? &*spec->by_class[static_cast<std::size_t>(step.cls)] : nullptr;
-    const auto& task = g.task(v);
+    const bool varied = copy_draws && copy_draws->varied(v);
     for (std::size_t c = 0; c < p; ++c) {
       double factor = step.worker_side ? in.worker_scale[c] : 1.0;
       double start = ready[c];
-      if (dist != nullptr) {
-        const std::size_t k = c * group_count + static_cast<std::size_t>(step.group);
-        if (step.first)
-          start += group_delay[k];
-        if (dist->kind != TimeDistribution::Kind::exponential)
-          factor *= dist->per_task ? draws->factor(*dist)
-                    : step.cls == static_cast<int>(VariedClass::communication)
-                        ? network_factor[static_cast<std::size_t>(task.iteration)]
-                        : group_factor[k];
+      if (varied) {
+        start += copy_draws->delay(v, c);
+        factor *= copy_draws->factor(v, c, *draws);
       }
       ev[c] = start + step.duration_s * factor;
       if (pull_slot[v] != kNone)
