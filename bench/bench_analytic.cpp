@@ -144,5 +144,22 @@ int main(int argc, char** argv) {
                   Json::parse(R"({"compute": {"distribution": "exponential", "mean": "5 ms"},
                                   "communication": {"distribution": "lognormal", "cv": 0.1}, "iterations": 1000})"));
   fmt::print("target: <= 5 s per run (ratio column = 5 s / run)\n");
+
+  // ps-ssp's replay (sim/analytic/ps_ssp.hpp): ResNet-50 on 16 single-GPU workers over 10 GbE, an Exp(20 ms) straggler
+  // per worker and iteration, 1,000 measured iterations after 10 + 50 s of warm-up; one whole run each.
+  fmt::print("\n{:<58} {:>8} {:>10} {:>10} {:>12}\n", "ResNet-50 ps-ssp, 16 workers, 1,000 iterations", "run (s)",
+             "mean", "p99", "unrolled");
+  for (const int bound : {0, 2, 8}) {
+    Json doc = scenario("resnet50", "ps-ssp", 16, 1);
+    doc["cluster"]["inter_node"] = {{"bandwidth", "10 Gbps"}, {"latency", "25 us"}};
+    doc["strategy"]["staleness_bound"] = bound;
+    doc["variability"] =
+        Json::parse(R"({"compute": {"distribution": "exponential", "mean": "20 ms"}, "iterations": 1000})");
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = sim::run_scenario(sim::parse_scenario(doc, "bench"));
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print("{:<58} {:>8.2f} {:>7.2f} ms {:>7.2f} ms {:>12}\n", fmt::format("staleness bound {}", bound), wall,
+               r.iteration_time_s * 1e3, r.variability->p99_s * 1e3, r.parameter_server->iterations_simulated);
+  }
   return 0;
 }

@@ -4,10 +4,10 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "sim/plan/draws.hpp"
 #include "sim/analytic/monte_carlo.hpp"
 #include "sim/analytic/ps_async.hpp"
 #include "sim/analytic/ps_ssp.hpp"
+#include "sim/plan/draws.hpp"
 #include "sim/plan/host.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/plan/schedule.hpp"

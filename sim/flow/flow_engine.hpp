@@ -34,10 +34,15 @@ struct FlowGraphRun {
 /// lowered on its communicator and started when every replica that takes part is ready; the collectives'
 /// durations in `graph` become the simulated ones. `window(timing)` is the time the links' mean
 /// utilisation is taken over (default: the makespan). `replicas` of the result lists the timing of the first
-/// `listed` - 1 replicas after replica 0 (every one simulated is timed either way). One simulation per process.
+/// `listed` - 1 replicas after replica 0 (every one simulated is timed either way). `copy_durations`: each replica's
+/// time of each task that is not a collective (replica-major, replicas x graph.size(); sampled iterations), which
+/// simulates every replica (no node symmetry); nullptr: the graph's. `barriers`: tasks (no collective, no duration)
+/// whose copies all end when every replica's copy is ready. One simulation per process.
 [[nodiscard]] FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
                                                const std::function<double(const std::vector<TaskTiming>&)>& window = {},
-                                               std::size_t listed = std::numeric_limits<std::size_t>::max());
+                                               std::size_t listed = std::numeric_limits<std::size_t>::max(),
+                                               const std::vector<double>* copy_durations = nullptr,
+                                               const std::vector<std::size_t>& barriers = {});
 
 /// Collectives run by themselves on the flow engine's platform (tests, benchmarks, calibration what-ifs): each
 /// job starts at `start_s` over all of the cluster's workers; they share the network.

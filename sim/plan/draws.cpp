@@ -27,8 +27,8 @@ CopyDraws::CopyDraws(const dag::IterationGraph& g, const std::vector<std::size_t
     auto& p = tasks_[v];
     p.dist = &*spec.by_class[static_cast<std::size_t>(cls)];
     p.iteration = t.iteration;
-    p.source = p.dist->kind == TimeDistribution::Kind::exponential ? Source::none
-               : p.dist->per_task                                  ? Source::per_task
+    p.source = p.dist->kind == TimeDistribution::Kind::exponential   ? Source::none
+               : p.dist->per_task                                    ? Source::per_task
                : cls == static_cast<int>(VariedClass::communication) ? Source::network
                                                                      : Source::group;
     if (p.source == Source::per_task)

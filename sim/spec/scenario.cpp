@@ -612,11 +612,14 @@ void check_feasible(const Scenario& s, const std::string& file) {
                                    hosts, gib(kFlowBytesPerHost * hosts), kFlowBytesPerHost / 1024, kMaxFlowHosts,
                                    gib(kFlowBytesPerHost * static_cast<double>(kMaxFlowHosts))));
   }
-  if (s.variability && s.engine != "analytic")
-    throw InputError(file, "/variability",
-                     fmt::format("is sampled on the analytic engine; the {} engine runs one deterministic iteration: "
-                                 "use \"engine\": \"analytic\" or leave 'variability' out",
-                                 s.engine));
+  if (s.variability && s.engine == "flow" && s.variability->of(VariedClass::communication))
+    throw InputError(file, "/variability/communication",
+                     "is not drawn on the flow engine: its collectives take what their flows take; vary compute and "
+                     "data_loading, or use \"engine\": \"analytic\"");
+  if (s.variability && s.engine == "flow" && s.backup_workers > 0)
+    throw InputError(file, "/strategy/backup_workers",
+                     "with 'variability' are sampled on the analytic engine: the flow engine starts a collective when "
+                     "all its members are ready; use \"engine\": \"analytic\"");
   if (s.variability && s.strategy.asynchronous() && s.strategy.parameter_server()->staleness_bound < 0)
     throw InputError(file, "/variability",
                      fmt::format("is not sampled for '{}' (its link-queue simulation draws nothing yet): use ps-ssp "
