@@ -10,15 +10,21 @@
 namespace ddlsim::sim {
 namespace {
 
-enum EventKind { computed = 0, applied = 1, pulled = 2 };
+enum EventKind { computed = 0, push_shard = 1, applied = 2, pull_shard = 3, pulled = 4 };
 
 struct Event {
   double t;
   int worker;
   int kind;
+  int shard = 0; ///< push_shard, pull_shard: the k-th of the worker's turn round the servers
   [[nodiscard]] bool operator>(const Event& o) const {
-    return std::tie(t, worker, kind) > std::tie(o.t, o.worker, o.kind);
+    return std::tie(t, worker, kind, shard) > std::tie(o.t, o.worker, o.kind, o.shard);
   }
+};
+
+struct Sent {
+  double left; ///< the last byte has left the links (they are free again)
+  double arrival;
 };
 
 // FIFO link directions: a GPU link per rank (same node), a NIC per endpoint (nodes or GPUs, then dedicated servers).
@@ -29,17 +35,17 @@ public:
         intra_up_(static_cast<std::size_t>(shape.ranks()), 0.0), intra_down_(intra_up_),
         nic_up_(static_cast<std::size_t>(base_ + net.server_hosts), 0.0), nic_down_(nic_up_) {}
 
-  /// Reserves a transfer of `bytes` from rank a to rank b requested at t; returns its arrival.
-  double transfer(int a, int b, double bytes, double t) {
+  /// Reserves a transfer of `bytes` from rank a to rank b requested at t.
+  Sent transfer(int a, int b, double bytes, double t) {
     if (a == b || bytes <= 0)
-      return t;
+      return {t, t};
     const bool same_node = a < p_ && b < p_ && a / g_ == b / g_;
     double& up = same_node ? intra_up_[static_cast<std::size_t>(a)] : nic_up_[endpoint(a)];
     double& down = same_node ? intra_down_[static_cast<std::size_t>(b)] : nic_down_[endpoint(b)];
     const LinkSpec& link = same_node ? net_.intra : net_.inter;
     const double end = std::max({t, up, down}) + bytes / link.bandwidth;
     up = down = end;
-    return end + 2 * link.latency_s;
+    return {end, end + 2 * link.latency_s};
   }
 
 private:
@@ -75,36 +81,38 @@ AsyncPsResult simulate_ps_async(const AsyncPsInput& in) {
   double t_start = 0, t_end = 0;
   std::vector<Record> records;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
-  // The pull of worker v's parameters, requested at t: every server's shard back; the next compute starts when the
-  // last has arrived.
-  const auto pull = [&](int v, double t) {
-    read_version[static_cast<std::size_t>(v)] = versions; // reads the parameters with every applied update
-    double arrival = t;
-    for (int s = 0; s < servers; ++s)
-      arrival = std::max(arrival,
-                         links.transfer(in.shape.server_rank(s), v, in.server_bytes[static_cast<std::size_t>(s)], t));
-    events.push({arrival, v, pulled});
-  };
+  // A worker's turn round the servers, starting with its own (w mod S): its k-th server.
+  const auto server_of = [&](int w, int k) { return (w + k) % servers; };
+  std::vector<double> last(n, 0); // the current push's (or pull's) latest arrival, with the servers' updates
   for (int w = 0; w < p; ++w)
     events.push({in.compute_s[static_cast<std::size_t>(w)], w, computed});
   while (!events.empty() && finished < p) {
     const Event e = events.top();
     events.pop();
     const auto w = static_cast<std::size_t>(e.worker);
-    double last = e.t;
     if (e.kind == computed) {
       computed_at[w] = e.t;
-      for (int s = 0; s < servers; ++s) {
-        const auto k = static_cast<std::size_t>(s);
-        const double update = in.server_update_s.empty() ? 0.0 : in.server_update_s[k];
-        last = std::max(last, links.transfer(e.worker, in.shape.server_rank(s), in.server_bytes[k], e.t) + update);
-      }
-      events.push({last, e.worker, applied});
+      last[w] = e.t;
+      events.push({e.t, e.worker, push_shard, 0});
+    } else if (e.kind == push_shard || e.kind == pull_shard) {
+      const int server = server_of(e.worker, e.shard);
+      const auto k = static_cast<std::size_t>(server);
+      const bool push = e.kind == push_shard;
+      const auto sent = push ? links.transfer(e.worker, in.shape.server_rank(server), in.server_bytes[k], e.t)
+                             : links.transfer(in.shape.server_rank(server), e.worker, in.server_bytes[k], e.t);
+      const double update = push && !in.server_update_s.empty() ? in.server_update_s[k] : 0.0;
+      last[w] = std::max(last[w], sent.arrival + update);
+      if (e.shard + 1 < servers)
+        events.push({sent.left, e.worker, e.kind, e.shard + 1});
+      else
+        events.push({last[w], e.worker, push ? applied : pulled});
     } else if (e.kind == applied) {
       applied_at[w] = e.t;
       records.push_back({e.t, e.worker, static_cast<int>(versions - read_version[w]), e.t - computed_at[w], 0});
       ++versions;
-      pull(e.worker, e.t);
+      read_version[w] = versions; // the pull reads the parameters with every applied update
+      last[w] = e.t;
+      events.push({e.t, e.worker, pull_shard, 0});
     } else {
       records.push_back({e.t, e.worker, -1, 0, e.t - applied_at[w]});
       if (++done[w] == in.warmup && ++warmed == p)
