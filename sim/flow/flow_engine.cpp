@@ -729,12 +729,13 @@ RunResult run_flow_sampled(const Scenario& s, detail::Prepared& prepared, std::s
       s, chain.graph,
       [&](const std::vector<TaskTiming>& timing) {
         r.timing.assign(timing.begin(), timing.begin() + static_cast<std::ptrdiff_t>(n));
+        for (std::size_t v = 0; v < n; ++v) // the deterministic copy's collectives, as simulated
+          if (r.graph.task(v).collective != dag::Collective::none)
+            r.graph.task(v).duration_s = r.timing[v].end_s - r.timing[v].start_s;
         detail::finalize(s, prepared);
         return makespan_of(timing); // the links' utilisation: over every copy
       },
       slots, &chain.durations, chain.barriers);
-  for (std::size_t v = 0; v < n; ++v) // the deterministic copy's collectives
-    r.graph.task(v).duration_s = chain.graph.task(v).duration_s;
   r.notes.push_back(std::move(run.note));
   const auto copies = static_cast<double>(chain.copies);
   for (auto& l : run.links) { // per iteration: the mean over the copies
