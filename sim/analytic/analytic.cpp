@@ -47,6 +47,26 @@ void check_ssp_size(const Scenario& s, const detail::Prepared& p, int iterations
                                  kSspMaxSeconds, kSspMaxBytes / 1073741824));
 }
 
+// Worker w of p computes 1 + spread w/(p-1) times slower (`worker_speed_spread`).
+double speed_factor(const dag::ParameterServerOptions& o, int w, int p) {
+  return 1 + (p > 1 ? o.worker_speed_spread * w / (p - 1) : 0.0);
+}
+
+// The asynchronous workers' figures, from ps-async's queue model or ps-ssp's replay: each worker's and the aggregate
+// throughput, the staleness histogram.
+template <class Workers> void report_workers(const Scenario& s, const Workers& sim, ParameterServerReport& ps) {
+  ps.async = true;
+  ps.worker_throughput_samples_per_s.clear();
+  ps.aggregate_throughput_samples_per_s = 0;
+  for (double rate : sim.iterations_per_s) {
+    ps.worker_throughput_samples_per_s.push_back(rate * s.batch_per_gpu);
+    ps.aggregate_throughput_samples_per_s += rate * s.batch_per_gpu;
+  }
+  ps.staleness_histogram = sim.staleness;
+  ps.staleness_mean = sim.staleness_mean;
+  ps.staleness_max = sim.staleness_max;
+}
+
 // ps-async: the asynchronous workers' loops (compute, push of the whole gradient, pull; no barrier) simulated with
 // FIFO link queues; worker 0's timeline takes the mean push and pull durations.
 void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
@@ -65,19 +85,12 @@ void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
   for (double b : shard)
     in.server_update_s.push_back(model_bytes > 0 ? p.costs.worker.update_s * b / model_bytes : 0.0);
   for (int w = 0; w < r.workers; ++w)
-    in.compute_s.push_back(compute * (1 + (r.workers > 1 ? o.worker_speed_spread * w / (r.workers - 1) : 0.0)));
+    in.compute_s.push_back(compute * speed_factor(o, w, r.workers));
   const auto sim = simulate_ps_async(in);
-  ps.async = true;
+  report_workers(s, sim, ps);
   ps.iterations_simulated = in.warmup + in.measured;
   ps.warmup_iterations = in.warmup;
   ps.worker_compute_s = in.compute_s;
-  for (double rate : sim.iterations_per_s) {
-    ps.worker_throughput_samples_per_s.push_back(rate * s.batch_per_gpu);
-    ps.aggregate_throughput_samples_per_s += rate * s.batch_per_gpu;
-  }
-  ps.staleness_histogram = sim.staleness;
-  ps.staleness_mean = sim.staleness_mean;
-  ps.staleness_max = sim.staleness_max;
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     auto& t = r.graph.task(v);
     if (t.collective == dag::Collective::ps_push)
@@ -111,7 +124,7 @@ void simulate_ssp_parameter_server(const Scenario& s, detail::Prepared& p) {
   const int measured = s.variability ? s.variability->iterations : kMeasured;
   SspInput in;
   for (int w = 0; w < r.workers; ++w)
-    in.worker_scale.push_back(1 + (r.workers > 1 ? o.worker_speed_spread * w / (r.workers - 1) : 0.0));
+    in.worker_scale.push_back(speed_factor(o, w, r.workers));
   const auto run = ssp_run(measured, o.staleness_bound, 1 + o.worker_speed_spread, s.variability.has_value());
   const int iterations = run.iterations;
   check_ssp_size(s, p, iterations);
@@ -127,7 +140,7 @@ void simulate_ssp_parameter_server(const Scenario& s, detail::Prepared& p) {
     drawn = simulate_ps_ssp(in);
   }
   const auto& sim = s.variability ? drawn : fixed;
-  ps.async = true;
+  report_workers(s, sim, ps);
   ps.staleness_bound = o.staleness_bound;
   ps.clock_lead_max = sim.clock_lead_max;
   ps.iterations_simulated = iterations;
@@ -136,15 +149,6 @@ void simulate_ssp_parameter_server(const Scenario& s, detail::Prepared& p) {
   const double compute = alone_compute_s(s, p);
   for (double scale : in.worker_scale)
     ps.worker_compute_s.push_back(compute * scale);
-  ps.worker_throughput_samples_per_s.clear();
-  ps.aggregate_throughput_samples_per_s = 0;
-  for (double rate : sim.iterations_per_s) {
-    ps.worker_throughput_samples_per_s.push_back(rate * s.batch_per_gpu);
-    ps.aggregate_throughput_samples_per_s += rate * s.batch_per_gpu;
-  }
-  ps.staleness_histogram = sim.staleness;
-  ps.staleness_mean = sim.staleness_mean;
-  ps.staleness_max = sim.staleness_max;
   if (s.variability) {
     auto& v = r.variability.emplace();
     v.iterations = static_cast<int>(sim.iteration_s.size());

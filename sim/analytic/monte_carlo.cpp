@@ -59,10 +59,7 @@ void sample_iterations(const Scenario& s, RunResult& r) {
   // The order: dependencies plus each stream's order in the deterministic timeline.
   const Dependencies deps = with_stream_order(g, r.timing);
   const std::vector<std::size_t> order = topological_order(deps);
-  std::vector<std::vector<std::size_t>> preds(n);
-  for (std::size_t v = 0; v < n; ++v)
-    for (std::size_t w : deps.successors[v])
-      preds[w].push_back(v);
+  const auto preds = predecessors_in_order(deps, order);
   CopyDraws draw_plan(g, order, spec, copies);
   // Refused up front when too long or too large (task copies per sample, and those that draw a factor of their own).
   const double work = static_cast<double>(spec.iterations) * static_cast<double>(copies) * static_cast<double>(n);
@@ -79,17 +76,16 @@ void sample_iterations(const Scenario& s, RunResult& r) {
 
   // Tasks and the collectives' shared instances.
   std::vector<TaskPlan> plan(n);
-  std::vector<std::size_t> pred_list;
   for (std::size_t v : order) {
     const auto& t = g.task(v);
     auto& p = plan[v];
     p.duration_s = t.duration_s;
     if (t.collective != dag::Collective::none && g.instances(t) < static_cast<int>(copies))
       p.axis = static_cast<int>(g.axis(t));
-    p.pred_begin = pred_list.size();
-    pred_list.insert(pred_list.end(), preds[v].begin(), preds[v].end());
-    p.pred_end = pred_list.size();
+    p.pred_begin = preds.begin[v];
+    p.pred_end = preds.end[v];
   }
+  const auto& pred_list = preds.list;
   // Members of each shared instance, per axis: instance i's copies, in copy order.
   std::array<std::vector<std::vector<std::size_t>>, 2> members;
   for (const auto axis : {dag::IterationGraph::Axis::data, dag::IterationGraph::Axis::tensor}) {

@@ -21,7 +21,6 @@ struct Step {
   double duration_s = 0;
   bool worker_side = false; ///< the worker's own work: scaled by its speed and drawn (not transfers, not servers)
   std::size_t gate = kNone; ///< a pull: the task that applies its key's push of iteration - s (every worker's)
-  std::size_t pred_begin = 0, pred_end = 0;
 };
 
 } // namespace
@@ -80,12 +79,8 @@ SspResult simulate_ps_ssp(const SspInput& in) {
 
   const Dependencies deps = with_stream_order(g, in.timing);
   const auto order = topological_order(deps);
-  std::vector<std::vector<std::size_t>> preds(n);
-  for (std::size_t v = 0; v < n; ++v)
-    for (std::size_t w : deps.successors[v])
-      preds[w].push_back(v);
+  const auto preds = predecessors_in_order(deps, order);
   std::vector<Step> steps(n);
-  std::vector<std::size_t> pred_list;
   for (std::size_t v : order) {
     const auto& t = g.task(v);
     auto& step = steps[v];
@@ -93,9 +88,6 @@ SspResult simulate_ps_ssp(const SspInput& in) {
     step.worker_side = t.collective == dag::Collective::none && t.kind != dag::TaskKind::delay;
     if (t.collective == dag::Collective::ps_pull && t.iteration - bound >= 0)
       step.gate = applied[at(t.group, t.iteration - bound)];
-    step.pred_begin = pred_list.size();
-    pred_list.insert(pred_list.end(), preds[v].begin(), preds[v].end());
-    step.pred_end = pred_list.size();
   }
   // Draws (one sample: the whole run), worker by worker as the copies are timed.
   std::optional<CopyDraws> copy_draws;
@@ -118,8 +110,8 @@ SspResult simulate_ps_ssp(const SspInput& in) {
   for (std::size_t v : order) {
     const auto& step = steps[v];
     std::fill(ready.begin(), ready.end(), 0.0);
-    for (std::size_t q = step.pred_begin; q < step.pred_end; ++q) {
-      const double* e = end.data() + pred_list[q] * p;
+    for (std::size_t q = preds.begin[v]; q < preds.end[v]; ++q) {
+      const double* e = end.data() + preds.list[q] * p;
       for (std::size_t c = 0; c < p; ++c)
         ready[c] = std::max(ready[c], e[c]);
     }
@@ -153,7 +145,6 @@ SspResult simulate_ps_ssp(const SspInput& in) {
     to = std::min(to, finish(c, iterations - 1));
   }
   SspResult r;
-  r.window_s = to - from;
   r.measured = std::numeric_limits<int>::max();
   for (std::size_t c = 0; c < p; ++c) {
     int first = -1, last = -1;

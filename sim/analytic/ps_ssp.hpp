@@ -42,7 +42,6 @@ struct SspResult {
   int staleness_max = 0;
   int clock_lead_max = 0; ///< the largest k + 1 - (iterations of key k applied by every worker) at a pull after k
   int measured = 0;       ///< iterations of the worker with the fewest in the window
-  double window_s = 0;
 };
 
 /// How long ps-ssp's replay runs: `warmup` iterations before the window, `iterations` in all.

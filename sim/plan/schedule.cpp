@@ -400,6 +400,21 @@ Dependencies with_stream_order(const dag::IterationGraph& graph, const std::vect
   return deps;
 }
 
+PredecessorLists predecessors_in_order(const Dependencies& deps, const std::vector<std::size_t>& order) {
+  const std::size_t n = deps.successors.size();
+  std::vector<std::vector<std::size_t>> preds(n);
+  for (std::size_t v = 0; v < n; ++v)
+    for (std::size_t w : deps.successors[v])
+      preds[w].push_back(v);
+  PredecessorLists out{{}, std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
+  for (std::size_t v : order) {
+    out.begin[v] = out.list.size();
+    out.list.insert(out.list.end(), preds[v].begin(), preds[v].end());
+    out.end[v] = out.list.size();
+  }
+  return out;
+}
+
 std::vector<std::size_t> topological_order(const Dependencies& deps) {
   const std::size_t n = deps.successors.size();
   std::vector<std::size_t> order;

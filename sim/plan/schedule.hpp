@@ -42,6 +42,12 @@ struct Dependencies {
 
 /// The tasks in an order that respects `deps` (Kahn's, the ready tasks in id order).
 [[nodiscard]] std::vector<std::size_t> topological_order(const Dependencies& deps);
+/// Every task's predecessors in `deps`, in one array laid out in `order` (task v's are list[begin[v]] ..
+/// list[end[v] - 1]): what an engine that times the tasks in that order reads (the Monte Carlo, ps-ssp's replay).
+struct PredecessorLists {
+  std::vector<std::size_t> list, begin, end;
+};
+[[nodiscard]] PredecessorLists predecessors_in_order(const Dependencies& deps, const std::vector<std::size_t>& order);
 
 /// Splits [0, makespan] into the summary's breakdown.
 [[nodiscard]] Breakdown breakdown_of(const dag::IterationGraph& g, const std::vector<TaskTiming>& timing,
