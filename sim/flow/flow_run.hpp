@@ -191,7 +191,8 @@ private:
   }
 
   /// Each flow's latency in `phase` (lowering.hpp): its path's, latency_repeats times (at least once), or, in a
-  /// step of a pipelined ring, the critical walk's over the flows' paths. The returned buffer is reused.
+  /// step of a pipelined ring, the critical walk's over the flows' paths; plus the phase's extra latency. The returned
+  /// buffer is reused.
   const std::vector<double>& latencies(const Phase& phase) {
     latency_.clear();
     for (const auto& f : phase.flows) {
@@ -203,6 +204,8 @@ private:
       const double chain = phase.chain_hop < 0 ? walk.latency_s : walk_hop_latency(latency_, walk, phase.chain_hop);
       std::fill(latency_.begin(), latency_.end(), chain);
     }
+    for (auto& l : latency_)
+      l += phase.extra_latency_s;
     return latency_;
   }
 

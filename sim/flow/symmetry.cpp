@@ -104,6 +104,7 @@ std::vector<Phase> quotient_phases(const std::vector<Phase>& phases, const Lower
     // A ring step keeps its chain: node 0's flows are one period of the ring's edges (lowering.hpp).
     out[i].chain_hops = phases[i].chain_hops;
     out[i].chain_hop = phases[i].chain_hop;
+    out[i].extra_latency_s = phases[i].extra_latency_s;
     for (const auto& f : phases[i].flows)
       if (f.src / g == 0) {
         Flow r = f;

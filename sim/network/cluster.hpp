@@ -27,12 +27,26 @@ struct LinkSpec {
 ///  - tcp (NCCL's socket transport): 9.45 GB/s of allreduce bus bandwidth at 1 GiB over 2 nodes x 4 A100 whose nodes
 ///    have two 200 Gb/s Slingshot-11 ports each, used through plain TCP sockets (../shared/data/nccl-tests/
 ///    a100_2x4_tcp_allreduce.txt, ALCF Polaris; ALCF's machine overview for the ports): 9.45 / 50.
+///  - nvlink (a node's GPU links): NCCL's rate per NVLink link over the link's rate, which depends on the GPU
+///    (sim/spec/gpus.cpp: 20.6 / 25 GB/s on Hopper, 20 / 25 on Volta and Ampere, NVIDIA/nccl src/graph/topo.h); the
+///    scenario parser resolves it from the GPU preset (nvlink_efficiency). On 8 H100 NCCL's sendrecv reaches 367 GB/s
+///    of 450 (../shared/data/nccl-tests/h100_1x8_sweep_32MiB-16GiB.log), 20.6 / 25 of it 370.8.
 inline constexpr double kRdmaEfficiency = 12.2 / 12.5;
 inline constexpr double kTcpEfficiency = 9.45 / 50;
-inline constexpr std::array<std::string_view, 2> kTransportNames{"rdma", "tcp"};
+inline constexpr std::array<std::string_view, 3> kTransportNames{"rdma", "tcp", "nvlink"};
+/// The transport's share of the rate; nvlink's is the GPU's (nvlink_efficiency), 1 here.
 [[nodiscard]] constexpr double transport_efficiency(std::string_view transport) {
   return transport == "rdma" ? kRdmaEfficiency : transport == "tcp" ? kTcpEfficiency : 1.0;
 }
+/// NCCL's share of an NVLink link's rate for a GPU whose links run at `link_Bps` and that NCCL rates at `nccl_Bps`.
+[[nodiscard]] constexpr double nvlink_efficiency(double link_Bps, double nccl_Bps) {
+  return nccl_Bps / link_Bps;
+}
+
+/// What joins a node's GPUs (`cluster.intra_node.fabric`): a non-blocking switch every GPU link goes into
+/// ("switch", as PCIe switches and NVSwitch both are for point-to-point traffic), or an NVSwitch, which with Hopper
+/// GPUs can also reduce (NVLink SHARP: the `nvls` allreduce).
+enum class Fabric { switch_, nvswitch };
 
 struct Network {
   int nodes = 1;
@@ -79,7 +93,9 @@ struct ClusterSpec {
   int gpus_per_node = 1;
   LinkSpec intra;
   LinkSpec inter;
-  bool nic_per_gpu = false; ///< `nic`: "per-node" (default, shared by the node's GPUs) or "per-gpu"
+  bool nic_per_gpu = false;        ///< `nic`: "per-node" (default, shared by the node's GPUs) or "per-gpu"
+  Fabric fabric = Fabric::switch_; ///< `intra_node.fabric`
+  bool nvls = false;               ///< NVLink SHARP available: an NVSwitch fabric of Hopper (or later) GPUs
   TopologySpec topology;
   /// Dedicated parameter-server hosts (strategy.placement "dedicated"): one host per server after the workers,
   /// each with its own `inter_node` NIC on the star; set by the scenario parser from the strategy.

@@ -15,6 +15,11 @@ struct GpuPreset {
   double memory_bytes;     ///< B
   double host_link;        ///< B/s per direction, PCIe x16 theoretical
   std::string_view source;
+  int compute_capability; ///< major x 10 + minor (CUDA): 60 Pascal, 70 Volta, 75 Turing, 80 Ampere, 90 Hopper
+  /// One NVLink link's rate per direction (B/s) and the rate NCCL's topology search assumes for it (topo.h,
+  /// SMxx_NVLINK_BW); 0 for a GPU without NVLink.
+  double nvlink_link_Bps;
+  double nccl_nvlink_link_Bps;
 };
 
 [[nodiscard]] std::span<const GpuPreset> gpu_presets();

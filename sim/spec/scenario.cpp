@@ -157,21 +157,41 @@ void parse_gpu(ObjectReader r, Scenario& s) {
 // ---- cluster, collectives, strategy, data ----------------------------------------------------------------------
 
 // A link: its rate and latency, and optionally the transport NCCL uses over it, whose share of the rate
-// (network/cluster.hpp: transport_efficiency) or the scenario's own `efficiency` scales the rate.
-LinkSpec parse_link(ObjectReader r) {
+// (network/cluster.hpp: transport_efficiency, nvlink_efficiency from the GPU preset) or the scenario's own
+// `efficiency` scales the rate. `fabric` (the intra-node link only, else null) receives `fabric`.
+LinkSpec parse_link(ObjectReader r, const GpuSpec& gpu, Fabric* fabric = nullptr) {
   LinkSpec l;
   l.bandwidth = r.quantity("bandwidth", Dimension::bandwidth, 0, true);
   l.latency_s = r.quantity("latency", Dimension::time);
-  if (auto t = r.optional_choice("transport", {std::string(kTransportNames[0]), std::string(kTransportNames[1])})) {
-    l.transport = *t;
-    l.efficiency = transport_efficiency(*t);
+  std::vector<std::string> transports;
+  for (const auto t : kTransportNames)
+    transports.emplace_back(t);
+  const auto transport = r.optional_choice("transport", transports);
+  const auto efficiency = r.optional_number("efficiency", 0, 1);
+  if (transport) {
+    l.transport = *transport;
+    l.efficiency = transport_efficiency(*transport);
+    if (*transport == "nvlink") {
+      if (fabric == nullptr)
+        r.fail("transport", "nvlink joins the GPUs of a node: give it in cluster.intra_node");
+      if (!efficiency && (!gpu.preset || gpu.preset->nvlink_link_Bps == 0))
+        r.fail("transport", fmt::format("nvlink takes NCCL's share of the GPU's NVLink rate, and {}: give the link's "
+                                        "`efficiency` instead",
+                                        gpu.preset ? fmt::format("{} has no NVLink", gpu.preset->name)
+                                                   : std::string("the GPU is not a preset")));
+      if (!efficiency)
+        l.efficiency = nvlink_efficiency(gpu.preset->nvlink_link_Bps, gpu.preset->nccl_nvlink_link_Bps);
+    }
   }
-  if (auto e = r.optional_number("efficiency", 0, 1)) {
-    if (!(*e > 0))
+  if (efficiency) {
+    if (!(*efficiency > 0))
       r.fail("efficiency", "expected a share of the link's rate in (0, 1]");
-    l.efficiency = *e;
+    l.efficiency = *efficiency;
   }
   l.bandwidth *= l.efficiency;
+  if (fabric != nullptr)
+    if (const auto f = r.optional_choice("fabric", {"switch", "nvswitch"}))
+      *fabric = *f == "nvswitch" ? Fabric::nvswitch : Fabric::switch_;
   r.finish();
   return l;
 }
@@ -193,7 +213,8 @@ std::vector<unsigned> positive_list(ObjectReader& r, std::string_view key, std::
 // Topologies (DESIGN.md "cluster.topology"): "star", or {"kind": "fat-tree", "down": [...], "up": [...],
 // "parallel": [...], "link": {...}}, {"kind": "ring", "link": {...}}, {"kind": "torus", "dimensions": [...],
 // "link": {...}}. The network's endpoints are the nodes, or the GPUs with "nic": "per-gpu".
-void parse_topology(const Json& t, const std::string& file, const std::string& pointer, ClusterSpec& c) {
+void parse_topology(const Json& t, const std::string& file, const std::string& pointer, ClusterSpec& c,
+                    const GpuSpec& gpu) {
   const std::vector<std::string> kinds(kTopologyNames.begin(), kTopologyNames.end());
   auto& topo = c.topology;
   if (t.is_string()) {
@@ -216,7 +237,7 @@ void parse_topology(const Json& t, const std::string& file, const std::string& p
   const std::string what = c.nic_per_gpu ? "GPUs (nic: per-gpu)" : "nodes";
   if (topo.kind != TopologyKind::star) {
     if (auto l = r.optional_object("link"))
-      topo.link = parse_link(*l);
+      topo.link = parse_link(*l, gpu);
     else
       topo.link = c.inter;
   }
@@ -265,17 +286,23 @@ void parse_cluster(ObjectReader r, Scenario& s) {
   s.cluster.nodes = static_cast<int>(r.integer("nodes", 1, 1 << 20));
   s.cluster.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, 1024));
   if (auto intra = r.optional_object("intra_node"))
-    s.cluster.intra = parse_link(*intra);
+    s.cluster.intra = parse_link(*intra, s.gpu, &s.cluster.fabric);
   else if (s.cluster.gpus_per_node > 1)
     r.fail("intra_node", "missing required key: a node with several GPUs needs its intra-node link");
   if (auto inter = r.optional_object("inter_node"))
-    s.cluster.inter = parse_link(*inter);
+    s.cluster.inter = parse_link(*inter, s.gpu);
   else if (s.cluster.nodes > 1)
     r.fail("inter_node", "missing required key: several nodes need the inter-node link");
   if (auto nic = r.optional_choice("nic", {"per-node", "per-gpu"}))
     s.cluster.nic_per_gpu = *nic == "per-gpu";
+  if (s.cluster.fabric == Fabric::nvswitch && s.gpu.preset) {
+    if (s.gpu.preset->nvlink_link_Bps == 0)
+      throw InputError(r.file(), r.path("intra_node") + "/fabric",
+                       fmt::format("an NVSwitch joins NVLink GPUs, and {} has no NVLink", s.gpu.preset->name));
+    s.cluster.nvls = s.gpu.preset->compute_capability >= 90;
+  }
   if (const Json* t = r.optional("topology"))
-    parse_topology(*t, r.file(), r.path("topology"), s.cluster);
+    parse_topology(*t, r.file(), r.path("topology"), s.cluster, s.gpu);
   r.finish();
 }
 
@@ -301,6 +328,12 @@ void parse_collectives(ObjectReader r, Scenario& s) {
         throw InputError(r.file(), path,
                          fmt::format("unknown allreduce algorithm '{}' (expected one of: {})", algorithm,
                                      fmt::join(names_of_algorithms(), ", ")));
+      if (algorithm == "nvls" && !s.cluster.nvls)
+        throw InputError(r.file(), path,
+                         "nvls reduces in the node's NVSwitch (NVLink SHARP), which needs Hopper GPUs (an H100 "
+                         "preset) and cluster.intra_node.fabric \"nvswitch\"");
+      if (algorithm == "nvls" && s.cluster.gpus_per_node < 2)
+        throw InputError(r.file(), path, "nvls reduces in a node's switch: it needs at least 2 GPUs per node");
     }
   }
   for (const auto c : {Collective::allgather, Collective::reduce_scatter, Collective::broadcast}) {

@@ -701,9 +701,10 @@ TEST_CASE("cli: list shows what is built in, one per line", "[cli][list]") {
       REQUIRE_FALSE(algorithm.empty());
       algorithms.insert(collective + " " + algorithm);
     }
-    CHECK(algorithms == std::set<std::string>{"allreduce halving-doubling", "allreduce hierarchical", "allreduce ring",
-                                              "allreduce tree", "allgather recursive-doubling", "allgather ring",
-                                              "reduce_scatter ring", "broadcast ring", "broadcast tree"});
+    CHECK(algorithms == std::set<std::string>{"allreduce halving-doubling", "allreduce hierarchical", "allreduce nvls",
+                                              "allreduce ring", "allreduce tree", "allgather recursive-doubling",
+                                              "allgather ring", "reduce_scatter ring", "broadcast ring",
+                                              "broadcast tree"});
   }
   SECTION("gpus") {
     std::set<std::string> families;

@@ -29,6 +29,7 @@ TEST_CASE("lowering::registry lists each algorithm once and finds it by collecti
   }
   CHECK(seen == std::set<std::pair<std::string, std::string>>{{"allreduce", "halving-doubling"},
                                                               {"allreduce", "hierarchical"},
+                                                              {"allreduce", "nvls"},
                                                               {"allreduce", "ring"},
                                                               {"allreduce", "tree"},
                                                               {"allgather", "recursive-doubling"},
@@ -52,7 +53,7 @@ TEST_CASE("lowering::registry groups each collective's algorithms by name, with 
     return out;
   };
   CHECK(names(lowerings(Collective::allreduce)) ==
-        std::vector<std::string>{"halving-doubling", "hierarchical", "ring", "tree"});
+        std::vector<std::string>{"halving-doubling", "hierarchical", "nvls", "ring", "tree"});
   CHECK(names(lowerings(Collective::allgather)) == std::vector<std::string>{"recursive-doubling", "ring"});
   CHECK(lowerings(Collective::none).empty());
   CHECK(default_lowering(Collective::none) == nullptr);

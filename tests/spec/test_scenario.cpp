@@ -57,7 +57,7 @@ TEST_CASE("sim::parse_scenario resolves the allreduce algorithm to its registry 
     doc["collectives"] = Json::parse(R"({"allreduce": "butterfly"})");
     REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"),
                         "t.json: /collectives/allreduce: unknown allreduce algorithm 'butterfly' (expected one of: "
-                        "halving-doubling, hierarchical, ring, tree)");
+                        "halving-doubling, hierarchical, nvls, ring, tree)");
   }
 }
 

@@ -3,9 +3,15 @@
 // 1 GiB bus bandwidth over its nodes' two 200 Gb/s ports, and the ring predicted from the spec sheet with it meets
 // the sweep's other large rows.
 #include "calibrate/nccl_tests.hpp"
+#include "sim/network/lowering/evaluate.hpp"
 #include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <cmath>
+#include <memory>
+#include <utility>
+#include <vector>
 
 using namespace ddlsim;
 using namespace ddlsim::sim;
@@ -83,4 +89,95 @@ TEST_CASE("sim: NCCL over TCP on Polaris, predicted from the spec sheet, meets t
     ++compared;
   }
   CHECK(compared == 5); // 64 MiB .. 1 GiB
+}
+
+namespace {
+
+// One DGX/HGX H100 node: 8 H100 SXM on NVSwitch, 18 NVLink 4 links of 25 GB/s per direction each (450 GB/s);
+// 1.7 us per GPU link, so 3.4 us per hop, the per-step latency NCCL's tuner charges a ring on NVLink with the Simple
+// protocol (src/graph/tuning.cc, hwLatencies[NVLINK][RING][SIMPLE]).
+Json h100_node() {
+  return Json::parse(R"({"name": "hgx-h100", "model": {"zoo": "resnet50", "batch_per_gpu": 32},
+    "gpu": {"preset": "H100-SXM5-80GB"}, "strategy": {"kind": "bsp"},
+    "cluster": {"nodes": 1, "gpus_per_node": 8, "intra_node": {"bandwidth": "450 GB/s", "latency": "1.7 us",
+                "transport": "nvlink", "fabric": "nvswitch"}},
+    "collectives": {"allreduce": "nvls", "allgather": "ring", "reduce_scatter": "ring"}})");
+}
+
+std::vector<calibrate::NcclMeasurement> h100_rows(calibrate::NcclCollective c) {
+  const auto log =
+      calibrate::read_nccl_tests(std::string(DDLSIM_SHARED_DATA) + "/nccl-tests/h100_1x8_sweep_32MiB-16GiB.log");
+  std::vector<calibrate::NcclMeasurement> rows;
+  for (const auto& row : log.rows)
+    if (row.collective == c && row.size_bytes >= 64u << 20)
+      rows.push_back(row);
+  return rows;
+}
+
+} // namespace
+
+TEST_CASE("sim: nvlink takes NCCL's rate per NVLink link, which the H100 node's sendrecv meets",
+          "[sim][transport][data]") {
+  const auto s = parse_scenario(h100_node(), "t.json");
+  CHECK(s.cluster.intra.transport == "nvlink");
+  CHECK_THAT(s.cluster.intra.efficiency, WithinRel(20.6 / 25, 1e-12));
+  CHECK_THAT(s.cluster.intra.bandwidth, WithinRel(370.8e9, 1e-12));
+  CHECK(s.cluster.nvls);
+  // sendrecv between two of the node's GPUs: nccl-tests' bus bandwidth is the link's rate; 367.25 GB/s at 16 GiB
+  const auto rows = h100_rows(calibrate::NcclCollective::sendrecv);
+  REQUIRE(rows.size() == 9);
+  CHECK_THAT(rows.back().out_of_place->busbw_Bps, WithinRel(s.cluster.intra.bandwidth, 0.02));
+  SECTION("A100 and V100 at 20 of 25 GB/s per link; an explicit efficiency wins") {
+    Json doc = h100_node();
+    doc["gpu"]["preset"] = "A100-SXM4-80GB";
+    doc.erase("collectives");
+    CHECK_THAT(parse_scenario(doc, "t").cluster.intra.efficiency, WithinRel(0.8, 1e-12));
+    CHECK_FALSE(parse_scenario(doc, "t").cluster.nvls); // NVLink SHARP needs Hopper
+    doc["cluster"]["intra_node"]["efficiency"] = 0.7;
+    CHECK(parse_scenario(doc, "t").cluster.intra.efficiency == 0.7);
+  }
+  SECTION("errors name their paths") {
+    Json doc = h100_node();
+    doc["gpu"]["preset"] = "T4";
+    doc.erase("collectives");
+    CHECK_THROWS_WITH(parse_scenario(doc, "t.json"),
+                      Contains("/cluster/intra_node/transport") && Contains("T4 has no NVLink"));
+    doc["cluster"]["intra_node"].erase("transport");
+    CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("/cluster/intra_node/fabric"));
+    doc = h100_node();
+    doc["gpu"]["preset"] = "A100-SXM4-80GB";
+    CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("/collectives/allreduce") && Contains("Hopper"));
+    doc = h100_node();
+    doc["cluster"]["intra_node"]["fabric"] = "switch";
+    CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("/collectives/allreduce") && Contains("nvswitch"));
+    doc = h100_node();
+    doc["cluster"]["nodes"] = 2;
+    doc["cluster"]["inter_node"] = {{"bandwidth", "200 Gbps"}, {"latency", "5 us"}, {"transport", "nvlink"}};
+    CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("/cluster/inter_node/transport"));
+  }
+}
+
+TEST_CASE("sim: one H100 node's allreduce (NVLS), allgather and reduce-scatter (ring), predicted from the spec "
+          "sheet, meet the shared sweep within 15 % at >= 64 MiB",
+          "[sim][transport][nvls][data]") {
+  using calibrate::NcclCollective;
+  const auto s = parse_scenario(h100_node(), "t.json");
+  const auto net = s.cluster.network();
+  const std::pair<NcclCollective, std::unique_ptr<CollectiveModel>> models[] = {
+      {NcclCollective::all_reduce, s.allreduce.algorithm->closed_form(net)},
+      {NcclCollective::all_gather, make_cost_model(*s.algorithms.at(Collective::allgather), net)},
+      {NcclCollective::reduce_scatter, make_cost_model(*s.algorithms.at(Collective::reduce_scatter), net)}};
+  for (const auto& [collective, model] : models) {
+    const auto rows = h100_rows(collective);
+    REQUIRE(rows.size() == 9); // 64 MiB .. 16 GiB
+    for (const auto& row : rows) {
+      const double predicted = model->cost(static_cast<double>(row.size_bytes)).time_s;
+      CAPTURE(calibrate::nccl_collective_name(collective), row.size_bytes, predicted, row.fastest_s());
+      CHECK(std::abs(predicted / row.fastest_s() - 1) < 0.15);
+    }
+  }
+  // A ring cannot carry the allreduce at the rate measured: 482 GB/s of bus bandwidth at 16 GiB, over 370.8
+  const auto ring = find_lowering(Collective::allreduce, "ring")->closed_form(net);
+  const auto last = h100_rows(NcclCollective::all_reduce).back();
+  CHECK(ring->cost(static_cast<double>(last.size_bytes)).time_s > 1.25 * last.fastest_s());
 }

@@ -39,6 +39,16 @@ struct Hop {
   return {2 * n.inter.latency_s, n.inter.bandwidth};
 }
 
+/// NVLS (allreduce_nvls.cpp): the share of the NVLink rate NCCL's NVLS kernels reach on Hopper (nvlsEfficiency 0.85
+/// on 15 of 16 channels, NVIDIA/nccl src/graph/tuning.cc and src/transport/nvls.cc), the latency NCCL's tuner charges
+/// NVLS on NVLink (25 us), and the link time, in bytes at the link's rate, that a GPU's link needs for an allreduce of
+/// n bytes over g GPUs: n(1 + 1/g) at that share.
+inline constexpr double kNvlsRateShare = 0.85 * 15.0 / 16.0;
+inline constexpr double kNvlsLatency = 25e-6;
+[[nodiscard]] inline double nvls_link_bytes(int g, double bytes) {
+  return (1.0 + 1.0 / g) * bytes / kNvlsRateShare;
+}
+
 /// One ring step: every rank r of p sends `bytes` to r + 1 mod p (p flows in rank order).
 [[nodiscard]] Phase ring_phase(int p, double bytes, int latency_repeats);
 
@@ -60,6 +70,8 @@ std::vector<Phase> lower_allreduce_tree(const LoweringShape& shape, double bytes
 std::unique_ptr<CollectiveModel> closed_form_allreduce_tree(const Network& net);
 std::vector<Phase> lower_allreduce_hierarchical(const LoweringShape& shape, double bytes, Granularity granularity);
 std::unique_ptr<CollectiveModel> closed_form_allreduce_hierarchical(const Network& net);
+std::vector<Phase> lower_allreduce_nvls(const LoweringShape& shape, double bytes, Granularity granularity);
+std::unique_ptr<CollectiveModel> closed_form_allreduce_nvls(const Network& net);
 std::vector<Phase> lower_allgather_ring(const LoweringShape& shape, double bytes, Granularity granularity);
 std::vector<Phase> lower_allgather_recursive_doubling(const LoweringShape& shape, double bytes,
                                                       Granularity granularity);

@@ -50,7 +50,8 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
       const int sharers = intra ? std::max(out[static_cast<std::size_t>(f.src)], in[static_cast<std::size_t>(f.dst)])
                                 : std::max(nic_out[endpoint(f.src)], nic_in[endpoint(f.dst)]);
       const LinkSpec& link = intra ? net.intra : net.inter;
-      const double latency_s = ph.chain_hops > 0 ? chain_latency_s : f.latency_repeats * 2 * link.latency_s;
+      const double latency_s =
+          ph.extra_latency_s + (ph.chain_hops > 0 ? chain_latency_s : f.latency_repeats * 2 * link.latency_s);
       visit(phase, f, latency_s, sharers / link.bandwidth);
     }
     ++phase;

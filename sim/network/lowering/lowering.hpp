@@ -32,10 +32,12 @@ struct Flow {
 /// latency (critical_walk) in place of its own: the whole walk's (`chain_hop` < 0, a phase that folds all steps)
 /// or its hop number `chain_hop` (a phase that is one step). A ring's latency is thus the sum of its hops' along
 /// the chain, while its bandwidth term is that of its slowest edge (a pipelined ring runs at its bottleneck).
+/// `extra_latency_s`: a latency every flow of the phase pays on top of its links' (NVLS's switch synchronisation).
 struct Phase {
   std::vector<Flow> flows;
   int chain_hops = 0;
   int chain_hop = -1;
+  double extra_latency_s = 0;
 };
 
 /// The walk of `hops` consecutive edges of a ring whose edge j has latency edge_latency[j mod m] (m edges, one
