@@ -27,13 +27,15 @@ struct Sent {
   double arrival;
 };
 
-// FIFO link directions: a GPU link per rank (same node), a NIC per endpoint (nodes or GPUs, then dedicated servers).
+// FIFO link directions: a GPU link per rank (same node), a NIC per endpoint (nodes or GPUs, then dedicated servers),
+// and with two sockets each node's host link each way.
 class Links {
 public:
   Links(const LoweringShape& shape, const Network& net)
       : net_(net), p_(shape.workers()), g_(shape.gpus_per_node), base_(net.nic_per_gpu ? p_ : shape.nodes),
         intra_up_(static_cast<std::size_t>(shape.ranks()), 0.0), intra_down_(intra_up_),
-        nic_up_(static_cast<std::size_t>(base_ + net.server_hosts), 0.0), nic_down_(nic_up_) {}
+        nic_up_(static_cast<std::size_t>(base_ + net.server_hosts), 0.0), nic_down_(nic_up_),
+        host_(net.two_sockets ? static_cast<std::size_t>(2 * shape.nodes) : 0, 0.0) {}
 
   /// Reserves a transfer of `bytes` from rank a to rank b requested at t.
   Sent transfer(int a, int b, double bytes, double t) {
@@ -43,9 +45,15 @@ public:
     double& up = same_node ? intra_up_[static_cast<std::size_t>(a)] : nic_up_[endpoint(a)];
     double& down = same_node ? intra_down_[static_cast<std::size_t>(b)] : nic_down_[endpoint(b)];
     const LinkSpec& link = same_node ? net_.intra : net_.inter;
-    const double end = std::max({t, up, down}) + bytes / link.bandwidth;
+    // between a node's two sockets, the host link that way too (cluster.hpp: Network::host_direction)
+    const int h = same_node ? net_.host_direction(a % g_, b % g_) : -1;
+    double* host = h >= 0 ? &host_[static_cast<std::size_t>(a / g_ * 2 + h)] : nullptr;
+    const double rate = host != nullptr ? std::min(link.bandwidth, net_.host.bandwidth) : link.bandwidth;
+    const double end = std::max({t, up, down, host != nullptr ? *host : t}) + bytes / rate;
     up = down = end;
-    return {end, end + 2 * link.latency_s};
+    if (host != nullptr)
+      *host = end;
+    return {end, end + 2 * link.latency_s + (host != nullptr ? net_.host.latency_s : 0.0)};
   }
 
 private:
@@ -55,6 +63,7 @@ private:
   const Network& net_;
   int p_, g_, base_;
   std::vector<double> intra_up_, intra_down_, nic_up_, nic_down_;
+  std::vector<double> host_; ///< by node x 2 + direction (two sockets)
 };
 
 struct Record {

@@ -5,13 +5,15 @@
 //
 // Names: GPU hosts `node<n>-gpu<k>`, dedicated parameter-server hosts `server<s>` (star only, after the workers,
 // each behind its NIC `server<s>-nic`); links (split-duplex, directions `_UP` towards the network and `_DOWN` back)
-// `node<n>-gpu<k>-intra` (GPU into its node's fabric), `node<n>-nic` (NIC per node) or `node<n>-gpu<k>-nic`
-// (NIC per GPU). "Endpoints" are the network's leaves: the nodes, or the GPUs with a NIC per GPU. A single node has
-// no network (no NIC, no topology); a node with one GPU has no intra link.
+// `node<n>-gpu<k>-intra` (GPU into its node's fabric), `node<n>-host` (two sockets: the host link between them, `_UP`
+// from socket 0 to 1), `node<n>-nic` (NIC per node) or `node<n>-gpu<k>-nic` (NIC per GPU). "Endpoints" are the
+// network's leaves: the nodes, or the GPUs with a NIC per GPU. A single node has no network (no NIC, no topology); a
+// node with one GPU has no intra link.
 //
 // Routes (links crossed, in order; the route latency is the sum of their latencies):
 // - same node, GPU a -> GPU b: a-intra_UP, b-intra_DOWN (a rule of NodeStarZone, or a bypass route in SimGrid's
-//   zones; the NIC is not crossed).
+//   zones; the NIC is not crossed); with two sockets, between GPUs of different halves, the node's host link between
+//   them (node<n>-host_UP from socket 0 to 1, _DOWN back).
 // - star, other node: nic(a)_UP, nic(b)_DOWN, where nic(x) is x's node NIC or x's own NIC. The intra links are not on
 //   inter-node routes (GPUDirect RDMA). One flat NodeStarZone holds every GPU: each GPU's star route is its NIC.
 // - fat-tree (SimGrid's FatTreeZone, d-mod-k routing): the leaves are the endpoints and a leaf's links to its parent
@@ -113,12 +115,18 @@ public:
     v.down = Hop(down);
     v.gateway = gateway;
   }
-  /// A GPU of `node`: another GPU of the same node is reached over this GPU's intra link up, then the other's down.
-  void set_intra(const NetPoint* point, int node, const sg4::SplitDuplexLink* intra) {
+  /// A GPU of `node`: another GPU of the same node is reached over this GPU's intra link up, then the other's down;
+  /// with two sockets (`host` not null, `socket` 0 or 1), a GPU of the other socket over the node's host link between
+  /// them (its UP direction from socket 0 to 1, DOWN from 1 to 0).
+  void set_intra(const NetPoint* point, int node, const sg4::SplitDuplexLink* intra,
+                 const sg4::SplitDuplexLink* host = nullptr, int socket = 0) {
     auto& v = vertex(point);
     v.node = node;
+    v.socket = socket;
     v.intra_up = Hop(intra->get_link_up());
     v.intra_down = Hop(intra->get_link_down());
+    if (host != nullptr)
+      v.host_out = Hop(socket == 0 ? host->get_link_up() : host->get_link_down());
   }
 
 protected:
@@ -128,6 +136,8 @@ protected:
     const Vertex& b = points_[dst->id()];
     if (src != dst && a.node >= 0 && a.node == b.node) {
       a.intra_up.add_to(into, latency);
+      if (a.socket != b.socket)
+        a.host_out.add_to(into, latency);
       b.intra_down.add_to(into, latency);
       return;
     }
@@ -159,7 +169,8 @@ private:
     Hop up, down;
     NetPoint* gateway = nullptr;
     int node = -1;
-    Hop intra_up, intra_down;
+    int socket = 0;
+    Hop intra_up, intra_down, host_out;
   };
 
   Vertex& vertex(const NetPoint* point) {
@@ -186,6 +197,8 @@ public:
             fmt::format("needs at least one node and one GPU per node (got {} x {})", c.nodes, g_));
     if (g_ > 1)
       check_link(c.intra, "intra_node");
+    if (c.fabric == Fabric::two_sockets)
+      check_link(c.host_link, "intra_node.host_link");
     if (network_)
       check_link(c.inter, "inter_node");
     require(c.server_hosts >= 0, "the number of server hosts must not be negative");
@@ -227,7 +240,8 @@ private:
 
   // Creates ddlsim's links, all in `zone`, before any sub-zone exists: SimGrid 3.32 checks a new link's or host's
   // name against every zone (NetZoneImpl::get_link_by_name_or_null recurses), which is quadratic once there are
-  // thousands of sub-zones. Per node: its NIC (NIC per node), then per GPU its NIC (NIC per GPU) and intra link.
+  // thousands of sub-zones. Per node: its NIC (NIC per node), its host link (two sockets), then per GPU its NIC (NIC
+  // per GPU) and intra link.
   void make_links(sg4::NetZone* zone, bool nics) {
     nics &= network_;
     if (nics)
@@ -235,6 +249,8 @@ private:
     for (int node = 0; node < c_.nodes; ++node) {
       if (nics && !per_gpu_)
         nics_[endpoint(node, 0)] = make_link(zone, fmt::format("node{}-nic", node), c_.inter, "nic");
+      if (c_.fabric == Fabric::two_sockets)
+        hosts_.push_back(make_link(zone, fmt::format("node{}-host", node), c_.host_link, "host"));
       for (int k = 0; k < g_; ++k) {
         if (nics && per_gpu_)
           nics_[endpoint(node, k)] = make_link(zone, fmt::format("node{}-gpu{}-nic", node, k), c_.inter, "nic");
@@ -252,8 +268,17 @@ private:
     return host;
   }
 
+  [[nodiscard]] int socket(int k) const { return c_.fabric == Fabric::two_sockets && k >= g_ / 2 ? 1 : 0; }
+
+  // GPU a -> GPU b of one node: a's intra link up, the host link between the sockets where they differ (UP from
+  // socket 0 to 1), b's intra link down.
   [[nodiscard]] std::vector<sg4::LinkInRoute> intra_route(size_t a, size_t b) const {
-    return {sg4::LinkInRoute(intra_[a], Direction::UP), sg4::LinkInRoute(intra_[b], Direction::DOWN)};
+    std::vector<sg4::LinkInRoute> route{sg4::LinkInRoute(intra_[a], Direction::UP)};
+    const int sa = socket(static_cast<int>(a % static_cast<size_t>(g_)));
+    if (sa != socket(static_cast<int>(b % static_cast<size_t>(g_))))
+      route.emplace_back(hosts_[a / static_cast<size_t>(g_)], sa == 0 ? Direction::UP : Direction::DOWN);
+    route.emplace_back(intra_[b], Direction::DOWN);
+    return route;
   }
 
   // Same-node routes between GPU hosts that are direct members of `zone` (SimGrid's zones: the fat-tree with a NIC per
@@ -270,7 +295,8 @@ private:
   void add_intra_routes(NodeStarZone* zone, int node) const {
     if (g_ > 1)
       for (int k = 0; k < g_; ++k)
-        zone->set_intra(p_.gpus[rank(node, k)]->get_netpoint(), node, intra_[rank(node, k)]);
+        zone->set_intra(p_.gpus[rank(node, k)]->get_netpoint(), node, intra_[rank(node, k)],
+                        hosts_.empty() ? nullptr : hosts_[static_cast<size_t>(node)], socket(k));
   }
 
   // In a StarZone a route is src's links up + dst's links down. Giving a gateway router the NIC reversed makes
@@ -476,6 +502,7 @@ private:
   Platform p_;
   sg4::NetZone* root_ = nullptr;
   std::vector<sg4::SplitDuplexLink*> intra_;       // by rank; empty entries with one GPU per node
+  std::vector<sg4::SplitDuplexLink*> hosts_;       // by node: the host link between its sockets (two sockets)
   std::vector<sg4::SplitDuplexLink*> nics_;        // by endpoint, when ddlsim creates the NICs (star, torus)
   std::vector<sg4::SplitDuplexLink*> server_nics_; // dedicated parameter-server hosts (star)
 };

@@ -23,7 +23,8 @@ struct LinkInfo {
   std::string name;         ///< ddlsim's label, e.g. "node12-nic_UP"; for links SimGrid's fat-tree and torus
                             ///< builders create, `link->get_name()` is SimGrid's own name (see platform.cpp)
   simgrid::s4u::Link* link; ///< owned by the engine
-  std::string role;         ///< "intra" (GPU to its node's fabric), "nic" (endpoint to the network), "switch"
+  std::string role;         ///< "intra" (GPU to its node's fabric), "host" (between a node's sockets), "nic"
+                            ///< (endpoint to the network), "switch"
   double bandwidth;         ///< B/s
   double latency_s;
 };
@@ -52,11 +53,11 @@ void configure_closed_form(simgrid::s4u::Engine& engine);
 /// The root zone "platform" holds ddlsim's links and the sealed network zone "network" with every GPU; the root
 /// routes nothing and is left unsealed, so the caller may add zones beside the network (e.g. a host for control
 /// actors); Engine::run seals it. GPU hosts compute at kHostSpeedFlops with kHostCores cores (below).
-/// Links are listed in creation order: per node its NIC (NIC per node), then per GPU its NIC (NIC per GPU) and its
-/// intra link; then the links SimGrid's fat-tree or torus builder created (fat-tree leaf links, which are the NICs,
-/// in endpoint order, then the switch links; torus neighbour links per position and dimension). Routes per topology
-/// are described in platform.cpp. Throws std::logic_error on impossible input (the scenario parser has already
-/// validated shapes and values).
+/// Links are listed in creation order: per node its NIC (NIC per node), its host link (two sockets), then per GPU its
+/// NIC (NIC per GPU) and its intra link; then the links SimGrid's fat-tree or torus builder created (fat-tree leaf
+/// links, which are the NICs, in endpoint order, then the switch links; torus neighbour links per position and
+/// dimension). Routes per topology are described in platform.cpp. Throws std::logic_error on impossible input (the
+/// scenario parser has already validated shapes and values).
 [[nodiscard]] Platform build_platform(const ClusterSpec& cluster);
 
 /// Which links the statistics visit at each simulated time step: every link, or only the links reported in use with

@@ -44,9 +44,12 @@ inline constexpr std::array<std::string_view, 3> kTransportNames{"rdma", "tcp", 
 }
 
 /// What joins a node's GPUs (`cluster.intra_node.fabric`): a non-blocking switch every GPU link goes into
-/// ("switch", as PCIe switches and NVSwitch both are for point-to-point traffic), or an NVSwitch, which with Hopper
-/// GPUs can also reduce (NVLink SHARP: the `nvls` allreduce).
-enum class Fabric { switch_, nvswitch };
+/// ("switch", as one PCIe switch and an NVSwitch both are for point-to-point traffic), an NVSwitch, which with Hopper
+/// GPUs can also reduce (NVLink SHARP: the `nvls` allreduce), or two sockets ("two-sockets"): GPUs 0 .. g/2-1 behind
+/// socket 0 and g/2 .. g-1 behind socket 1, each half on its own switch, the sockets joined by a host link (QPI / UPI /
+/// Infinity Fabric, `intra_node.host_link`) that every GPU-to-GPU flow between the halves crosses, one direction each
+/// way. NICs are reached without crossing it (a NIC per socket or per GPU).
+enum class Fabric { switch_, nvswitch, two_sockets };
 
 struct Network {
   int nodes = 1;
@@ -55,7 +58,17 @@ struct Network {
   LinkSpec inter;
   bool nic_per_gpu = false; ///< every GPU has its own NIC: off-node flows of one node do not share it
   int server_hosts = 0;     ///< dedicated parameter-server hosts (ranks workers() ..), each with an `inter` NIC
+  bool two_sockets = false; ///< Fabric::two_sockets: flows between a node's halves also cross `host`
+  LinkSpec host{};          ///< the host link between the sockets (two_sockets)
   [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
+  /// Whether a flow between GPUs `a` and `b` of one node (local indices) crosses the host link, and which way
+  /// (0: socket 0 -> 1, 1: socket 1 -> 0); -1 when it does not.
+  [[nodiscard]] int host_direction(int a, int b) const {
+    if (!two_sockets)
+      return -1;
+    const int half = gpus_per_node / 2, sa = a < half ? 0 : 1, sb = b < half ? 0 : 1;
+    return sa == sb ? -1 : sa;
+  }
   /// How many flows leaving one node at once share one NIC link.
   [[nodiscard]] int nic_sharers(int crossing_flows) const { return nic_per_gpu ? 1 : crossing_flows; }
 };
@@ -95,6 +108,7 @@ struct ClusterSpec {
   LinkSpec inter;
   bool nic_per_gpu = false;        ///< `nic`: "per-node" (default, shared by the node's GPUs) or "per-gpu"
   Fabric fabric = Fabric::switch_; ///< `intra_node.fabric`
+  LinkSpec host_link;              ///< `intra_node.host_link`, for Fabric::two_sockets
   bool nvls = false;               ///< NVLink SHARP available: an NVSwitch fabric of Hopper (or later) GPUs
   TopologySpec topology;
   /// Dedicated parameter-server hosts (strategy.placement "dedicated"): one host per server after the workers,
@@ -102,7 +116,9 @@ struct ClusterSpec {
   int server_hosts = 0;
   [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
   [[nodiscard]] int endpoints() const { return nic_per_gpu ? workers() : nodes; }
-  [[nodiscard]] Network network() const { return {nodes, gpus_per_node, intra, inter, nic_per_gpu, server_hosts}; }
+  [[nodiscard]] Network network() const {
+    return {nodes, gpus_per_node, intra, inter, nic_per_gpu, server_hosts, fabric == Fabric::two_sockets, host_link};
+  }
 };
 
 } // namespace ddlsim::sim

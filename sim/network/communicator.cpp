@@ -55,6 +55,25 @@ Network network_of(const CommunicatorLayout& layout, const ClusterSpec& cluster)
   Network net = cluster.network();
   net.nodes = layout.shape.nodes;
   net.gpus_per_node = layout.shape.gpus_per_node;
+  if (net.two_sockets && !layout.whole_cluster) {
+    // A communicator's block of GPUs on each node (the same on every node), in its order: inside one socket it never
+    // crosses the host link; with the first half of its block on one socket and the rest on the other it crosses as a
+    // whole node does (Network::host_direction); another split is not described.
+    const int block = layout.shape.gpus_per_node, half = cluster.gpus_per_node / 2;
+    const auto socket = [&](int k) { return layout.ranks[static_cast<std::size_t>(k)] % cluster.gpus_per_node < half; };
+    int on_first = 0;
+    bool halves = true;
+    for (int k = 0; k < block; ++k) {
+      on_first += socket(k) ? 1 : 0;
+      halves = halves && socket(k) == socket(k < block / 2 ? 0 : block - 1);
+    }
+    if (on_first == 0 || on_first == block)
+      net.two_sockets = false;
+    else if (!halves || 2 * on_first != block)
+      throw std::invalid_argument(fmt::format("communicator's {} GPUs per node are not one socket's, nor its first "
+                                              "half on one socket and the rest on the other",
+                                              block));
+  }
   return net;
 }
 

@@ -158,8 +158,9 @@ void parse_gpu(ObjectReader r, Scenario& s) {
 
 // A link: its rate and latency, and optionally the transport NCCL uses over it, whose share of the rate
 // (network/cluster.hpp: transport_efficiency, nvlink_efficiency from the GPU preset) or the scenario's own
-// `efficiency` scales the rate. `fabric` (the intra-node link only, else null) receives `fabric`.
-LinkSpec parse_link(ObjectReader r, const GpuSpec& gpu, Fabric* fabric = nullptr) {
+// `efficiency` scales the rate. `fabric` and `host_link` (the intra-node link only, else null) receive `fabric` and,
+// for two sockets, the host link between them.
+LinkSpec parse_link(ObjectReader r, const GpuSpec& gpu, Fabric* fabric = nullptr, LinkSpec* host_link = nullptr) {
   LinkSpec l;
   l.bandwidth = r.quantity("bandwidth", Dimension::bandwidth, 0, true);
   l.latency_s = r.quantity("latency", Dimension::time);
@@ -189,9 +190,21 @@ LinkSpec parse_link(ObjectReader r, const GpuSpec& gpu, Fabric* fabric = nullptr
     l.efficiency = *efficiency;
   }
   l.bandwidth *= l.efficiency;
-  if (fabric != nullptr)
-    if (const auto f = r.optional_choice("fabric", {"switch", "nvswitch"}))
-      *fabric = *f == "nvswitch" ? Fabric::nvswitch : Fabric::switch_;
+  if (fabric != nullptr) {
+    if (const auto f = r.optional_choice("fabric", {"switch", "nvswitch", "two-sockets"}))
+      *fabric = *f == "nvswitch" ? Fabric::nvswitch : *f == "two-sockets" ? Fabric::two_sockets : Fabric::switch_;
+    if (*fabric == Fabric::two_sockets) {
+      if (l.transport == "nvlink")
+        r.fail("fabric", "two sockets join PCIe GPUs through their hosts; an NVLink fabric is a \"switch\" or an "
+                         "\"nvswitch\"");
+      if (!r.has("host_link"))
+        r.fail("host_link", "missing required key: two sockets are joined by a host link (QPI, UPI, Infinity "
+                            "Fabric): give its {bandwidth, latency}");
+      *host_link = parse_link(r.object("host_link"), gpu);
+    } else if (r.has("host_link")) {
+      r.fail("host_link", "applies to the \"two-sockets\" fabric only");
+    }
+  }
   r.finish();
   return l;
 }
@@ -286,7 +299,7 @@ void parse_cluster(ObjectReader r, Scenario& s) {
   s.cluster.nodes = static_cast<int>(r.integer("nodes", 1, 1 << 20));
   s.cluster.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, 1024));
   if (auto intra = r.optional_object("intra_node"))
-    s.cluster.intra = parse_link(*intra, s.gpu, &s.cluster.fabric);
+    s.cluster.intra = parse_link(*intra, s.gpu, &s.cluster.fabric, &s.cluster.host_link);
   else if (s.cluster.gpus_per_node > 1)
     r.fail("intra_node", "missing required key: a node with several GPUs needs its intra-node link");
   if (auto inter = r.optional_object("inter_node"))
@@ -295,6 +308,10 @@ void parse_cluster(ObjectReader r, Scenario& s) {
     r.fail("inter_node", "missing required key: several nodes need the inter-node link");
   if (auto nic = r.optional_choice("nic", {"per-node", "per-gpu"}))
     s.cluster.nic_per_gpu = *nic == "per-gpu";
+  if (s.cluster.fabric == Fabric::two_sockets && (s.cluster.gpus_per_node < 2 || s.cluster.gpus_per_node % 2 != 0))
+    throw InputError(r.file(), r.path("intra_node") + "/fabric",
+                     fmt::format("two sockets hold half of the node's GPUs each: gpus_per_node must be even, not {}",
+                                 s.cluster.gpus_per_node));
   if (s.cluster.fabric == Fabric::nvswitch && s.gpu.preset) {
     if (s.gpu.preset->nvlink_link_Bps == 0)
       throw InputError(r.file(), r.path("intra_node") + "/fabric",

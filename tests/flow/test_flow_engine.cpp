@@ -82,6 +82,32 @@ TEST_CASE("flow::allreduce agrees with the analytic closed forms without content
   CHECK_THAT(flow_time(c, algorithm, bytes, per_message), WithinRel(analytic_time(c, algorithm, bytes), 1e-3));
 }
 
+TEST_CASE("flow::two sockets per node agree with the analytic engine without contention",
+          "[flow][agreement][sockets]") {
+  // PCIe GPU links at 12 GB/s behind two sockets joined by a 10 GB/s host link (2 us), 100 Gb/s NICs: the analytic
+  // engine times the lowering with the host link shared by the flows that cross it each way (evaluate.cpp); the
+  // flow engine routes them over node<n>-host.
+  auto [nodes, gpus, bytes] = GENERATE(table<int, int, double>({
+      {1, 8, 256e6},
+      {1, 4, 1e6},
+      {2, 4, 64e6},
+      {4, 8, 100e6},
+  }));
+  const auto algorithm = GENERATE(as<std::string>{}, "ring", "halving-doubling", "hierarchical", "tree");
+  CAPTURE(nodes, gpus, bytes, algorithm);
+  // The tree's chain flows pay different latencies (those across the host link more): in the flow engine they start
+  // their transfers at different instants and share the GPU links unevenly, which the phase-synchronous evaluation
+  // does not model; at 1 MB that is 3.5 % (183.9 vs 190.7 us), at >= 64 MB below 0.1 %.
+  if (algorithm == "tree" && bytes < 64e6)
+    return;
+  auto c = cluster(nodes, gpus, 12.5e9, 5e-6, 12e9, 1e-6);
+  c.fabric = Fabric::two_sockets;
+  c.host_link = {10e9, 2e-6};
+  const double analytic =
+      make_cost_model(*find_lowering(Collective::allreduce, algorithm), c.network())->cost(bytes).time_s;
+  CHECK_THAT(flow_time(c, algorithm, bytes, false), WithinRel(analytic, 1e-3));
+}
+
 TEST_CASE("flow::a double binary tree on 2 and 3 nodes loads a NIC with n and 1.5 n", "[flow][agreement]") {
   // p = 2: 2a + n/B; p = 3: 4a + 1.5 n/B (sim/network/lowering/allreduce_tree.cpp), a = 2 x latency
   const double n = 100e6, B = 1.25e9, a = 50e-6;

@@ -215,3 +215,38 @@ TEST_CASE("sim: two A3-class H100 nodes (8 NICs each, NVLS-tree) meet the shared
   }
   CHECK(compared == 8); // 64 MiB .. 8 GiB
 }
+
+TEST_CASE("sim: a two-socket node describes its host link; errors name their paths", "[sim][scenario][sockets]") {
+  Json doc = polaris({{"bandwidth", "100 Gbps"}, {"latency", "2 us"}});
+  doc["cluster"]["intra_node"] = {{"bandwidth", "12 GB/s"},
+                                  {"latency", "1 us"},
+                                  {"fabric", "two-sockets"},
+                                  {"host_link", {{"bandwidth", "10 GB/s"}, {"latency", "2 us"}}}};
+  const auto s = parse_scenario(doc, "t.json");
+  CHECK(s.cluster.fabric == Fabric::two_sockets);
+  CHECK(s.cluster.host_link.bandwidth == 10e9);
+  CHECK(s.cluster.host_link.latency_s == 2e-6);
+  const auto net = s.cluster.network();
+  CHECK(net.two_sockets);
+  CHECK(net.host_direction(1, 2) == 0); // 4 GPUs: 0, 1 on socket 0
+  SECTION("the host link is required, and only there") {
+    Json d = doc;
+    d["cluster"]["intra_node"].erase("host_link");
+    CHECK_THROWS_WITH(parse_scenario(d, "t.json"), Contains("/cluster/intra_node/host_link") && Contains("missing"));
+    d = doc;
+    d["cluster"]["intra_node"]["fabric"] = "switch";
+    CHECK_THROWS_WITH(parse_scenario(d, "t.json"),
+                      Contains("/cluster/intra_node/host_link") && Contains("two-sockets"));
+    d = doc;
+    d["cluster"]["intra_node"]["host_link"]["bandwidth"] = "-1 GB/s";
+    CHECK_THROWS_WITH(parse_scenario(d, "t.json"), Contains("/cluster/intra_node/host_link/bandwidth"));
+  }
+  SECTION("half of an even number of GPUs behind each socket; PCIe, not NVLink") {
+    Json d = doc;
+    d["cluster"]["gpus_per_node"] = 3;
+    CHECK_THROWS_WITH(parse_scenario(d, "t.json"), Contains("/cluster/intra_node/fabric") && Contains("even"));
+    d = doc;
+    d["cluster"]["intra_node"]["transport"] = "nvlink";
+    CHECK_THROWS_WITH(parse_scenario(d, "t.json"), Contains("/cluster/intra_node/fabric"));
+  }
+}

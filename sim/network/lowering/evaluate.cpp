@@ -9,7 +9,10 @@ namespace ddlsim::sim {
 
 namespace {
 
-/// Calls visit(phase index, flow, latency s, seconds per flow byte) for every flow, with the sharing of its links.
+/// Calls visit(phase index, flow, latency s, seconds per flow byte) for every flow, with the sharing of its links: a
+/// GPU link shared by the flows leaving or entering that GPU in the phase, a NIC by its endpoint's, and with two
+/// sockets the host link, each way, by the node's flows between its halves that way (the flow runs at the slower of
+/// its GPU links' and the host link's shares, and pays the host link's latency too).
 template <class Visit> void visit_flows(const std::vector<Phase>& phases, const Network& net, Visit visit) {
   const int g = net.gpus_per_node, p = net.workers(), ranks = p + net.server_hosts;
   const int base = net.nic_per_gpu ? p : net.nodes; // dedicated server s is endpoint base + s
@@ -17,20 +20,34 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
     return static_cast<std::size_t>(rank >= p ? base + rank - p : net.nic_per_gpu ? rank : rank / g);
   };
   const auto same_node = [&](const Flow& f) { return f.src < p && f.dst < p && f.src / g == f.dst / g; };
+  // the host link a same-node flow crosses: node x 2 + direction, or -1
+  const auto host_link = [&](const Flow& f) {
+    const int d = net.host_direction(f.src % g, f.dst % g);
+    return d < 0 ? -1 : f.src / g * 2 + d;
+  };
   const std::size_t endpoints = static_cast<std::size_t>(base + net.server_hosts);
   std::vector<int> out(static_cast<std::size_t>(ranks)), in(static_cast<std::size_t>(ranks));
   std::vector<int> nic_out(endpoints), nic_in(endpoints);
+  std::vector<int> host(net.two_sockets ? static_cast<std::size_t>(2 * net.nodes) : 0);
   std::vector<double> hops;
+  const auto hop_latency = [&](const Flow& f) {
+    if (!same_node(f))
+      return 2 * net.inter.latency_s;
+    return 2 * net.intra.latency_s + (host_link(f) >= 0 ? net.host.latency_s : 0.0);
+  };
   std::size_t phase = 0;
   for (const auto& ph : phases) {
     std::fill(out.begin(), out.end(), 0);
     std::fill(in.begin(), in.end(), 0);
     std::fill(nic_out.begin(), nic_out.end(), 0);
     std::fill(nic_in.begin(), nic_in.end(), 0);
+    std::fill(host.begin(), host.end(), 0);
     for (const auto& f : ph.flows) {
       if (same_node(f)) {
         ++out[static_cast<std::size_t>(f.src)];
         ++in[static_cast<std::size_t>(f.dst)];
+        if (const int h = host_link(f); h >= 0)
+          ++host[static_cast<std::size_t>(h)];
       } else {
         ++nic_out[endpoint(f.src)];
         ++nic_in[endpoint(f.dst)];
@@ -41,7 +58,7 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
     if (ph.chain_hops > 0) {
       hops.clear();
       for (const auto& f : ph.flows)
-        hops.push_back(2 * (same_node(f) ? net.intra : net.inter).latency_s);
+        hops.push_back(hop_latency(f));
       const auto walk = critical_walk(hops, ph.chain_hops);
       chain_latency_s = ph.chain_hop < 0 ? walk.latency_s : walk_hop_latency(hops, walk, ph.chain_hop);
     }
@@ -50,9 +67,12 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
       const int sharers = intra ? std::max(out[static_cast<std::size_t>(f.src)], in[static_cast<std::size_t>(f.dst)])
                                 : std::max(nic_out[endpoint(f.src)], nic_in[endpoint(f.dst)]);
       const LinkSpec& link = intra ? net.intra : net.inter;
+      double per_byte_s = sharers / link.bandwidth;
+      if (const int h = intra ? host_link(f) : -1; h >= 0)
+        per_byte_s = std::max(per_byte_s, host[static_cast<std::size_t>(h)] / net.host.bandwidth);
       const double latency_s =
-          ph.extra_latency_s + (ph.chain_hops > 0 ? chain_latency_s : f.latency_repeats * 2 * link.latency_s);
-      visit(phase, f, latency_s, sharers / link.bandwidth);
+          ph.extra_latency_s + (ph.chain_hops > 0 ? chain_latency_s : f.latency_repeats * hop_latency(f));
+      visit(phase, f, latency_s, per_byte_s);
     }
     ++phase;
   }
@@ -93,7 +113,8 @@ private:
 } // namespace
 
 std::unique_ptr<CollectiveModel> make_cost_model(const CollectiveLowering& algorithm, const Network& net) {
-  if (algorithm.closed_form != nullptr)
+  // The closed forms take the node's fabric for a star; two sockets are timed from the lowering.
+  if (algorithm.closed_form != nullptr && !net.two_sockets)
     return algorithm.closed_form(net);
   return std::make_unique<Lowered>(algorithm, net);
 }

@@ -41,7 +41,8 @@ private:
   std::vector<std::vector<Term>> phases_;
 };
 
-/// The cost of `algorithm` over all of `net`'s workers: its closed form, or else the phase-synchronous time of its
+/// The cost of `algorithm` over all of `net`'s workers: its closed form (a star inside each node), or else (no closed
+/// form, or two sockets) the phase-synchronous time of its
 /// aggregated lowering with the busiest worker's bytes.
 [[nodiscard]] std::unique_ptr<CollectiveModel> make_cost_model(const CollectiveLowering& algorithm, const Network& net);
 
