@@ -189,13 +189,7 @@ RunResult run_analytic(const Scenario& s) {
     r.notes.push_back(fmt::format("the analytic engine treats the {} topology as a non-blocking star (only the NIC "
                                   "links are modelled); use the flow engine for its links and contention",
                                   topology_name(s.cluster.topology.kind)));
-  const auto slowdown = comm_slowdown(s);
-  if (slowdown.factor > 0)
-    r.notes.push_back(fmt::format("compute on a GPU runs {:.3g} x slower while a collective runs on it ({}{}; "
-                                  "docs/engines.md)",
-                                  1 + slowdown.factor, slowdown.source == "gpu.comm_slowdown" ? "" : "calibration ",
-                                  slowdown.source));
-  r.timing = schedule(r.graph, {.compute_slowdown = slowdown.factor});
+  r.timing = schedule(r.graph, {.compute_slowdown = comm_slowdown(s).factor});
   r.sim.events = r.graph.size();
   detail::finalize(s, prepared);
   if (s.variability && !ssp) // ps-ssp's replay drew its own

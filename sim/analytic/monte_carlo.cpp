@@ -44,16 +44,7 @@ void sample_iterations(const Scenario& s, RunResult& r) {
   const auto& spec = *s.variability;
   const auto& g = r.graph;
   const std::size_t n = g.size();
-  if (g.priority_credit() > 0)
-    throw InputError(s.file, "/variability",
-                     fmt::format("is not sampled for '{}': its priority scheduling under a credit reorders "
-                                 "transfers at run time; leave 'variability' out",
-                                 s.strategy.kind()));
-  if (const auto slowdown = comm_slowdown(s); slowdown.factor > 0)
-    throw InputError(s.file, "/variability",
-                     fmt::format("is not sampled with a compute slowdown beside communication ({}): set "
-                                 "gpu.comm_slowdown to 0 or leave 'variability' out",
-                                 slowdown.source));
+  check_samplable(s, g);
   const auto copies = static_cast<std::size_t>(g.replicas());
 
   // The order: dependencies plus each stream's order in the deterministic timeline.

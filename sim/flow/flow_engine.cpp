@@ -187,16 +187,21 @@ class ReplicaTimer {
 public:
   /// `slots`: how many replicas are simulated (0 .. slots-1). `durations`: each copy's time of each task that is not
   /// a collective (slot-major, slots x graph.size()); nullptr: the graph's, the same in every copy.
+  /// `compute_slowdown` s > 0: compute kernels run at 1/(1 + s) while a collective runs on their GPU (the analytic
+  /// engine's gpu.comm_slowdown, schedule.hpp): every copy is then timed on the clock, none ahead of it.
   ReplicaTimer(const dag::IterationGraph& graph, Dependencies deps, std::size_t slots, FlowRun& run,
-               CollectivePlan& plan, const std::vector<double>* durations = nullptr)
+               CollectivePlan& plan, const std::vector<double>* durations = nullptr, double compute_slowdown = 0)
       : graph_(graph), deps_(std::move(deps)), n_(graph.size()), slots_(slots), run_(run), plan_(plan),
-        durations_(durations), instance_of_(n_, -1), axis_(n_, dag::IterationGraph::Axis::copy) {
+        durations_(durations), slowdown_(compute_slowdown), instance_of_(n_, -1),
+        axis_(n_, dag::IterationGraph::Axis::copy) {
     time_ahead();
     // Per copy, only the tasks that are not timed ahead (a collective and what follows it): a dense index m_ wide.
     dense_.assign(n_, kAhead);
     for (std::size_t v = 0; v < n_; ++v)
-      if (!ahead_[v])
+      if (!ahead_[v]) {
         dense_[v] = m_++;
+        dense_task_.push_back(v);
+      }
     std::vector<TaskTiming> first_timing(m_);
     std::vector<int> first_pending(m_);
     for (std::size_t v = 0; v < n_; ++v)
@@ -211,6 +216,8 @@ public:
       pending_.insert(pending_.end(), first_pending.begin(), first_pending.end());
     }
     finished_.assign(slots_ * m_, false);
+    if (slowdown_ > 0)
+      init_slowdown();
   }
 
   /// Collective task v runs as graph.instances(v) instances (the CollectivePlan's jobs job, job + 1, ...), each
@@ -283,7 +290,7 @@ private:
   // whatever the network does: they are timed once, ahead, and every copy starts from them (pending_ahead_: the
   // predecessors of each other task still to end; its start holds the ahead ones' last end).
   void time_ahead() {
-    if (durations_ != nullptr) { // copies of different durations: every task timed per copy
+    if (durations_ != nullptr || slowdown_ > 0) { // copies of different durations, or slowed: each timed per copy
       ahead_.assign(n_, 0);
       ahead_timing_.assign(n_, TaskTiming{});
       pending_ahead_.assign(deps_.predecessors.begin(), deps_.predecessors.end());
@@ -344,7 +351,12 @@ private:
     }
     if (instance_of_[v] < 0) {
       auto& t = timing(slot, v);
-      t.end_s = t.start_s + (durations_ != nullptr ? (*durations_)[slot * n_ + v] : graph_.task(v).duration_s);
+      const double duration = durations_ != nullptr ? (*durations_)[slot * n_ + v] : graph_.task(v).duration_s;
+      if (slowdown_ > 0 && slowed_by_communication(graph_.task(v))) {
+        start_slowed(slot, v, duration);
+        return;
+      }
+      t.end_s = t.start_s + duration;
       done_.push_back({slot, v});
       return;
     }
@@ -376,7 +388,7 @@ private:
   // Every member copy is ready: the instance starts at the last one's ready time (never before now: a copy is ready
   // at or after the instant of the event that made it so).
   void launch(Instance& inst) {
-    if (!unshared_.empty() && unshared_[inst.task] != 0) {
+    if (slowdown_ <= 0 && !unshared_.empty() && unshared_[inst.task] != 0) { // slowed compute needs its events
       auto phases = plan_.phases(inst.job);
       if (const auto time = run_.unshared_time(phases)) { // ends ahead of the clock, as a task of fixed duration
         inst.start_s = inst.ready_s;
@@ -397,14 +409,93 @@ private:
 
   void begin(Instance& inst) {
     inst.start_s = sg4::Engine::get_clock();
+    communicate(inst, +1);
     auto done = run_.timed(0);
     run_.on_done(done.get(), [this, &inst, done] { end(inst); });
     run_.start_collective(plan_.phases(inst.job), done);
   }
 
   void end(const Instance& inst) {
+    communicate(inst, -1);
     finish(inst, sg4::Engine::get_clock());
     drain();
+  }
+
+  // ---- compute slowed by communication (slowdown_ > 0) ----------------------------------------------------------
+  // Per GPU (copy slot x device): the collectives running on it and the slowed compute copies in progress, each with
+  // its work left (s at full speed) as of `since` at `rate`; `version` invalidates the end timers of earlier rates.
+  struct Slowed {
+    double work_left = 0, since = 0, rate = 1;
+    unsigned version = 0;
+  };
+
+  void init_slowdown() {
+    devices_ = graph_.devices();
+    device_.resize(n_);
+    for (std::size_t v = 0; v < n_; ++v)
+      device_[v] = static_cast<std::size_t>(std::lower_bound(devices_.begin(), devices_.end(), graph_.task(v).device) -
+                                            devices_.begin());
+    communicating_.assign(slots_ * devices_.size(), 0);
+    running_.assign(slots_ * devices_.size(), {});
+    slowed_.assign(slots_ * m_, Slowed{});
+  }
+  [[nodiscard]] std::size_t gpu(std::size_t slot, std::size_t v) const { return slot * devices_.size() + device_[v]; }
+  [[nodiscard]] double rate_on(std::size_t g) const { return communicating_[g] > 0 ? 1 / (1 + slowdown_) : 1.0; }
+
+  // Copy (slot, v) of a slowed compute task is ready at its start_s (now, or later when a predecessor ended ahead).
+  void start_slowed(std::size_t slot, std::size_t v, double duration) {
+    const double delay = timing(slot, v).start_s - sg4::Engine::get_clock();
+    slowed_[copy_of(slot, v)].work_left = duration;
+    if (delay <= 0) {
+      run_slowed(slot, v);
+      return;
+    }
+    auto timer = run_.timed(delay);
+    run_.on_done(timer.get(), [this, slot, v, timer] { run_slowed(slot, v); });
+    timer->start();
+  }
+  void run_slowed(std::size_t slot, std::size_t v) {
+    const std::size_t g = gpu(slot, v);
+    auto& c = slowed_[copy_of(slot, v)];
+    c.since = sg4::Engine::get_clock();
+    c.rate = rate_on(g);
+    running_[g].push_back(copy_of(slot, v));
+    schedule_end(slot, v);
+  }
+  void schedule_end(std::size_t slot, std::size_t v) {
+    auto& c = slowed_[copy_of(slot, v)];
+    const unsigned version = ++c.version;
+    auto timer = run_.timed(std::max(0.0, c.work_left) / c.rate);
+    run_.on_done(timer.get(), [this, slot, v, version, timer] {
+      if (slowed_[copy_of(slot, v)].version != version)
+        return;
+      std::erase(running_[gpu(slot, v)], copy_of(slot, v));
+      timing(slot, v).end_s = sg4::Engine::get_clock();
+      done_.push_back({slot, v});
+      drain();
+    });
+    timer->start();
+  }
+  // A collective instance starts (+1) or ends (-1) on its member copies' GPUs: the compute beside it changes pace.
+  void communicate(const Instance& inst, int change) {
+    if (slowdown_ <= 0)
+      return;
+    const double now = sg4::Engine::get_clock();
+    for (std::size_t k : inst.members) {
+      const std::size_t g = gpu(k, inst.task);
+      const bool before = communicating_[g] > 0;
+      communicating_[g] += change;
+      if (before == (communicating_[g] > 0))
+        continue;
+      const double r = rate_on(g);
+      for (const std::size_t copy : running_[g]) {
+        auto& c = slowed_[copy];
+        c.work_left -= (now - c.since) * c.rate;
+        c.since = now;
+        c.rate = r;
+        schedule_end(copy / m_, dense_task_[copy % m_]);
+      }
+    }
   }
 
   void finish(const Instance& inst, double end_s) {
@@ -422,6 +513,13 @@ private:
   FlowRun& run_;
   CollectivePlan& plan_;
   const std::vector<double>* durations_;
+  double slowdown_ = 0;
+  std::vector<dag::Device> devices_;              ///< slowdown: the graph's devices, sorted
+  std::vector<std::size_t> device_;               ///< slowdown: by task, its device's index in devices_
+  std::vector<int> communicating_;                ///< slowdown: by GPU, collectives running
+  std::vector<std::vector<std::size_t>> running_; ///< slowdown: by GPU, slowed copies in progress (copy_of)
+  std::vector<Slowed> slowed_;                    ///< slowdown: by copy_of
+  std::vector<std::size_t> dense_task_;           ///< by dense index, its task
   std::vector<long> barrier_count_;      ///< by task: -1, or a barrier's copies ready (add_barrier); empty: none
   double barrier_ready_s_ = 0;           ///< the barrier being reached: its copies' latest readiness
   std::vector<char> ahead_;              ///< by task: no collective precedes it (time_ahead)
@@ -507,8 +605,10 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
                                  const std::function<double(const std::vector<TaskTiming>&)>& window,
                                  std::size_t listed, const std::vector<double>* copy_durations,
                                  const std::vector<std::size_t>& barriers) {
-  // Per-resource order: the analytic schedule's order (readiness order).
-  auto deps = with_stream_order(graph, schedule(graph));
+  // Per-resource order: the analytic schedule's order (readiness order), compute slowed beside communication as the
+  // analytic engine slows it.
+  const double slowdown = comm_slowdown(s).factor;
+  auto deps = with_stream_order(graph, schedule(graph, {.compute_slowdown = slowdown}));
 
   // The collectives: one job per instance (IterationGraph::instances): a collective over a data-parallel group is one
   // instance per tensor rank, one over a tensor group one per data-parallel replica, a transfer between pipeline
@@ -586,7 +686,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
     issuer = task.device;
   }
   run.set_one_at_a_time(one_at_a_time);
-  ReplicaTimer timer(graph, std::move(deps), slots, run, plan, copy_durations);
+  ReplicaTimer timer(graph, std::move(deps), slots, run, plan, copy_durations, slowdown);
   for (std::size_t v = 0; v < n; ++v)
     if (graph.task(v).collective != dag::Collective::none)
       timer.add_collective(v, first_job[v], unshared[v] != 0);
@@ -624,19 +724,11 @@ constexpr std::size_t kReportedRows = 500'000;
 RunResult run_flow(const Scenario& scenario) {
   // A measured allreduce over the whole cluster sets the links the algorithm is simulated on (measured_links.hpp).
   const Scenario s = with_measured_links(scenario);
-  if (s.gpu.comm_slowdown && *s.gpu.comm_slowdown > 0)
-    throw InputError(s.file, "/gpu/comm_slowdown",
-                     "the flow engine does not model compute slowed by communication yet; run the analytic engine, "
-                     "or leave comm_slowdown out");
   if (s.strategy.asynchronous())
     throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
   const auto wall_start = std::chrono::steady_clock::now();
   auto prepared = detail::prepare(s, "flow");
   RunResult& r = prepared.result;
-  if (const auto slowdown = comm_slowdown(s); slowdown.factor > 0)
-    r.notes.push_back(fmt::format("the calibration's overlap.compute_slowdown ({}) is not applied: the flow engine "
-                                  "does not model compute slowed by communication yet (the analytic engine does)",
-                                  slowdown.factor));
   const std::size_t listed =
       s.flow_report_replicas ? static_cast<std::size_t>(*s.flow_report_replicas)
                              : std::clamp<std::size_t>(kReportedRows / std::max<std::size_t>(r.graph.size(), 1), 1, 64);

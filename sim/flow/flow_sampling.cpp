@@ -82,11 +82,7 @@ SampledChain chain_samples(const Scenario& s, const dag::IterationGraph& one, st
 
 void check_flow_sampling(const Scenario& s, const dag::IterationGraph& g) {
   const auto& spec = *s.variability;
-  if (g.priority_credit() > 0)
-    throw InputError(s.file, "/variability",
-                     fmt::format("is not sampled for '{}': its priority scheduling under a credit reorders "
-                                 "transfers at run time; leave 'variability' out",
-                                 s.strategy.kind()));
+  check_samplable(s, g);
   double collectives = 0; // instances x their GPUs, per copy
   for (std::size_t v = 0; v < g.size(); ++v)
     if (const auto& t = g.task(v); t.collective != dag::Collective::none)

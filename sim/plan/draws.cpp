@@ -1,6 +1,7 @@
 // The draws of a graph's task copies (draws.hpp).
 #include "sim/plan/draws.hpp"
 
+#include "core/error.hpp"
 #include "core/units.hpp"
 
 #include <fmt/format.h>
@@ -73,6 +74,19 @@ std::pair<double, double> sampled_window(const RunResult& r, const std::vector<d
   }
   }
   return {0.0, 0.0};
+}
+
+void check_samplable(const Scenario& s, const dag::IterationGraph& g) {
+  if (g.priority_credit() > 0)
+    throw InputError(s.file, "/variability",
+                     fmt::format("is not sampled for '{}': its priority scheduling under a credit reorders "
+                                 "transfers at run time; leave 'variability' out",
+                                 s.strategy.kind()));
+  if (const auto slowdown = comm_slowdown(s); slowdown.factor > 0)
+    throw InputError(s.file, "/variability",
+                     fmt::format("is not sampled with a compute slowdown beside communication ({}): set "
+                                 "gpu.comm_slowdown to 0 or leave 'variability' out",
+                                 slowdown.source));
 }
 
 void add_breakdown(Breakdown& sum, const Breakdown& b) {

@@ -7,6 +7,7 @@
 #include "dag/graph.hpp"
 #include "sim/plan/result.hpp"
 #include "sim/plan/schedule.hpp"
+#include "sim/spec/scenario.hpp"
 #include "sim/spec/variability.hpp"
 
 #include <boost/random/normal_distribution.hpp>
@@ -121,6 +122,10 @@ private:
 /// A sampled iteration's window [from, to], read off the latest end of every task's copies (end_max, by task id of
 /// r.graph, in any time origin) as finalize reads the deterministic timeline (r.window).
 [[nodiscard]] std::pair<double, double> sampled_window(const RunResult& r, const std::vector<double>& end_max);
+
+/// Refuses (InputError at /variability) what sampled iterations cannot replay on either engine: priority scheduling
+/// under a credit (it reorders transfers at run time) and compute slowed beside communication.
+void check_samplable(const Scenario& s, const dag::IterationGraph& g);
 
 /// Sums a sample's breakdown into `sum`.
 void add_breakdown(Breakdown& sum, const Breakdown& b);

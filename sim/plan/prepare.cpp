@@ -173,6 +173,11 @@ Prepared prepare(const Scenario& s, std::string engine) {
                       link->transport.empty() ? "the scenario's efficiency" : link->transport + " transport",
                       100 * link->efficiency, format_bandwidth(link->bandwidth),
                       format_bandwidth(link->bandwidth / link->efficiency)));
+  if (const auto slowdown = comm_slowdown(s); slowdown.factor > 0)
+    r.notes.push_back(fmt::format("compute on a GPU runs {:.3g} x slower while a collective runs on it ({}{}; "
+                                  "docs/engines.md)",
+                                  1 + slowdown.factor, slowdown.source == "gpu.comm_slowdown" ? "" : "calibration ",
+                                  slowdown.source));
   p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
                                      : make_cost_model(*s.allreduce.algorithm, net);
   if (s.pipeline) {

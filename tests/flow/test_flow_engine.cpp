@@ -1,6 +1,7 @@
 // The flow engine against closed forms: contention-free collectives agree with the analytic engine within 0.1 %,
 // shared bottlenecks halve bandwidth, aggregated lowering stays within 0.5 % of per-message simulation, and a
 // whole iteration agrees with the analytic engine when nothing contends.
+#include "sim/analytic/analytic.hpp"
 #include "sim/cli/run.hpp"
 #include "sim/flow/flow_engine.hpp"
 #include "sim/network/collectives.hpp"
@@ -106,6 +107,39 @@ TEST_CASE("flow::two sockets per node agree with the analytic engine without con
   const double analytic =
       make_cost_model(*find_lowering(Collective::allreduce, algorithm), c.network())->cost(bytes).time_s;
   CHECK_THAT(flow_time(c, algorithm, bytes, false), WithinRel(analytic, 1e-3));
+}
+
+TEST_CASE("flow::compute slowed beside communication agrees with the analytic engine", "[flow][engine][slowdown]") {
+  // gpu.comm_slowdown s: compute runs at 1/(1 + s) while a collective runs on its GPU (docs/engines.md). The
+  // quickstart's cluster is contention free (one NIC per node, one collective at a time): every task's start and end
+  // on the flow engine equals the analytic engine's event-driven pass, for WFBP, DDP buckets and ByteScheduler's
+  // priorities; s = 0 is today's timeline.
+  const std::string quickstart = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json";
+  const auto kind = GENERATE(as<std::string>{}, "wfbp", "ddp", "bytescheduler");
+  const double slowdown = GENERATE(0.0, 0.2, 1.0);
+  CAPTURE(kind, slowdown);
+  const std::vector<std::string> sets{"strategy.kind=\"" + kind + "\"", "cluster.inter_node.bandwidth=\"100 Gbps\"",
+                                      fmt::format("gpu.comm_slowdown={}", slowdown)};
+  const auto analytic = run_analytic(load_scenario(quickstart, sets));
+  const auto flow = values_in_child([&] {
+    const auto r = run_flow(load_scenario(quickstart, sets));
+    std::vector<double> out{r.iteration_time_s, r.breakdown.compute_s};
+    for (const auto& t : r.timing) {
+      out.push_back(t.start_s);
+      out.push_back(t.end_s);
+    }
+    return out;
+  });
+  REQUIRE(flow.size() == 2 + 2 * analytic.timing.size());
+  CHECK_THAT(flow[0], WithinRel(analytic.iteration_time_s, 1e-7));
+  CHECK_THAT(flow[1], WithinRel(analytic.breakdown.compute_s, 1e-7));
+  // every task within 100 ns: SimGrid's timers round their work amounts (~1e-9 s a step; ByteScheduler at s = 0.2:
+  // 14 ns after its ~2,000 events)
+  double worst = 0;
+  for (std::size_t v = 0; v < analytic.timing.size(); ++v)
+    worst = std::max({worst, std::abs(flow[2 + 2 * v] - analytic.timing[v].start_s),
+                      std::abs(flow[3 + 2 * v] - analytic.timing[v].end_s)});
+  CHECK(worst < 1e-7);
 }
 
 TEST_CASE("flow::a double binary tree on 2 and 3 nodes loads a NIC with n and 1.5 n", "[flow][agreement]") {
