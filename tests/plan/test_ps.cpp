@@ -244,6 +244,22 @@ TEST_CASE("sim::ps-async with p co-located servers: the workers take turns round
   }
 }
 
+TEST_CASE("sim::ps-async across a node's two sockets: the host link's rate and latency", "[sim][ps][async][sockets]") {
+  // One node of 2 GPUs, the server on GPU 0 (socket 0), GPU 1 behind socket 1: worker 1 pushes and pulls its shard of
+  // b bytes over its GPU link, the host link and GPU 0's link, at the slower of 12 and 10 GB/s, paying 2 a_i + a_h
+  // each way: its period is C + 2 (b / min(B_i, B_h) + 2 a_i + a_h).
+  const double b = 25e6, compute = 0.01, Bi = 12e9, Bh = 10e9, ai = 1e-6, ah = 2e-6;
+  AsyncPsInput in;
+  in.shape = {1, 2, 1, false};
+  in.net = {1, 2, {Bi, ai}, {}, false, 0, true, {Bh, ah}};
+  in.compute_s.assign(2, compute);
+  in.server_bytes = {b};
+  const auto r = simulate_ps_async(in);
+  CHECK_THAT(r.iterations_per_s[1], WithinRel(1 / (compute + 2 * (b / Bh + 2 * ai + ah)), 1e-9));
+  in.net.two_sockets = false; // one switch: the GPU links alone
+  CHECK_THAT(simulate_ps_async(in).iterations_per_s[1], WithinRel(1 / (compute + 2 * (b / Bi + 2 * ai)), 1e-9));
+}
+
 TEST_CASE("sim::ps-async with a worker twice as slow: staleness 0, 1 for the fast one, 2 for the slow one",
           "[sim][ps][async]") {
   // Two workers, compute C and 2C, instant communication. The fast one applies at C, 2C, 3C, ...; the slow one at
