@@ -1,0 +1,47 @@
+// NICs per GPU (cluster.nic "per-gpu"): a whole-cluster ring or tree leaves each node through one GPU's NIC, which the
+// summary says (NCCL runs a ring per channel over every NIC; sim/plan/prepare.cpp); hierarchical (a ring per local GPU
+// over its own NIC) and a NIC per node do not draw the note, and the ring's time shows why: 1/g of the bandwidth.
+#include "sim/analytic/analytic.hpp"
+#include "sim/spec/scenario.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+using namespace ddlsim;
+using namespace ddlsim::sim;
+
+namespace {
+
+// One 100 MB layer, BSP (one allreduce after backward), 2 nodes x 4 GPUs, NVLink-class GPU links, 100 Gb/s NICs.
+Json two_nodes(const std::string& nic, const std::string& algorithm) {
+  Json doc = Json::parse(R"({"name": "nics",
+    "model": {"layers": [{"name": "fc", "params": 25000000, "fwd_flops": "1 GFLOP"}], "batch_per_gpu": 1},
+    "gpu": {"peak_flops": "100 TFLOPS", "memory_bandwidth": "2 TB/s"}, "strategy": {"kind": "bsp"},
+    "cluster": {"nodes": 2, "gpus_per_node": 4, "intra_node": {"bandwidth": "300 GB/s", "latency": "1 us"},
+                "inter_node": {"bandwidth": "100 Gbps", "latency": "1 us"}}})");
+  doc["cluster"]["nic"] = nic;
+  doc["collectives"] = {{"allreduce", algorithm}};
+  return doc;
+}
+
+bool noted(const RunResult& r) {
+  return std::any_of(r.notes.begin(), r.notes.end(),
+                     [](const std::string& n) { return n.find("through one GPU's NIC") != std::string::npos; });
+}
+
+} // namespace
+
+TEST_CASE("nics: a ring over NICs per GPU says it leaves each node through one of them", "[plan][nic]") {
+  const auto ring = run_analytic(parse_scenario(two_nodes("per-gpu", "ring"), "t.json"));
+  CHECK(noted(ring));
+  CHECK(noted(run_analytic(parse_scenario(two_nodes("per-gpu", "tree"), "t.json"))));
+  const auto hierarchical = run_analytic(parse_scenario(two_nodes("per-gpu", "hierarchical"), "t.json"));
+  CHECK_FALSE(noted(hierarchical));
+  CHECK_FALSE(noted(run_analytic(parse_scenario(two_nodes("per-node", "ring"), "t.json"))));
+  // 100 MB over one 12.5 GB/s NIC (2 x 7/8 n / B) against four rings of n/4 over their own NICs (n/4 / B)
+  const double n = 100e6, B = 12.5e9;
+  CHECK(ring.breakdown.exposed_communication_s > 2 * 7.0 / 8 * n / B);
+  CHECK(hierarchical.breakdown.exposed_communication_s < 0.5 * 2 * 7.0 / 8 * n / B);
+}
