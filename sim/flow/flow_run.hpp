@@ -200,8 +200,13 @@ private:
       latency_.push_back(phase.chain_hops > 0 ? path : std::max(1, f.latency_repeats) * path);
     }
     if (phase.chain_hops > 0) {
-      const auto walk = critical_walk(latency_, phase.chain_hops);
-      const double chain = phase.chain_hop < 0 ? walk.latency_s : walk_hop_latency(latency_, walk, phase.chain_hop);
+      // the first ring's edges (Phase::rings: the others repeat its latencies)
+      const std::vector<double> ring(
+          latency_.begin(),
+          latency_.begin() +
+              static_cast<std::ptrdiff_t>(latency_.size() / static_cast<std::size_t>(std::max(1, phase.rings))));
+      const auto walk = critical_walk(ring, phase.chain_hops);
+      const double chain = phase.chain_hop < 0 ? walk.latency_s : walk_hop_latency(ring, walk, phase.chain_hop);
       std::fill(latency_.begin(), latency_.end(), chain);
     }
     for (auto& l : latency_)

@@ -105,6 +105,7 @@ std::vector<Phase> quotient_phases(const std::vector<Phase>& phases, const Lower
     out[i].chain_hops = phases[i].chain_hops;
     out[i].chain_hop = phases[i].chain_hop;
     out[i].extra_latency_s = phases[i].extra_latency_s;
+    out[i].rings = phases[i].rings;
     for (const auto& f : phases[i].flows)
       if (f.src / g == 0) {
         Flow r = f;

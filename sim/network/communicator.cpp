@@ -47,6 +47,7 @@ CommunicatorLayout layout_of(const std::vector<int>& ranks, const ClusterSpec& c
   CommunicatorLayout layout;
   layout.shape.nodes = static_cast<int>(nodes.size());
   layout.shape.gpus_per_node = static_cast<int>(block);
+  layout.shape.rails = cluster.nic_per_gpu;
   layout.ranks = ranks;
   return layout;
 }

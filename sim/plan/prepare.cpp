@@ -178,18 +178,16 @@ Prepared prepare(const Scenario& s, std::string engine) {
                                   "docs/engines.md)",
                                   1 + slowdown.factor, slowdown.source == "gpu.comm_slowdown" ? "" : "calibration ",
                                   slowdown.source));
-  // A whole-cluster ring or tree over NICs per GPU leaves a node through one GPU's NIC; NCCL spreads its channels
-  // over all of them (one ring per channel), which ddlsim's ring and tree do not yet model.
+  // A whole-cluster tree over NICs per GPU leaves a node through one GPU's NIC per tree; NCCL spreads its channels
+  // over all of them, which ddlsim's tree does not yet model (its rings do: ring_steps).
   const auto& par = s.parallelism;
   if (!s.allreduce.measured && s.cluster.nic_per_gpu && s.cluster.nodes > 1 && s.cluster.gpus_per_node > 1 &&
-      par.tensor == 1 && par.pipeline == 1 &&
-      (s.allreduce.algorithm->algorithm == "ring" || s.allreduce.algorithm->algorithm == "tree"))
+      par.tensor == 1 && par.pipeline == 1 && s.allreduce.algorithm->algorithm == "tree")
     r.notes.push_back(fmt::format(
-        "the {} allreduce leaves each node through one GPU's NIC (cluster.nic \"per-gpu\"), 1/{} of the node's NIC "
-        "bandwidth, where NCCL runs a ring per channel over every NIC: use \"hierarchical\" (a ring per local GPU "
-        "over its own NIC){}, or describe the node's NICs as one (\"per-node\") of {} times the rate",
-        s.allreduce.algorithm->algorithm, s.cluster.gpus_per_node, s.cluster.nvls ? " or \"nvls\"" : "",
-        s.cluster.gpus_per_node));
+        "the tree allreduce leaves each node through one GPU's NIC per tree (cluster.nic \"per-gpu\"), where NCCL "
+        "runs trees on every channel over all {} NICs: \"ring\", \"hierarchical\"{} use every NIC, or describe "
+        "the node's NICs as one (\"per-node\") of {} times the rate",
+        s.cluster.gpus_per_node, s.cluster.nvls ? " and \"nvls\"" : "", s.cluster.gpus_per_node));
   p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
                                      : make_cost_model(*s.allreduce.algorithm, net);
   if (s.pipeline) {
@@ -198,7 +196,8 @@ Prepared prepare(const Scenario& s, std::string engine) {
   }
   const CollectiveModel& model = *p.allreduce;
   const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
-  const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node};
+  const LoweringShape shape{
+      .nodes = s.cluster.nodes, .gpus_per_node = s.cluster.gpus_per_node, .rails = s.cluster.nic_per_gpu};
   // The allgather's cost as a function of its payload, built on first use (only OMGS plans with it).
   std::optional<LinearLoweringCost> allgather;
   const dag::CommCost allgather_time = [&](double bytes) {

@@ -142,6 +142,22 @@ TEST_CASE("flow::compute slowed beside communication agrees with the analytic en
   CHECK(worst < 1e-7);
 }
 
+TEST_CASE("flow::rings over NICs per GPU agree with the analytic engine", "[flow][agreement][rails]") {
+  // cluster.nic "per-gpu": g rotated rings, each leaving a node through another GPU's NIC (ring_steps); the ring's
+  // closed form 2(p-1)/p n max((g-1)/(g B_i), 1/(g B_e)) plus its walk, with node symmetry and without.
+  auto [nodes, gpus, bytes, intra_bw] = GENERATE(table<int, int, double, double>({
+      {2, 4, 64e6, 150e9},
+      {4, 8, 256e6, 150e9},
+      {3, 2, 1e6, 150e9},
+      {2, 8, 100e6, 20e9},
+  }));
+  const bool per_message = GENERATE(false, true);
+  CAPTURE(nodes, gpus, bytes, intra_bw, per_message);
+  auto c = cluster(nodes, gpus, 25e9, 5e-6, intra_bw, 1e-6);
+  c.nic_per_gpu = true;
+  CHECK_THAT(flow_time(c, "ring", bytes, per_message), WithinRel(analytic_time(c, "ring", bytes), 1e-3));
+}
+
 TEST_CASE("flow::a double binary tree on 2 and 3 nodes loads a NIC with n and 1.5 n", "[flow][agreement]") {
   // p = 2: 2a + n/B; p = 3: 4a + 1.5 n/B (sim/network/lowering/allreduce_tree.cpp), a = 2 x latency
   const double n = 100e6, B = 1.25e9, a = 50e-6;

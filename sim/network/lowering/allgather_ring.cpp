@@ -8,7 +8,7 @@ namespace ddlsim::sim::detail {
 std::vector<Phase> lower_allgather_ring(const LoweringShape& shape, double bytes, Granularity granularity) {
   check_arguments(shape, bytes);
   const int p = shape.workers();
-  return ring_steps(p, p - 1, bytes / p, granularity);
+  return ring_steps(shape, p - 1, bytes / p, granularity);
 }
 
 } // namespace ddlsim::sim::detail

@@ -17,6 +17,10 @@ namespace {
 // releases 2.8-2.11 and 2(N-1) since; the dependency chain of a node-major ring crosses a node boundary 2N-1 or 2N
 // times whichever chunk it follows (a chunk skips one edge in the reduce-scatter and the one before it in the
 // allgather), which is what this model takes. On one node, or with one GPU per node: 2(p-1)a + 2(p-1)/p n/B.
+// With a NIC per GPU (cluster.nic "per-gpu") over several nodes of several GPUs, NCCL runs a ring per channel over
+// every NIC; here g rings rotated by one GPU each carry n/g (ring_steps, detail.hpp): each NIC carries one ring's
+// inter-node edge each way and each GPU link g - 1 rings' intra-node edges, so the bandwidth term is
+// 2(p-1)/p n max((g-1)/(g B_i), 1/(g B_e)), with the same walk (each ring repeats the same hops).
 class Ring final : public CollectiveModel {
 public:
   explicit Ring(const Network& n) : net_(n) {
@@ -27,10 +31,12 @@ public:
     if (net_.nodes > 1)
       edges_.back() = inter_hop(net_).alpha_s;
     latency_s_ = critical_walk(edges_, 2 * (net_.workers() - 1)).latency_s;
+    // With NICs per GPU, g rotated rings of n/g (ring_steps): a GPU link carries g - 1 of them, a NIC one.
+    const double rings = net_.nic_per_gpu && net_.nodes > 1 && g > 1 ? g : 1;
     if (g > 1)
-      seconds_per_byte_ = 1 / intra_hop(net_).bandwidth;
+      seconds_per_byte_ = (rings > 1 ? (rings - 1) / rings : 1.0) / intra_hop(net_).bandwidth;
     if (net_.nodes > 1)
-      seconds_per_byte_ = std::max(seconds_per_byte_, 1 / inter_hop(net_).bandwidth);
+      seconds_per_byte_ = std::max(seconds_per_byte_, 1 / (rings * inter_hop(net_).bandwidth));
   }
   CollectiveCost cost(double bytes) const override {
     const int p = net_.workers();
@@ -58,7 +64,7 @@ private:
 std::vector<Phase> lower_allreduce_ring(const LoweringShape& shape, double bytes, Granularity granularity) {
   check_arguments(shape, bytes);
   const int p = shape.workers();
-  return ring_steps(p, 2 * (p - 1), bytes / p, granularity);
+  return ring_steps(shape, 2 * (p - 1), bytes / p, granularity);
 }
 
 std::unique_ptr<CollectiveModel> closed_form_allreduce_ring(const Network& net) {

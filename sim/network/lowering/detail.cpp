@@ -45,15 +45,35 @@ Phase ring_phase(int p, double bytes, int latency_repeats) {
   return phase;
 }
 
-std::vector<Phase> ring_steps(int p, int steps, double chunk_bytes, Granularity granularity) {
+namespace {
+
+// The rings of a ring algorithm, one after the other: ring c visits node m's GPUs from c round to c - 1 (mod g), so it
+// enters each node at GPU c and leaves it from GPU c - 1, over that GPU's NIC; every rank sends `bytes` to the next.
+Phase rings_phase(const LoweringShape& shape, double bytes, int latency_repeats) {
+  const int p = shape.workers(), g = shape.gpus_per_node, rings = shape.rings();
+  Phase phase;
+  phase.rings = rings;
+  phase.flows.reserve(static_cast<std::size_t>(p * rings));
+  const auto rank = [g](int c, int j) { return j / g * g + (c + j % g) % g; };
+  for (int c = 0; c < rings; ++c)
+    for (int j = 0; j < p; ++j)
+      phase.flows.push_back({rank(c, j), rank(c, (j + 1) % p), bytes, latency_repeats});
+  return phase;
+}
+
+} // namespace
+
+std::vector<Phase> ring_steps(const LoweringShape& shape, int steps, double chunk_bytes, Granularity granularity) {
+  const int p = shape.workers();
   if (p <= 1 || steps <= 0)
     return {};
+  const double share = chunk_bytes / shape.rings(); // each ring carries 1/rings of every chunk
   if (granularity == Granularity::aggregated) {
-    auto phase = ring_phase(p, steps * chunk_bytes, steps);
+    auto phase = rings_phase(shape, steps * share, steps);
     phase.chain_hops = steps;
     return {std::move(phase)};
   }
-  std::vector<Phase> phases(static_cast<std::size_t>(steps), ring_phase(p, chunk_bytes, 1));
+  std::vector<Phase> phases(static_cast<std::size_t>(steps), rings_phase(shape, share, 1));
   for (int k = 0; k < steps; ++k) {
     phases[static_cast<std::size_t>(k)].chain_hops = steps;
     phases[static_cast<std::size_t>(k)].chain_hop = k;

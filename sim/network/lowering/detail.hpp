@@ -54,7 +54,11 @@ inline constexpr double kNvlsLatency = 25e-6;
 
 /// A ring of `steps` steps in which every rank sends `chunk_bytes` to the next rank: `steps` phases per message,
 /// or one phase of p flows of steps x chunk_bytes with latency_repeats = steps when aggregated. No phase for p = 1.
-[[nodiscard]] std::vector<Phase> ring_steps(int p, int steps, double chunk_bytes, Granularity granularity);
+/// With shape.rings() = g > 1 (NICs per GPU), g rotated rings each carry 1/g of every chunk, one after the other in
+/// each phase (Phase::rings): ring c enters each node at its GPU c and leaves it from GPU c - 1, so every NIC sends
+/// one ring's and receives one ring's inter-node edge, and every GPU link carries g - 1 rings' intra-node edges.
+[[nodiscard]] std::vector<Phase> ring_steps(const LoweringShape& shape, int steps, double chunk_bytes,
+                                            Granularity granularity);
 
 /// The one phase of a parameter-server push (`push`) or pull of a key of `bytes` per worker split evenly over the
 /// servers [shape.shard_first, + shape.shard_count) (count 0: all): a flow per (worker, server) pair of bytes / c,

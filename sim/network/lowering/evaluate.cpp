@@ -57,8 +57,9 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
     double chain_latency_s = 0;
     if (ph.chain_hops > 0) {
       hops.clear();
-      for (const auto& f : ph.flows)
-        hops.push_back(hop_latency(f));
+      const std::size_t period = ph.flows.size() / static_cast<std::size_t>(std::max(1, ph.rings));
+      for (std::size_t i = 0; i < period; ++i) // the first ring's edges (the others repeat its latencies)
+        hops.push_back(hop_latency(ph.flows[i]));
       const auto walk = critical_walk(hops, ph.chain_hops);
       chain_latency_s = ph.chain_hop < 0 ? walk.latency_s : walk_hop_latency(hops, walk, ph.chain_hop);
     }
@@ -82,7 +83,9 @@ class Lowered final : public CollectiveModel {
 public:
   Lowered(const CollectiveLowering& algorithm, const Network& net) : algorithm_(algorithm), net_(net) {}
   CollectiveCost cost(double bytes) const override {
-    const auto phases = algorithm_.lower({net_.nodes, net_.gpus_per_node}, bytes, Granularity::aggregated);
+    const auto phases =
+        algorithm_.lower({.nodes = net_.nodes, .gpus_per_node = net_.gpus_per_node, .rails = net_.nic_per_gpu}, bytes,
+                         Granularity::aggregated);
     return {phase_synchronous_time(phases, net_), busiest_sender_bytes(phases, net_.workers())};
   }
 

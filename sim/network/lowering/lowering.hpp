@@ -33,11 +33,14 @@ struct Flow {
 /// or its hop number `chain_hop` (a phase that is one step). A ring's latency is thus the sum of its hops' along
 /// the chain, while its bandwidth term is that of its slowest edge (a pipelined ring runs at its bottleneck).
 /// `extra_latency_s`: a latency every flow of the phase pays on top of its links' (NVLS's switch synchronisation).
+/// `rings` > 1: the flows are that many rings of equal length one after the other, each with the same latencies
+/// along its edges (rotations of one ring), and the critical walk is the first ring's.
 struct Phase {
   std::vector<Flow> flows;
   int chain_hops = 0;
   int chain_hop = -1;
   double extra_latency_s = 0;
+  int rings = 1;
 };
 
 /// The walk of `hops` consecutive edges of a ring whose edge j has latency edge_latency[j mod m] (m edges, one
@@ -67,7 +70,13 @@ struct LoweringShape {
   /// BytePS (ps push / pull): a node's GPUs reduce the key onto its GPU 0, which alone pushes it to the servers (and
   /// pulls it, then broadcasts it to the node's GPUs); one node uses no server.
   bool node_aggregation = false;
+  /// NICs per GPU (cluster.nic "per-gpu"): a ring algorithm over several nodes of several GPUs runs one ring per local
+  /// GPU, rotated so that each leaves a node through another GPU's NIC (NCCL's channels over every NIC, detail.hpp
+  /// ring_steps); false: one ring, leaving each node through its last GPU.
+  bool rails = false;
   [[nodiscard]] int workers() const { return nodes * gpus_per_node; }
+  /// The rings a ring algorithm runs (rails).
+  [[nodiscard]] int rings() const { return rails && nodes > 1 && gpus_per_node > 1 ? gpus_per_node : 1; }
   [[nodiscard]] int server_count() const { return servers > 0 ? servers : nodes; }
   /// Every rank: the workers, then the dedicated servers.
   [[nodiscard]] int ranks() const { return workers() + (dedicated_servers ? server_count() : 0); }
