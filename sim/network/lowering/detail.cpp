@@ -37,14 +37,6 @@ int pipeline_chunks(double payload_bytes) {
   return static_cast<int>(std::clamp(chunks, 1.0, static_cast<double>(kMaxPipelineChunks)));
 }
 
-Phase ring_phase(int p, double bytes, int latency_repeats) {
-  Phase phase;
-  phase.flows.reserve(static_cast<std::size_t>(p));
-  for (int r = 0; r < p; ++r)
-    phase.flows.push_back({r, (r + 1) % p, bytes, latency_repeats});
-  return phase;
-}
-
 namespace {
 
 // The rings of a ring algorithm, one after the other: ring c visits node m's GPUs from c round to c - 1 (mod g), so it

@@ -49,9 +49,6 @@ inline constexpr double kNvlsLatency = 25e-6;
   return (1.0 + 1.0 / g) * bytes / kNvlsRateShare;
 }
 
-/// One ring step: every rank r of p sends `bytes` to r + 1 mod p (p flows in rank order).
-[[nodiscard]] Phase ring_phase(int p, double bytes, int latency_repeats);
-
 /// A ring of `steps` steps in which every rank sends `chunk_bytes` to the next rank: `steps` phases per message,
 /// or one phase of p flows of steps x chunk_bytes with latency_repeats = steps when aggregated. No phase for p = 1.
 /// With shape.rings() = g > 1 (NICs per GPU), g rotated rings each carry 1/g of every chunk, one after the other in
