@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -201,10 +202,8 @@ private:
     }
     if (phase.chain_hops > 0) {
       // the first ring's edges (Phase::rings: the others repeat its latencies)
-      const std::vector<double> ring(
-          latency_.begin(),
-          latency_.begin() +
-              static_cast<std::ptrdiff_t>(latency_.size() / static_cast<std::size_t>(std::max(1, phase.rings))));
+      const std::span<const double> ring(latency_.data(),
+                                         latency_.size() / static_cast<std::size_t>(std::max(1, phase.rings)));
       const auto walk = critical_walk(ring, phase.chain_hops);
       const double chain = phase.chain_hop < 0 ? walk.latency_s : walk_hop_latency(ring, walk, phase.chain_hop);
       std::fill(latency_.begin(), latency_.end(), chain);

@@ -7,20 +7,6 @@
 namespace ddlsim::sim::detail {
 namespace {
 
-// One step of the g intra-node rings (GPU i of node m -> GPU (i+1) mod g of m) or of the g inter-node rings
-// (GPU i of node m -> GPU i of node (m+1) mod N); p flows in rank order.
-Phase step(const LoweringShape& shape, bool inter, double bytes, int latency_repeats) {
-  const int g = shape.gpus_per_node, nodes = shape.nodes;
-  Phase phase;
-  phase.flows.reserve(static_cast<std::size_t>(shape.workers()));
-  for (int r = 0; r < shape.workers(); ++r) {
-    const int node = r / g, local = r % g;
-    const int dst = inter ? (node + 1) % nodes * g + local : node * g + (local + 1) % g;
-    phase.flows.push_back({r, dst, bytes, latency_repeats});
-  }
-  return phase;
-}
-
 // Closed form: 2(g-1)(a_i + n/(g B_i)) + 2(N-1) a_e + 2(N-1)/N n/B_e, the g inter-node rings sharing the NIC.
 class Hierarchical final : public CollectiveModel {
 public:
@@ -36,10 +22,8 @@ public:
       c.bytes_sent += 2.0 * (g - 1) * bytes / g;
     }
     if (nodes > 1) {
-      const Hop h = inter_hop(net_);
-      const double slice = bytes / g;
-      c.time_s += 2.0 * (nodes - 1) * (h.alpha_s + slice / nodes / (h.bandwidth / net_.nic_sharers(g)));
-      c.bytes_sent += 2.0 * (nodes - 1) * slice / nodes;
+      c.time_s += node_rings_time(net_, bytes / g);
+      c.bytes_sent += 2.0 * (nodes - 1) * bytes / g / nodes;
     }
     return c;
   }
@@ -66,18 +50,18 @@ std::vector<Phase> lower_allreduce_hierarchical(const LoweringShape& shape, doub
   const double slice = bytes / g;
   if (granularity == Granularity::aggregated) {
     if (g > 1)
-      phases.push_back(step(shape, false, 2.0 * (g - 1) * slice, 2 * (g - 1)));
+      phases.push_back(node_ring_step(shape, false, 2.0 * (g - 1) * slice, 2 * (g - 1)));
     if (nodes > 1)
-      phases.push_back(step(shape, true, 2.0 * (nodes - 1) * slice / nodes, 2 * (nodes - 1)));
+      phases.push_back(node_ring_step(shape, true, 2.0 * (nodes - 1) * slice / nodes, 2 * (nodes - 1)));
     return phases;
   }
   phases.reserve(static_cast<std::size_t>(2 * (g - 1) + 2 * (nodes - 1)));
   for (int s = 0; s < g - 1; ++s)
-    phases.push_back(step(shape, false, slice, 1));
+    phases.push_back(node_ring_step(shape, false, slice, 1));
   for (int s = 0; s < 2 * (nodes - 1); ++s)
-    phases.push_back(step(shape, true, slice / nodes, 1));
+    phases.push_back(node_ring_step(shape, true, slice / nodes, 1));
   for (int s = 0; s < g - 1; ++s)
-    phases.push_back(step(shape, false, slice, 1));
+    phases.push_back(node_ring_step(shape, false, slice, 1));
   return phases;
 }
 

@@ -27,15 +27,20 @@ std::vector<Phase> nvls_phases(const LoweringShape& shape, double bytes, Granula
   const int g = shape.gpus_per_node, nodes = shape.nodes;
   const bool aggregated = granularity == Granularity::aggregated;
   const int steps = nodes > 1 ? 2 * (nodes - 1) : 0;
-  std::vector<Phase> phases(aggregated ? 1 : static_cast<std::size_t>(std::max(1, steps)));
+  std::vector<Phase> phases;
+  if (nodes > 1) { // the inter-node rings' steps (hierarchical's): one phase folding them, or one per step
+    const int folded = aggregated ? steps : 1;
+    phases.assign(static_cast<std::size_t>(steps / folded),
+                  node_ring_step(shape, true, folded * bytes / g / nodes, folded));
+  } else {
+    phases.emplace_back();
+  }
   phases.front().extra_latency_s = kNvlsLatency;
-  if (g > 1)
-    for (int r = 0; r < shape.workers(); ++r)
-      phases.front().flows.push_back({r, r / g * g + (r % g + 1) % g, nvls_link_bytes(g, bytes), 1});
-  for (int k = 0; k < steps && (k == 0 || !aggregated); ++k)
-    for (int r = 0; r < shape.workers(); ++r)
-      phases[static_cast<std::size_t>(k)].flows.push_back(
-          {r, (r / g + 1) % nodes * g + r % g, (aggregated ? steps : 1) * bytes / g / nodes, aggregated ? steps : 1});
+  if (g > 1) { // the switch's traffic beside the first
+    auto& flows = phases.front().flows;
+    const auto intra = node_ring_step(shape, false, nvls_link_bytes(g, bytes), 1).flows;
+    flows.insert(flows.begin(), intra.begin(), intra.end());
+  }
   return phases;
 }
 
@@ -54,10 +59,8 @@ public:
       sent = (1.0 + 1.0 / g) * bytes;
     }
     if (nodes > 1) {
-      const Hop inter = inter_hop(net_);
-      const double slice = 2.0 * (nodes - 1) / nodes * bytes / g;
-      time_s = std::max(time_s, 2.0 * (nodes - 1) * inter.alpha_s + slice / (inter.bandwidth / net_.nic_sharers(g)));
-      sent += slice;
+      time_s = std::max(time_s, node_rings_time(net_, bytes / g));
+      sent += 2.0 * (nodes - 1) / nodes * bytes / g;
     }
     return {kNvlsLatency + time_s, sent};
   }

@@ -10,7 +10,7 @@
 
 namespace ddlsim::sim {
 
-CriticalWalk critical_walk(const std::vector<double>& edge_latency, int hops) {
+CriticalWalk critical_walk(std::span<const double> edge_latency, int hops) {
   const std::size_t m = edge_latency.size();
   if (m == 0 || hops <= 0)
     return {};
@@ -35,6 +35,24 @@ namespace ddlsim::sim::detail {
 int pipeline_chunks(double payload_bytes) {
   const double chunks = std::ceil(payload_bytes / kPipelineChunkBytes);
   return static_cast<int>(std::clamp(chunks, 1.0, static_cast<double>(kMaxPipelineChunks)));
+}
+
+Phase node_ring_step(const LoweringShape& shape, bool inter, double bytes, int latency_repeats) {
+  const int g = shape.gpus_per_node, nodes = shape.nodes;
+  Phase phase;
+  phase.flows.reserve(static_cast<std::size_t>(shape.workers()));
+  for (int r = 0; r < shape.workers(); ++r) {
+    const int node = r / g, local = r % g;
+    const int dst = inter ? (node + 1) % nodes * g + local : node * g + (local + 1) % g;
+    phase.flows.push_back({r, dst, bytes, latency_repeats});
+  }
+  return phase;
+}
+
+double node_rings_time(const Network& net, double slice) {
+  const Hop h = inter_hop(net);
+  const int nodes = net.nodes;
+  return 2.0 * (nodes - 1) * (h.alpha_s + slice / nodes / (h.bandwidth / net.nic_sharers(net.gpus_per_node)));
 }
 
 namespace {

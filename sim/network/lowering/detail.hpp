@@ -49,6 +49,13 @@ inline constexpr double kNvlsLatency = 25e-6;
   return (1.0 + 1.0 / g) * bytes / kNvlsRateShare;
 }
 
+/// One step of the g rings inside the nodes (`inter` false: GPU i of node m -> GPU (i+1) mod g of m) or of the g
+/// rings between them (GPU i of node m -> GPU i of node (m+1) mod N): p flows of `bytes` in rank order.
+[[nodiscard]] Phase node_ring_step(const LoweringShape& shape, bool inter, double bytes, int latency_repeats);
+/// The g rings between the nodes (one per local GPU, sharing the node's NIC unless each GPU has its own) allreducing
+/// `slice` bytes each: 2(N-1) (a_e + slice/N / (B_e / sharers)).
+[[nodiscard]] double node_rings_time(const Network& net, double slice);
+
 /// A ring of `steps` steps in which every rank sends `chunk_bytes` to the next rank: `steps` phases per message,
 /// or one phase of p flows of steps x chunk_bytes with latency_repeats = steps when aggregated. No phase for p = 1.
 /// With shape.rings() = g > 1 (NICs per GPU), g rotated rings each carry 1/g of every chunk, one after the other in

@@ -11,6 +11,7 @@
 
 #include <bit>
 #include <cstddef>
+#include <span>
 #include <vector>
 
 namespace ddlsim::sim {
@@ -49,10 +50,9 @@ struct CriticalWalk {
   std::size_t first = 0;
   double latency_s = 0;
 };
-[[nodiscard]] CriticalWalk critical_walk(const std::vector<double>& edge_latency, int hops);
+[[nodiscard]] CriticalWalk critical_walk(std::span<const double> edge_latency, int hops);
 /// Latency of hop `hop` of the walk (edge (first + hop) mod m).
-[[nodiscard]] inline double walk_hop_latency(const std::vector<double>& edge_latency, const CriticalWalk& walk,
-                                             int hop) {
+[[nodiscard]] inline double walk_hop_latency(std::span<const double> edge_latency, const CriticalWalk& walk, int hop) {
   return edge_latency[(walk.first + static_cast<std::size_t>(hop)) % edge_latency.size()];
 }
 
