@@ -178,16 +178,6 @@ Prepared prepare(const Scenario& s, std::string engine) {
                                   "docs/engines.md)",
                                   1 + slowdown.factor, slowdown.source == "gpu.comm_slowdown" ? "" : "calibration ",
                                   slowdown.source));
-  // A whole-cluster tree over NICs per GPU leaves a node through one GPU's NIC per tree; NCCL spreads its channels
-  // over all of them, which ddlsim's tree does not yet model (its rings do: ring_steps).
-  const auto& par = s.parallelism;
-  if (!s.allreduce.measured && s.cluster.nic_per_gpu && s.cluster.nodes > 1 && s.cluster.gpus_per_node > 1 &&
-      par.tensor == 1 && par.pipeline == 1 && s.allreduce.algorithm->algorithm == "tree")
-    r.notes.push_back(fmt::format(
-        "the tree allreduce leaves each node through one GPU's NIC per tree (cluster.nic \"per-gpu\"), where NCCL "
-        "runs trees on every channel over all {} NICs: \"ring\", \"hierarchical\"{} use every NIC, or describe "
-        "the node's NICs as one (\"per-node\") of {} times the rate",
-        s.cluster.gpus_per_node, s.cluster.nvls ? " and \"nvls\"" : "", s.cluster.gpus_per_node));
   p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
                                      : make_cost_model(*s.allreduce.algorithm, net);
   if (s.pipeline) {

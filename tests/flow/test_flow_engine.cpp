@@ -158,6 +158,21 @@ TEST_CASE("flow::rings over NICs per GPU agree with the analytic engine", "[flow
   CHECK_THAT(flow_time(c, "ring", bytes, per_message), WithinRel(analytic_time(c, "ring", bytes), 1e-3));
 }
 
+TEST_CASE("flow::trees over NICs per GPU agree with the analytic engine", "[flow][agreement][rails]") {
+  // cluster.nic "per-gpu": g pairs of trees, pair c entering each node at GPU c and c-1 (allreduce_tree.cpp), each
+  // NIC carrying 1/g of the node's inter-node bytes: n/g each way on two nodes, 1.5n/g on three, 2n/g from four,
+  // where it is the bottleneck. From 64 MB (the trees' chain flows start unevenly below, as above).
+  auto [nodes, gpus, bytes] = GENERATE(table<int, int, double>({{2, 4, 256e6}, {3, 8, 64e6}, {4, 8, 256e6}}));
+  CAPTURE(nodes, gpus, bytes);
+  auto c = cluster(nodes, gpus, 12.5e9, 5e-6, 150e9, 1e-6);
+  c.nic_per_gpu = true;
+  const double share = (nodes == 2 ? 1.0 : nodes == 3 ? 1.5 : 2.0) / gpus;
+  const double depth = std::ceil(std::log2(nodes));
+  CHECK_THAT(analytic_time(c, "tree", bytes),
+             WithinRel(2 * (depth * 10e-6 + (gpus - 1) * 2e-6) + share * bytes / 12.5e9, 1e-12));
+  CHECK_THAT(flow_time(c, "tree", bytes, false), WithinRel(analytic_time(c, "tree", bytes), 1e-3));
+}
+
 TEST_CASE("flow::a double binary tree on 2 and 3 nodes loads a NIC with n and 1.5 n", "[flow][agreement]") {
   // p = 2: 2a + n/B; p = 3: 4a + 1.5 n/B (sim/network/lowering/allreduce_tree.cpp), a = 2 x latency
   const double n = 100e6, B = 1.25e9, a = 50e-6;

@@ -213,6 +213,46 @@ TEST_CASE("lowering::every rank sends and receives the algorithm's known byte co
   }
 }
 
+TEST_CASE("lowering::the tree over every NIC: g pairs of trees, each GPU's NIC one pair's share", "[lowering][rails]") {
+  // NICs per GPU (rails): pair c's trees enter each node at GPU c (tree 0) and GPU c-1 (tree 1), so NIC c carries
+  // tree 0 of pair c and tree 1 of pair c+1, each n/(2g) per edge: the node's inter-node bytes spread evenly over its
+  // g NICs (n/g each way on two nodes, 2n/g from four); every GPU link carries 2n(g-1)/g each way.
+  const double n = 64.0 * 1048576;
+  for (const auto gr : {Granularity::aggregated, Granularity::per_message})
+    for (const int nodes : {2, 3, 4, 7}) {
+      for (const int g : {2, 4, 8}) {
+        CAPTURE(describe(gr), nodes, g);
+        const int p = nodes * g;
+        std::vector<double> gpu_out(static_cast<std::size_t>(p)), nic_out(static_cast<std::size_t>(p)),
+            nic_in(static_cast<std::size_t>(p));
+        for (const auto& ph :
+             lower(Collective::allreduce, "tree", {.nodes = nodes, .gpus_per_node = g, .rails = true}, n, gr))
+          for (const auto& f : ph.flows) {
+            if (f.src / g == f.dst / g) {
+              gpu_out[static_cast<std::size_t>(f.src)] += f.bytes;
+            } else {
+              CHECK(f.src % g == f.dst % g); // a tree crosses between the same NIC of both nodes
+              nic_out[static_cast<std::size_t>(f.src)] += f.bytes;
+              nic_in[static_cast<std::size_t>(f.dst)] += f.bytes;
+            }
+          }
+        const double busiest = nodes == 2 ? n : nodes == 3 ? 1.5 * n : 2 * n;
+        for (int m = 0; m < nodes; ++m) {
+          double node_out = 0;
+          for (int c = 0; c < g; ++c) {
+            const auto r = static_cast<std::size_t>(m * g + c);
+            CHECK_THAT(nic_out[r], WithinRel(nic_out[static_cast<std::size_t>(m * g)], 1e-12)); // even over NICs
+            CHECK_THAT(nic_in[r], WithinRel(nic_out[r], 1e-12));
+            CHECK_THAT(gpu_out[r], WithinRel(2.0 * (g - 1) / g * n, 1e-12));
+            node_out += nic_out[r];
+          }
+          CHECK(node_out <= busiest * (1 + 1e-12));
+        }
+        CHECK_THAT(*std::max_element(nic_out.begin(), nic_out.end()), WithinRel(busiest / g, 1e-12));
+      }
+    }
+}
+
 TEST_CASE("lowering::per-message step structure of rings, halving-doubling and the binomial tree",
           "[lowering][dataflow]") {
   // Runs `check(shape, p)` for every shape of more than one rank.

@@ -9,6 +9,13 @@
 // n/2 up (reduce) and n/2 down (broadcast). A GPU inside a chain, and a node that is inner in one tree and not the
 // root of the other, send and receive 2n: the 2n/B of the closed form (DoubleBinaryTree below).
 //
+// Every NIC (shape.rails: cluster.nic "per-gpu", several nodes of several GPUs): NCCL runs its trees on every channel,
+// each channel's trees entering a node through another GPU's NIC. Here g pairs of trees each carry n/(2g); pair c is
+// the pair above with every node's local GPUs rotated by c: its tree 0 enters node m at GPU c (chain c-1 -> ... ->
+// c+1 -> c, mod g), its tree 1 at GPU c-1 (chain c -> ... -> c-1). NIC c carries tree 0 of pair c and tree 1 of pair
+// c+1: 1/g of what a node's one NIC carries without rails; a GPU link carries 2n(g-1)/g each way (a GPU heads two
+// trees, ends the chains of two, and is inside the other 2g-4).
+//
 // per_message: each tree's n/2 moves in k = pipeline_chunks(n/2) chunks (detail.hpp). With H the tree's height in
 // GPU hops (ceil(log2 N) + g - 1), a GPU at depth d sends chunk c up in step c + H - d (as late as its parent needs
 // it) and down to its children in step c + H + d: k + 2H - 1 phases, one flow per chunk and edge. Synchronous steps
@@ -26,9 +33,9 @@
 //    a_i + 2n/B_i) + 2(g-1) a_i, short of the closed form by at most 2D a_e.
 //  - N = 1: one phase, chain flows with latency_repeats 2(g-1): 2(g-1) a_i + 2n/B_i.
 //  - g = 1: one phase, latency_repeats 2D: 2D a_e + 2n/B_e.
-// The 2n/B term needs a link that carries 2n. Two or three nodes have none (each NIC carries at most n resp. 1.5n,
-// three flows of n/2), nor does a 2-GPU chain (each GPU sends n): there the lowering is faster than the closed
-// form, as the real trees are.
+// The closed form takes each link's bytes from the trees themselves: a node's NIC carries n/2 per tree edge it
+// sends on (its children in the broadcast, its parent in the reduce), at most 2n from four nodes on, n on two
+// nodes (each tree one edge) and 1.5n on three; a chain GPU carries 2n (n in a 2-GPU chain).
 #include "sim/network/lowering/detail.hpp"
 
 #include <algorithm>
@@ -67,7 +74,8 @@ struct GpuTree {
   int height = 0;          ///< depth of the deepest GPU
 };
 
-GpuTree gpu_tree(const LoweringShape& shape, int tree) {
+// Tree `tree` (0, 1) of pair `pair`: the node's local GPUs rotated by `pair` (only pair 0 without rails).
+GpuTree gpu_tree(const LoweringShape& shape, int tree, int pair) {
   const int nodes = shape.nodes, g = shape.gpus_per_node, p = shape.workers();
   std::vector<int> node_parent(static_cast<std::size_t>(nodes));
   std::vector<int> node_depth(static_cast<std::size_t>(nodes), 0);
@@ -80,14 +88,14 @@ GpuTree gpu_tree(const LoweringShape& shape, int tree) {
   GpuTree t;
   t.parent.resize(static_cast<std::size_t>(p));
   t.depth.resize(static_cast<std::size_t>(p));
-  const int head = tree == 0 ? 0 : g - 1;
+  const int head = ((tree == 0 ? 0 : g - 1) + pair) % g;
   for (int r = 0; r < p; ++r) {
-    const int m = r / g, local = r % g;
+    const int m = r / g, local = (r % g - pair + g) % g; // position in pair 0's order
     const int chain = tree == 0 ? local : g - 1 - local; // hops from the node's head
     const int up_node = node_parent[static_cast<std::size_t>(m)];
     int parent = -1;
     if (chain > 0)
-      parent = tree == 0 ? r - 1 : r + 1;
+      parent = m * g + (r % g + (tree == 0 ? g - 1 : 1)) % g;
     else if (up_node >= 0)
       parent = up_node * g + head;
     t.parent[static_cast<std::size_t>(r)] = parent;
@@ -98,10 +106,12 @@ GpuTree gpu_tree(const LoweringShape& shape, int tree) {
   return t;
 }
 
-std::vector<Phase> per_message(const LoweringShape& shape, const GpuTree (&trees)[2], double bytes) {
+// Every tree carries bytes / trees.size().
+std::vector<Phase> per_message(const LoweringShape& shape, const std::vector<GpuTree>& trees, double bytes) {
   const int p = shape.workers();
-  const int chunks = pipeline_chunks(bytes / 2);
-  const double chunk = bytes / 2 / chunks;
+  const double share = bytes / static_cast<double>(trees.size());
+  const int chunks = pipeline_chunks(share);
+  const double chunk = share / chunks;
   int steps = 0;
   for (const auto& t : trees)
     steps = std::max(steps, chunks + 2 * t.height - 1);
@@ -126,9 +136,12 @@ std::vector<Phase> per_message(const LoweringShape& shape, const GpuTree (&trees
   return phases;
 }
 
-std::vector<Phase> aggregated(const LoweringShape& shape, const GpuTree (&trees)[2], double bytes) {
+std::vector<Phase> aggregated(const LoweringShape& shape, const std::vector<GpuTree>& trees, double bytes) {
   const int nodes = shape.nodes, g = shape.gpus_per_node, p = shape.workers();
-  const int depth = std::max(trees[0].node_height, trees[1].node_height);
+  const double share = bytes / static_cast<double>(trees.size());
+  int depth = 0;
+  for (const auto& t : trees)
+    depth = std::max(depth, t.node_height);
   std::vector<Phase> phases;
   if (nodes > 1 && g > 1) {
     Phase& fill = phases.emplace_back();
@@ -137,7 +150,7 @@ std::vector<Phase> aggregated(const LoweringShape& shape, const GpuTree (&trees)
       fill.flows.push_back({m * g + 1, m * g, 0.0, 2 * (g - 1)});
   }
   Phase& data = phases.emplace_back();
-  data.flows.reserve(static_cast<std::size_t>(4 * (p - 1)));
+  data.flows.reserve(2 * trees.size() * static_cast<std::size_t>(p - 1));
   const int intra_repeats = nodes > 1 ? 1 : 2 * (g - 1);
   for (const auto& t : trees) {
     for (int v = 0; v < p; ++v) {
@@ -145,29 +158,43 @@ std::vector<Phase> aggregated(const LoweringShape& shape, const GpuTree (&trees)
       if (parent < 0)
         continue;
       const int repeats = v / g != parent / g ? 2 * depth : intra_repeats;
-      data.flows.push_back({v, parent, bytes / 2, repeats});
-      data.flows.push_back({parent, v, bytes / 2, repeats});
+      data.flows.push_back({v, parent, share, repeats});
+      data.flows.push_back({parent, v, share, repeats});
     }
   }
   return phases;
 }
 
-// Closed form: latency up and down the tree, 2(ceil(log2 N) a_inter + (g-1) a_intra); bandwidth: every node sends
-// and receives n per direction in the reduce and again in the broadcast, so 2n/B on the bottleneck link.
+// Closed form: latency up and down the tree, 2(ceil(log2 N) a_inter + (g-1) a_intra); bandwidth: the busiest NIC's
+// and the busiest GPU link's bytes, each way, at their rates. A node's NIC sends n/2 per tree on each of its edges
+// (to its children in the broadcast, to its parent in the reduce): the most over the nodes, from the trees (2n from
+// four nodes on, n on two, 1.5n on three), over g NICs with rails. A GPU inside a chain sends n/2 up and n/2 down
+// in each tree: 2n, n in a 2-GPU chain, 2n(g-1)/g with rails (header).
 class DoubleBinaryTree final : public CollectiveModel {
 public:
-  explicit DoubleBinaryTree(const Network& n) : net_(n) {}
+  explicit DoubleBinaryTree(const Network& n) : net_(n) {
+    const int nodes = n.nodes, g = n.gpus_per_node;
+    const bool rails = n.nic_per_gpu && nodes > 1 && g > 1;
+    std::vector<int> edges(static_cast<std::size_t>(nodes), 0); // tree edges (both trees) at each node
+    for (int t = 0; nodes > 1 && t < 2; ++t)
+      for (int v = 0; v < nodes; ++v)
+        if (const int up = dtree_parent(nodes, v, t); up >= 0) {
+          ++edges[static_cast<std::size_t>(v)];
+          ++edges[static_cast<std::size_t>(up)];
+        }
+    nic_share_ = *std::max_element(edges.begin(), edges.end()) / 2.0 / (rails ? g : 1);
+    chain_share_ = rails ? 2.0 * (g - 1) / g : g >= 3 ? 2.0 : g == 2 ? 1.0 : 0.0;
+  }
   CollectiveCost cost(double bytes) const override {
     if (net_.workers() <= 1)
       return {};
     const double depth = net_.nodes > 1 ? std::ceil(std::log2(static_cast<double>(net_.nodes))) : 0;
-    double latency = 2 * (net_.gpus_per_node - 1) * intra_hop(net_).alpha_s;
-    double bandwidth = net_.gpus_per_node > 1 ? intra_hop(net_).bandwidth : inter_hop(net_).bandwidth;
-    if (net_.nodes > 1) {
-      latency += 2 * depth * inter_hop(net_).alpha_s;
-      bandwidth = std::min(bandwidth, inter_hop(net_).bandwidth);
-    }
-    return {latency + 2 * bytes / bandwidth, 2 * bytes};
+    const double latency = 2 * (net_.gpus_per_node - 1) * intra_hop(net_).alpha_s + 2 * depth * inter_hop(net_).alpha_s;
+    // (a term with no bytes is not asked for its link's rate: one node has no NIC traffic, one GPU per node no chain)
+    const double nic = nic_share_ > 0 ? nic_share_ * bytes / inter_hop(net_).bandwidth : 0.0;
+    const double chain = chain_share_ > 0 ? chain_share_ * bytes / intra_hop(net_).bandwidth : 0.0;
+    const double transfer = std::max(nic, chain);
+    return {latency + transfer, 2 * bytes};
   }
 
 protected:
@@ -175,6 +202,8 @@ protected:
 
 private:
   Network net_;
+  double nic_share_ = 0;   ///< the busiest NIC's bytes each way per byte of the buffer
+  double chain_share_ = 0; ///< the busiest GPU link's
 };
 
 } // namespace
@@ -183,7 +212,12 @@ std::vector<Phase> lower_allreduce_tree(const LoweringShape& shape, double bytes
   check_arguments(shape, bytes);
   if (shape.workers() <= 1)
     return {};
-  const GpuTree trees[2] = {gpu_tree(shape, 0), gpu_tree(shape, 1)};
+  const int pairs = shape.rings(); // g with rails over several nodes of several GPUs, else 1
+  std::vector<GpuTree> trees;
+  trees.reserve(2 * static_cast<std::size_t>(pairs));
+  for (int c = 0; c < pairs; ++c)
+    for (int t = 0; t < 2; ++t)
+      trees.push_back(gpu_tree(shape, t, c));
   return granularity == Granularity::per_message ? per_message(shape, trees, bytes) : aggregated(shape, trees, bytes);
 }
 
