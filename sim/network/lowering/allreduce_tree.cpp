@@ -16,14 +16,14 @@
 // c+1: 1/g of what a node's one NIC carries without rails; a GPU link carries 2n(g-1)/g each way (a GPU heads two
 // trees, ends the chains of two, and is inside the other 2g-4).
 //
-// per_message: each tree's n/2 moves in k = pipeline_chunks(n/2) chunks (detail.hpp). With H the tree's height in
-// GPU hops (ceil(log2 N) + g - 1), a GPU at depth d sends chunk c up in step c + H - d (as late as its parent needs
-// it) and down to its children in step c + H + d: k + 2H - 1 phases, one flow per chunk and edge. Synchronous steps
-// make it slower than the closed form: (k + 2H - 1) steps of a + 2n/(kB) on the busiest link.
+// per_message: each tree's n/2 (n/(2g) with rails) moves in k = pipeline_chunks of it chunks (detail.hpp). With H the
+// tree's height in GPU hops (ceil(log2 N) + g - 1), a GPU at depth d sends chunk c up in step c + H - d (as late as its
+// parent needs it) and down to its children in step c + H + d: k + 2H - 1 phases, one flow per chunk and edge.
+// Synchronous steps make it slower than the closed form: (k + 2H - 1) steps of a + 2n/(kB) on the busiest link.
 //
-// aggregated: pipelining overlaps everything, so one data phase holds every edge with its total bytes (n/2 per
-// tree and direction; the two trees' flows stay separate, as NCCL's channels, even where they share a pair).
-// A pipelined tree takes the latency of its longest path up and down plus the busiest link's bytes / B. A flow
+// aggregated: pipelining overlaps everything, so one data phase holds every edge with its total bytes (n/2, or
+// n/(2g), per tree and direction; the two trees' flows stay separate, as NCCL's channels, even where they share a
+// pair). A pipelined tree takes the latency of its longest path up and down plus the busiest link's bytes / B. A flow
 // repeats only its own path's latency, so no single flow can carry both the inter-node part 2D a_e (D = the trees'
 // depth in nodes, ceil(log2 N)) and the intra-node part 2(g-1) a_i:
 //  - N > 1, g > 1: inter-node flows have latency_repeats 2D, intra-node flows 1 (hidden under the inter-node
