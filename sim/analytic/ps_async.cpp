@@ -45,9 +45,9 @@ public:
     double& up = same_node ? intra_up_[static_cast<std::size_t>(a)] : nic_up_[endpoint(a)];
     double& down = same_node ? intra_down_[static_cast<std::size_t>(b)] : nic_down_[endpoint(b)];
     const LinkSpec& link = same_node ? net_.intra : net_.inter;
-    // between a node's two sockets, the host link that way too (cluster.hpp: Network::host_direction)
-    const int h = same_node ? net_.host_direction(a % g_, b % g_) : -1;
-    double* host = h >= 0 ? &host_[static_cast<std::size_t>(a / g_ * 2 + h)] : nullptr;
+    // between a node's two sockets, the host link that way too (cluster.hpp: Network::host_link)
+    const int h = same_node ? net_.host_link(a, b) : -1;
+    double* host = h >= 0 ? &host_[static_cast<std::size_t>(h)] : nullptr;
     const double rate = host != nullptr ? std::min(link.bandwidth, net_.host.bandwidth) : link.bandwidth;
     const double end = std::max({t, up, down, host != nullptr ? *host : t}) + bytes / rate;
     up = down = end;

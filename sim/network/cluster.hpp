@@ -69,6 +69,15 @@ struct Network {
     const int half = gpus_per_node / 2, sa = a < half ? 0 : 1, sb = b < half ? 0 : 1;
     return sa == sb ? -1 : sa;
   }
+  /// The host link a flow between ranks `src` and `dst` of one node crosses, as node x 2 + direction
+  /// (host_direction), or -1 when it crosses none.
+  [[nodiscard]] int host_link(int src, int dst) const {
+    const int d = host_direction(src % gpus_per_node, dst % gpus_per_node);
+    return d < 0 ? -1 : src / gpus_per_node * 2 + d;
+  }
+  /// The rings (pairs of trees) NCCL's channels spread over a node's NICs: g with a NIC per GPU over several nodes of
+  /// several GPUs, else 1 (LoweringShape::rings says the same for the lowerings).
+  [[nodiscard]] int rails() const { return nic_per_gpu && nodes > 1 && gpus_per_node > 1 ? gpus_per_node : 1; }
   /// How many flows leaving one node at once share one NIC link.
   [[nodiscard]] int nic_sharers(int crossing_flows) const { return nic_per_gpu ? 1 : crossing_flows; }
 };

@@ -41,6 +41,12 @@ TEST_CASE("sockets: a flow between a node's halves crosses the host link, one wa
   Network star = net;
   star.two_sockets = false;
   CHECK(star.host_direction(3, 4) == -1);
+  // by rank: node x 2 + direction (node 1 of 2: ranks 8 .. 15)
+  const auto two = two_sockets(2, 8, 10e9);
+  CHECK(two.host_link(11, 12) == 2);
+  CHECK(two.host_link(15, 8) == 3);
+  CHECK(two.host_link(8, 11) == -1);
+  CHECK(two.host_link(3, 4) == 0);
 }
 
 TEST_CASE("sockets: the ring on one node of 8 runs at the slower of GPU and host link and walks the host link 4 times",

@@ -32,7 +32,7 @@ public:
       edges_.back() = inter_hop(net_).alpha_s;
     latency_s_ = critical_walk(edges_, 2 * (net_.workers() - 1)).latency_s;
     // With NICs per GPU, g rotated rings of n/g (ring_steps): a GPU link carries g - 1 of them, a NIC one.
-    const double rings = net_.nic_per_gpu && net_.nodes > 1 && g > 1 ? g : 1;
+    const double rings = net_.rails();
     if (g > 1)
       seconds_per_byte_ = (rings > 1 ? (rings - 1) / rings : 1.0) / intra_hop(net_).bandwidth;
     if (net_.nodes > 1)

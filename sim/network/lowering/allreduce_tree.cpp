@@ -74,17 +74,27 @@ struct GpuTree {
   int height = 0;          ///< depth of the deepest GPU
 };
 
-// Tree `tree` (0, 1) of pair `pair`: the node's local GPUs rotated by `pair` (only pair 0 without rails).
-GpuTree gpu_tree(const LoweringShape& shape, int tree, int pair) {
-  const int nodes = shape.nodes, g = shape.gpus_per_node, p = shape.workers();
-  std::vector<int> node_parent(static_cast<std::size_t>(nodes));
-  std::vector<int> node_depth(static_cast<std::size_t>(nodes), 0);
+// Tree `tree` (0, 1) over the nodes: each node's parent (-1 for the root) and depth. Every pair of trees shares it.
+struct NodeTree {
+  std::vector<int> parent;
+  std::vector<int> depth;
+};
+NodeTree node_tree(int nodes, int tree) {
+  NodeTree t{std::vector<int>(static_cast<std::size_t>(nodes)), std::vector<int>(static_cast<std::size_t>(nodes), 0)};
   for (int m = 0; m < nodes; ++m)
-    node_parent[static_cast<std::size_t>(m)] = dtree_parent(nodes, m, tree);
+    t.parent[static_cast<std::size_t>(m)] = dtree_parent(nodes, m, tree);
   for (int m = 0; m < nodes; ++m) // a binary tree is ceil(log2 N) deep: walking up is cheap
-    for (int u = node_parent[static_cast<std::size_t>(m)]; u >= 0; u = node_parent[static_cast<std::size_t>(u)])
-      ++node_depth[static_cast<std::size_t>(m)];
+    for (int u = t.parent[static_cast<std::size_t>(m)]; u >= 0; u = t.parent[static_cast<std::size_t>(u)])
+      ++t.depth[static_cast<std::size_t>(m)];
+  return t;
+}
 
+// Tree `tree` (0, 1) of pair `pair` over the GPUs, on the node tree `nodes_tree`: the node's local GPUs rotated by
+// `pair` (only pair 0 without rails).
+GpuTree gpu_tree(const LoweringShape& shape, const NodeTree& nodes_tree, int tree, int pair) {
+  const int g = shape.gpus_per_node, p = shape.workers();
+  const auto& node_parent = nodes_tree.parent;
+  const auto& node_depth = nodes_tree.depth;
   GpuTree t;
   t.parent.resize(static_cast<std::size_t>(p));
   t.depth.resize(static_cast<std::size_t>(p));
@@ -174,7 +184,6 @@ class DoubleBinaryTree final : public CollectiveModel {
 public:
   explicit DoubleBinaryTree(const Network& n) : net_(n) {
     const int nodes = n.nodes, g = n.gpus_per_node;
-    const bool rails = n.nic_per_gpu && nodes > 1 && g > 1;
     std::vector<int> edges(static_cast<std::size_t>(nodes), 0); // tree edges (both trees) at each node
     for (int t = 0; nodes > 1 && t < 2; ++t)
       for (int v = 0; v < nodes; ++v)
@@ -182,8 +191,8 @@ public:
           ++edges[static_cast<std::size_t>(v)];
           ++edges[static_cast<std::size_t>(up)];
         }
-    nic_share_ = *std::max_element(edges.begin(), edges.end()) / 2.0 / (rails ? g : 1);
-    chain_share_ = rails ? 2.0 * (g - 1) / g : g >= 3 ? 2.0 : g == 2 ? 1.0 : 0.0;
+    nic_share_ = *std::max_element(edges.begin(), edges.end()) / 2.0 / n.rails();
+    chain_share_ = n.rails() > 1 ? 2.0 * (g - 1) / g : g >= 3 ? 2.0 : g == 2 ? 1.0 : 0.0;
   }
   CollectiveCost cost(double bytes) const override {
     if (net_.workers() <= 1)
@@ -215,9 +224,10 @@ std::vector<Phase> lower_allreduce_tree(const LoweringShape& shape, double bytes
   const int pairs = shape.rings(); // g with rails over several nodes of several GPUs, else 1
   std::vector<GpuTree> trees;
   trees.reserve(2 * static_cast<std::size_t>(pairs));
+  const NodeTree node_trees[2] = {node_tree(shape.nodes, 0), node_tree(shape.nodes, 1)};
   for (int c = 0; c < pairs; ++c)
     for (int t = 0; t < 2; ++t)
-      trees.push_back(gpu_tree(shape, t, c));
+      trees.push_back(gpu_tree(shape, node_trees[t], t, c));
   return granularity == Granularity::per_message ? per_message(shape, trees, bytes) : aggregated(shape, trees, bytes);
 }
 

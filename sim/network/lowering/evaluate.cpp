@@ -21,10 +21,7 @@ template <class Visit> void visit_flows(const std::vector<Phase>& phases, const 
   };
   const auto same_node = [&](const Flow& f) { return f.src < p && f.dst < p && f.src / g == f.dst / g; };
   // the host link a same-node flow crosses: node x 2 + direction, or -1
-  const auto host_link = [&](const Flow& f) {
-    const int d = net.host_direction(f.src % g, f.dst % g);
-    return d < 0 ? -1 : f.src / g * 2 + d;
-  };
+  const auto host_link = [&](const Flow& f) { return net.host_link(f.src, f.dst); };
   const std::size_t endpoints = static_cast<std::size_t>(base + net.server_hosts);
   std::vector<int> out(static_cast<std::size_t>(ranks)), in(static_cast<std::size_t>(ranks));
   std::vector<int> nic_out(endpoints), nic_in(endpoints);
