@@ -73,7 +73,7 @@ void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
   RunResult& r = p.result;
   const auto& o = s.strategy.get<dag::ParameterServerOptions>();
   auto& ps = *r.parameter_server;
-  const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node, o.servers, o.dedicated_servers};
+  const LoweringShape shape = server_shape(s, s.cluster.network().shape());
   const auto shard = server_shard_bytes(r.groups, o.servers);
   const double compute = alone_compute_s(s, p);
   AsyncPsInput in;

@@ -326,10 +326,7 @@ FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster, const std
     const auto* lowering = find_lowering(job.kind, job.algorithm);
     if (lowering == nullptr)
       throw std::invalid_argument(fmt::format("no lowering of {} '{}'", collective_name(job.kind), job.algorithm));
-    planned.push_back(
-        {lowering, job.bytes,
-         job.shape.value_or(LoweringShape{
-             .nodes = cluster.nodes, .gpus_per_node = cluster.gpus_per_node, .rails = cluster.nic_per_gpu})});
+    planned.push_back({lowering, job.bytes, job.shape.value_or(cluster.network().shape())});
   }
   CollectivePlan plan(cluster, std::move(planned), per_message, use_symmetry);
   Simulation sim(plan.platform_cluster());

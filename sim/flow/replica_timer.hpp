@@ -40,7 +40,7 @@ public:
   };
 
   CollectivePlan(const ClusterSpec& cluster, std::vector<Job> jobs, bool per_message, bool use_symmetry)
-      : cluster_(cluster), shape_{cluster.nodes, cluster.gpus_per_node}, jobs_(std::move(jobs)),
+      : cluster_(cluster), shape_{cluster.network().shape()}, jobs_(std::move(jobs)),
         granularity_(per_message ? Granularity::per_message : Granularity::aggregated) {
     if (!use_symmetry) {
       obstacle_ = "switched off (flow.symmetry: off)";
@@ -78,7 +78,7 @@ public:
     auto phases = jobs_[i].lowering->lower(jobs_[i].shape, jobs_[i].bytes, granularity_);
     if (jobs_[i].ranks.empty())
       return phases;
-    return to_global_ranks(std::move(phases), {jobs_[i].shape, jobs_[i].ranks, false}, cluster_);
+    return to_global_ranks(std::move(phases), jobs_[i].shape, jobs_[i].ranks, cluster_);
   }
   /// Every link of the full cluster from the simulated platform's statistics.
   [[nodiscard]] std::vector<LinkStats> link_stats(const Platform& p, double makespan_s) const {

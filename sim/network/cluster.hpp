@@ -3,6 +3,8 @@
 // JSON"). Closed forms, lowerings, the flow engine's platform and the scenario parser all take it from here.
 #pragma once
 
+#include "sim/network/lowering/lowering.hpp"
+
 #include <array>
 #include <cstddef>
 #include <optional>
@@ -75,9 +77,14 @@ struct Network {
     const int d = host_direction(src % gpus_per_node, dst % gpus_per_node);
     return d < 0 ? -1 : src / gpus_per_node * 2 + d;
   }
+  /// The shape its collectives are lowered on: its nodes and GPUs per node, and whether a ring algorithm runs one ring
+  /// per NIC (rails): the one place a lowering's shape is taken from a network.
+  [[nodiscard]] LoweringShape shape() const {
+    return {.nodes = nodes, .gpus_per_node = gpus_per_node, .rails = nic_per_gpu};
+  }
   /// The rings (pairs of trees) NCCL's channels spread over a node's NICs: g with a NIC per GPU over several nodes of
-  /// several GPUs, else 1 (LoweringShape::rings says the same for the lowerings).
-  [[nodiscard]] int rails() const { return nic_per_gpu && nodes > 1 && gpus_per_node > 1 ? gpus_per_node : 1; }
+  /// several GPUs, else 1 (LoweringShape::rings).
+  [[nodiscard]] int rails() const { return shape().rings(); }
   /// How many flows leaving one node at once share one NIC link.
   [[nodiscard]] int nic_sharers(int crossing_flows) const { return nic_per_gpu ? 1 : crossing_flows; }
 };

@@ -11,22 +11,26 @@
 
 namespace ddlsim::sim {
 
+/// A communicator placed on a cluster: the one description every lowering, closed form, engine and report takes
+/// (layout_of builds it; nothing else assembles a shape or a network from a cluster's fields).
 struct CommunicatorLayout {
-  LoweringShape shape;        ///< nodes and GPUs per node of the communicator
+  LoweringShape shape;        ///< nodes, GPUs per node and rails of the communicator (net.shape())
   std::vector<int> ranks;     ///< the lowering's rank v is global GPU rank ranks[v]
   bool whole_cluster = false; ///< ranks are exactly 0 .. workers-1 in order: no mapping needed
+  Network net;                ///< the links its closed forms see: the cluster's, on its nodes and GPUs per node
 };
 
 /// The layout of `ranks` on `cluster`. Throws std::invalid_argument naming the problem when a rank is out of range
-/// or repeated, or the ranks are not equal blocks of one node each.
+/// or repeated, the ranks are not equal blocks of one node each, or (two sockets) a node's block is split between
+/// the sockets otherwise than half and half.
 [[nodiscard]] CommunicatorLayout layout_of(const std::vector<int>& ranks, const ClusterSpec& cluster);
 
-/// The links the communicator's closed forms see: the cluster's, with the communicator's nodes and GPUs per node.
-[[nodiscard]] Network network_of(const CommunicatorLayout& layout, const ClusterSpec& cluster);
+/// The layout of every GPU of the cluster in rank order (pure data parallelism).
+[[nodiscard]] CommunicatorLayout whole_cluster_layout(const ClusterSpec& cluster);
 
-/// `phases` lowered on layout.shape, in the cluster's global ranks: a worker rank v becomes ranks[v], a dedicated
-/// server (rank >= shape.workers()) the cluster's server host of the same index.
-[[nodiscard]] std::vector<Phase> to_global_ranks(std::vector<Phase> phases, const CommunicatorLayout& layout,
-                                                 const ClusterSpec& cluster);
+/// `phases` lowered on `shape` over the GPUs `ranks`, in the cluster's global ranks: a worker rank v becomes ranks[v],
+/// a dedicated server (rank >= shape.workers()) the cluster's server host of the same index.
+[[nodiscard]] std::vector<Phase> to_global_ranks(std::vector<Phase> phases, const LoweringShape& shape,
+                                                 const std::vector<int>& ranks, const ClusterSpec& cluster);
 
 } // namespace ddlsim::sim

@@ -98,10 +98,9 @@ double recompute_s(const Scenario& s, const dag::WorkerCosts& costs, int first, 
 // The cost model of an allreduce over a data-parallel group: the measured fit when the group is the whole cluster,
 // else the algorithm's closed form on the group's layout (as cost_communication does).
 std::unique_ptr<CollectiveModel> group_allreduce(const Scenario& s, const CommunicatorLayout& layout) {
-  const Network net = network_of(layout, s.cluster);
   if (s.allreduce.measured && layout.whole_cluster)
-    return make_measured_allreduce(net, *s.allreduce.measured);
-  return make_cost_model(*s.allreduce.algorithm, net);
+    return make_measured_allreduce(layout.net, *s.allreduce.measured);
+  return make_cost_model(*s.allreduce.algorithm, layout.net);
 }
 
 // Tensor parallelism (Megatron-LM: Shoeybi et al., arXiv:1909.08053, §3; sequence parallelism: Korthikanti et al.,
@@ -415,8 +414,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
       std::optional<LinearLoweringCost> allgather;
       const dag::CommCost allgather_time = [&](double bytes) {
         if (!allgather)
-          allgather.emplace(collective_lowering(s, dag::Collective::allgather), layout.shape,
-                            network_of(layout, s.cluster));
+          allgather.emplace(collective_lowering(s, dag::Collective::allgather), layout.shape, layout.net);
         return (*allgather)(bytes);
       };
       const dag::StrategyInput input{

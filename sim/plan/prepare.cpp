@@ -83,7 +83,7 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
   ParameterServerReport ps;
   ps.servers = o.servers;
   ps.dedicated = o.dedicated_servers;
-  const LoweringShape shape{s.cluster.nodes, s.cluster.gpus_per_node, o.servers, o.dedicated_servers};
+  const LoweringShape shape = server_shape(s, s.cluster.network().shape());
   const auto shard = server_shard_bytes(r.groups, o.servers);
   for (const auto& g : r.groups)
     ps.push_bytes_per_worker += g.bytes;
@@ -186,8 +186,7 @@ Prepared prepare(const Scenario& s, std::string engine) {
   }
   const CollectiveModel& model = *p.allreduce;
   const dag::CommCost allreduce_time = [&model](double bytes) { return model.cost(bytes).time_s; };
-  const LoweringShape shape{
-      .nodes = s.cluster.nodes, .gpus_per_node = s.cluster.gpus_per_node, .rails = s.cluster.nic_per_gpu};
+  const LoweringShape shape = net.shape();
   // The allgather's cost as a function of its payload, built on first use (only OMGS plans with it).
   std::optional<LinearLoweringCost> allgather;
   const dag::CommCost allgather_time = [&](double bytes) {
@@ -401,7 +400,7 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
   }
   if (known != memo_.end())
     return known->second;
-  const Network net = network_of(layout, s_.cluster);
+  const Network& net = layout.net;
   // The closed form, or the phase-synchronous cost of the lowering; the flow engine replaces it with what it
   // simulates.
   CollectiveCost cost;
@@ -476,12 +475,18 @@ const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective
   return *lowering;
 }
 
+LoweringShape server_shape(const Scenario& s, LoweringShape communicator) {
+  const auto& o = *s.strategy.parameter_server();
+  communicator.servers = o.servers;
+  communicator.dedicated_servers = o.dedicated_servers;
+  return communicator;
+}
+
 LoweringShape task_shape(const Scenario& s, const dag::Task& task, const LoweringShape& communicator) {
   LoweringShape shape = communicator;
   if (task.collective == dag::Collective::ps_push || task.collective == dag::Collective::ps_pull) {
     const auto& o = *s.strategy.parameter_server();
-    shape.servers = o.servers;
-    shape.dedicated_servers = o.dedicated_servers;
+    shape = server_shape(s, shape);
     shape.shard_first = task.shard_first;
     shape.shard_count = task.shard_count;
     shape.node_aggregation = o.byteps;

@@ -75,6 +75,9 @@ struct PowerSgdTotals {
 /// sharded push and pull, the ring reduce-scatter).
 [[nodiscard]] const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective c);
 
+/// The whole cluster's shape with the scenario's parameter servers (how many, dedicated or co-located).
+[[nodiscard]] LoweringShape server_shape(const Scenario& s, LoweringShape communicator);
+
 /// The shape a task's collective is lowered on: its communicator's (communicator.hpp), and for ps_push / ps_pull the
 /// scenario's servers and the key's shard.
 [[nodiscard]] LoweringShape task_shape(const Scenario& s, const dag::Task& task, const LoweringShape& communicator);

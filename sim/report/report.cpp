@@ -173,10 +173,8 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
       return g.first_collective() == dag::Collective::allgather || g.first_collective() == dag::Collective::global_topk;
     });
     const auto& first = group.stages.front();
-    const auto phases =
-        collective_lowering(s, first.collective)
-            .lower({.nodes = s.cluster.nodes, .gpus_per_node = s.cluster.gpus_per_node, .rails = s.cluster.nic_per_gpu},
-                   first.bytes, Granularity::aggregated);
+    const auto phases = collective_lowering(s, first.collective)
+                            .lower(s.cluster.network().shape(), first.bytes, Granularity::aggregated);
     if (c.selected > 0) {
       const auto& sparse = s.strategy.get<dag::SparsificationOptions>();
       j["sparsification"] = {{"collective", dag::collective_name(first.collective)},

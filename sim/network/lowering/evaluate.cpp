@@ -80,9 +80,7 @@ class Lowered final : public CollectiveModel {
 public:
   Lowered(const CollectiveLowering& algorithm, const Network& net) : algorithm_(algorithm), net_(net) {}
   CollectiveCost cost(double bytes) const override {
-    const auto phases =
-        algorithm_.lower({.nodes = net_.nodes, .gpus_per_node = net_.gpus_per_node, .rails = net_.nic_per_gpu}, bytes,
-                         Granularity::aggregated);
+    const auto phases = algorithm_.lower(net_.shape(), bytes, Granularity::aggregated);
     return {phase_synchronous_time(phases, net_), busiest_sender_bytes(phases, net_.workers())};
   }
 

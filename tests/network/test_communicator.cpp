@@ -1,0 +1,70 @@
+// Communicator layouts (sim/network/communicator.hpp), the one description of a communicator's placement: its shape
+// (nodes, GPUs per node, rails) and links come from the cluster the same way whether it is the whole cluster (the fast
+// path) or a part of it, and its errors name the problem.
+#include "sim/network/communicator.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace ddlsim::sim;
+
+namespace {
+ClusterSpec cluster(int nodes, int g, bool nic_per_gpu) {
+  ClusterSpec c;
+  c.nodes = nodes;
+  c.gpus_per_node = g;
+  c.intra = {100e9, 1e-6};
+  c.inter = {25e9, 2e-6};
+  c.nic_per_gpu = nic_per_gpu;
+  return c;
+}
+std::vector<int> iota(int n, int first = 0, int step = 1) {
+  std::vector<int> r(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i)
+    r[static_cast<std::size_t>(i)] = first + i * step;
+  return r;
+}
+} // namespace
+
+TEST_CASE("communicator: the whole cluster and a part of it take NICs per GPU from the cluster", "[communicator]") {
+  const auto per_gpu = GENERATE(false, true);
+  CAPTURE(per_gpu);
+  const auto c = cluster(4, 8, per_gpu);
+  const auto whole = layout_of(iota(32), c);
+  CHECK(whole.whole_cluster);
+  CHECK(whole.shape.nodes == 4);
+  CHECK(whole.shape.gpus_per_node == 8);
+  CHECK(whole.shape.rails == per_gpu);
+  CHECK(whole.shape.rings() == (per_gpu ? 8 : 1)); // NCCL's ring per NIC over every node's 8 NICs
+  CHECK(whole.net.nic_per_gpu == per_gpu);
+  CHECK(whole.net.rails() == whole.shape.rings());
+  CHECK(whole.ranks == iota(32));
+  // Half of every node (GPUs 0..3 of each): a smaller cluster of the same kind, 4 x 4.
+  std::vector<int> half;
+  for (int node = 0; node < 4; ++node)
+    for (int j = 0; j < 4; ++j)
+      half.push_back(8 * node + j);
+  const auto part = layout_of(half, c);
+  CHECK_FALSE(part.whole_cluster);
+  CHECK(part.shape.nodes == 4);
+  CHECK(part.shape.gpus_per_node == 4);
+  CHECK(part.shape.rails == per_gpu);
+  CHECK(part.net.workers() == 16);
+  CHECK(part.net.inter.bandwidth == c.inter.bandwidth);
+  // One GPU per node (a data-parallel group of a tensor-parallel layout): a ring of 4 single-GPU nodes, one ring.
+  const auto column = layout_of(iota(4, 3, 8), c);
+  CHECK(column.shape.nodes == 4);
+  CHECK(column.shape.gpus_per_node == 1);
+  CHECK(column.shape.rings() == 1);
+}
+
+TEST_CASE("communicator: ranks that are not equal blocks of one node each are refused", "[communicator]") {
+  const auto c = cluster(2, 4, false);
+  CHECK_THROWS_WITH(layout_of({}, c), "a communicator needs at least one rank");
+  CHECK_THROWS_WITH(layout_of({0, 8}, c), "communicator rank 8 is not a GPU of the cluster (0..7)");
+  CHECK_THROWS_WITH(layout_of({1, 1}, c), "communicator rank 1 appears twice");
+  CHECK_THROWS_WITH(layout_of({0, 4, 1}, c), "communicator ranks on node 0 are not consecutive");
+  CHECK_THROWS_WITH(layout_of({0, 1, 4}, c),
+                    "communicator has 2 GPU(s) on node 0 but not on node 1: every node needs the same number");
+}
