@@ -7,6 +7,7 @@
 #include "core/units.hpp"
 #include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/contention.hpp"
 #include "sim/plan/host.hpp"
 #include "sim/plan/measured_links.hpp"
 #include "sim/plan/pipeline.hpp"
@@ -435,13 +436,15 @@ double cost_communication(const Scenario& s, const CollectiveModel& whole_cluste
     sent_by_task->assign(graph.size(), 0.0);
   std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
   CollectiveCoster coster(s, whole_cluster);
+  InstanceContention contention(s, graph);
   double bytes_sent = 0;
   for (std::size_t v = 0; v < graph.size(); ++v) {
     auto& task = graph.task(v);
     if (task.collective == dag::Collective::none)
       continue;
     const auto cost = coster(task, task_layout(s, graph, task, layouts));
-    task.duration_s = cost.time_s;
+    // The task's instances run at once: their time together (1 x alone when they share no link).
+    task.duration_s = cost.time_s * contention.factor(task);
     if (sent_by_task != nullptr)
       (*sent_by_task)[v] = cost.bytes_sent;
     if (task.iteration == 0)

@@ -1,4 +1,4 @@
-// The nccl-tests reader and the fits on the real measurements in $DDLSIM_SHARED_DATA/nccl-tests (see its README):
+// The nccl-tests reader and the fits on the real measurements in tests/data/shared/nccl-tests (README one level up):
 // every file reads with its collectives, ranks, nodes and rows, busbw agrees with nccl-tests' factor on every row
 // (no note), and issue #12's acceptance: fitted on the H100 2x8 allreduce up to 64 MiB, the calibrated 1 GiB and
 // 8 GiB times are within 10 % of the measured ones, every row inside the range within 5 %.

@@ -1,7 +1,7 @@
 // End-to-end tests of the `ddlsim` command line (DESIGN.md, "CLI", "summary.json"): every test spawns the real
 // binary, checks its exit status and its one-line error messages, and reads the reports it writes. Bad inputs
 // live in tests/data/bad/ (one defect each on top of valid_base.json); the DDP bucket oracle is torchvision's
-// per-tensor list in shared/data/model_zoo/resnet50_params.csv and PyTorch's compute_bucket_assignment_by_size.
+// per-tensor list in tests/data/shared/model_zoo/resnet50_params.csv and PyTorch's compute_bucket_assignment_by_size.
 #include "core/io.hpp"
 #include "support/cli.hpp"
 
@@ -157,7 +157,8 @@ std::vector<std::pair<std::int64_t, std::int64_t>> pytorch_ddp_buckets(const std
 }
 
 std::vector<std::int64_t> resnet50_tensor_sizes() {
-  const auto lines = lines_of(read_text(std::string(DDLSIM_SHARED_DATA) + "/model_zoo/resnet50_params.csv"));
+  const auto lines =
+      lines_of(read_text(std::string(DDLSIM_SOURCE_DIR) + "/tests/data/shared/model_zoo/resnet50_params.csv"));
   REQUIRE(lines.size() == 162);
   REQUIRE(lines.front() == "index,name,shape,numel");
   std::vector<std::int64_t> sizes;
@@ -732,7 +733,8 @@ TEST_CASE("cli: check accepts the shipped quickstart scenario", "[cli][check]") 
 
 TEST_CASE("cli: calibrate turns nccl-tests logs into a version-2 calibration, the same bytes every time",
           "[cli][calibrate]") {
-  const std::string log = std::string(DDLSIM_SHARED_DATA) + "/nccl-tests/h100_2x8_allreduce_8B-8GiB.txt";
+  const std::string log =
+      std::string(DDLSIM_SOURCE_DIR) + "/tests/data/shared/nccl-tests/h100_2x8_allreduce_8B-8GiB.txt";
   TempDir tmp;
   const std::string out = tmp / "calibration.json";
   const auto o = run_ok({"calibrate", "--nccl-tests", log, "--collective", "all_reduce", "--out", out});

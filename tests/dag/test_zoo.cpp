@@ -1,5 +1,5 @@
 // Tests of the built-in model zoo against the reference implementations: torchvision's per-tensor parameter
-// lists (shared/data/model_zoo/*_params.csv), published parameter counts (torchvision docs, HF model cards) and
+// lists (tests/data/shared/model_zoo/*_params.csv), published parameter counts (torchvision docs, HF model cards) and
 // published forward GMACs (torchvision docs' "GFLOPS" column, https://pytorch.org/vision/stable/models.html,
 // which counts multiply-accumulates; we count a MAC as 2 FLOPs and add normalisation/activation/pool/loss ops).
 #include "dag/zoo/zoo.hpp"
@@ -121,7 +121,8 @@ TEST_CASE("dag::zoo CNNs match torchvision's parameter lists tensor by tensor", 
   const std::string name = GENERATE("alexnet", "vgg11", "vgg16", "vgg19", "resnet18", "resnet34", "resnet50",
                                     "resnet101", "resnet152", "resnext50_32x4d", "wide_resnet50_2");
   CAPTURE(name);
-  const auto expected = read_param_csv(std::string(DDLSIM_SHARED_DATA) + "/model_zoo/" + name + "_params.csv");
+  const auto expected =
+      read_param_csv(std::string(DDLSIM_SOURCE_DIR) + "/tests/data/shared/model_zoo/" + name + "_params.csv");
   const Model model = zoo(name);
   const auto actual = flat_params(model);
   REQUIRE(actual.size() == expected.size());

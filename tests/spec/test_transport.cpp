@@ -72,7 +72,7 @@ TEST_CASE("sim: NCCL over TCP on Polaris, predicted from the spec sheet, meets t
   calibrate::NcclReadOptions all_reduce;
   all_reduce.collective = calibrate::NcclCollective::all_reduce; // nccl-tests 2.13 does not name it
   const auto log = calibrate::read_nccl_tests(
-      std::string(DDLSIM_SHARED_DATA) + "/nccl-tests/a100_2x4_tcp_allreduce.txt", all_reduce);
+      std::string(DDLSIM_SOURCE_DIR) + "/tests/data/shared/nccl-tests/a100_2x4_tcp_allreduce.txt", all_reduce);
   // the default is this sweep's 1 GiB bus bandwidth over the node's 400 Gb/s
   const auto& last = log.rows.back();
   REQUIRE(last.size_bytes == 1073741824);
@@ -105,8 +105,8 @@ Json h100_node() {
 }
 
 std::vector<calibrate::NcclMeasurement> h100_rows(calibrate::NcclCollective c) {
-  const auto log =
-      calibrate::read_nccl_tests(std::string(DDLSIM_SHARED_DATA) + "/nccl-tests/h100_1x8_sweep_32MiB-16GiB.log");
+  const auto log = calibrate::read_nccl_tests(std::string(DDLSIM_SOURCE_DIR) +
+                                              "/tests/data/shared/nccl-tests/h100_1x8_sweep_32MiB-16GiB.log");
   std::vector<calibrate::NcclMeasurement> rows;
   for (const auto& row : log.rows)
     if (row.collective == c && row.size_bytes >= 64u << 20)
@@ -203,7 +203,7 @@ TEST_CASE("sim: two A3-class H100 nodes (8 NICs each, NCCL's trees over every NI
   calibrate::NcclReadOptions all_reduce;
   all_reduce.collective = calibrate::NcclCollective::all_reduce;
   const auto log = calibrate::read_nccl_tests(
-      std::string(DDLSIM_SHARED_DATA) + "/nccl-tests/h100_2x8_allreduce_8B-8GiB.txt", all_reduce);
+      std::string(DDLSIM_SOURCE_DIR) + "/tests/data/shared/nccl-tests/h100_2x8_allreduce_8B-8GiB.txt", all_reduce);
   int compared = 0;
   for (const auto& row : log.rows) {
     if (row.size_bytes < 64u << 20)

@@ -6,7 +6,7 @@
 
 namespace ddlsim::test {
 
-inline const std::string kNcclTestsDir = std::string(DDLSIM_SHARED_DATA) + "/nccl-tests";
+inline const std::string kNcclTestsDir = std::string(DDLSIM_SOURCE_DIR) + "/tests/data/shared/nccl-tests";
 inline constexpr double kMiB = 1024.0 * 1024.0;
 inline constexpr double kGiB = 1024.0 * kMiB;
 

@@ -9,70 +9,90 @@ namespace ddlsim::sim {
 
 namespace {
 
-/// Calls visit(phase index, flow, latency s, seconds per flow byte) for every flow, with the sharing of its links: a
-/// GPU link shared by the flows leaving or entering that GPU in the phase, a NIC by its endpoint's, and with two
-/// sockets the host link, each way, by the node's flows between its halves that way (the flow runs at the slower of
-/// its GPU links' and the host link's shares, and pays the host link's latency too).
-template <class Visit> void visit_flows(const std::vector<Phase>& phases, const Network& net, Visit visit) {
-  const int g = net.gpus_per_node, p = net.workers(), ranks = p + net.server_hosts;
-  const int base = net.nic_per_gpu ? p : net.nodes; // dedicated server s is endpoint base + s
-  const auto endpoint = [&](int rank) {
-    return static_cast<std::size_t>(rank >= p ? base + rank - p : net.nic_per_gpu ? rank : rank / g);
-  };
-  const auto same_node = [&](const Flow& f) { return f.src < p && f.dst < p && f.src / g == f.dst / g; };
-  // the host link a same-node flow crosses: node x 2 + direction, or -1
-  const auto host_link = [&](const Flow& f) { return net.host_link(f.src, f.dst); };
-  const std::size_t endpoints = static_cast<std::size_t>(base + net.server_hosts);
-  std::vector<int> out(static_cast<std::size_t>(ranks)), in(static_cast<std::size_t>(ranks));
-  std::vector<int> nic_out(endpoints), nic_in(endpoints);
-  std::vector<int> host(net.two_sockets ? static_cast<std::size_t>(2 * net.nodes) : 0);
-  std::vector<double> hops;
-  const auto hop_latency = [&](const Flow& f) {
-    if (!same_node(f))
-      return 2 * net.inter.latency_s;
-    return 2 * net.intra.latency_s + (host_link(f) >= 0 ? net.host.latency_s : 0.0);
-  };
-  std::size_t phase = 0;
-  for (const auto& ph : phases) {
-    std::fill(out.begin(), out.end(), 0);
-    std::fill(in.begin(), in.end(), 0);
-    std::fill(nic_out.begin(), nic_out.end(), 0);
-    std::fill(nic_in.begin(), nic_in.end(), 0);
-    std::fill(host.begin(), host.end(), 0);
+/// The sharing of a cluster's links by the flows of one phase (or of several collectives' phases that run together):
+/// a GPU link shared by the flows leaving or entering that GPU, a NIC by its endpoint's, and with two sockets the host
+/// link, each way, by the node's flows between its halves that way (a flow runs at the slower of its GPU links' and the
+/// host link's shares, and pays the host link's latency too).
+class LinkSharing {
+public:
+  explicit LinkSharing(const Network& net)
+      : net_(net), g_(net.gpus_per_node), p_(net.workers()), base_(net.nic_per_gpu ? p_ : net.nodes),
+        out_(static_cast<std::size_t>(p_ + net.server_hosts)), in_(out_.size()),
+        nic_out_(static_cast<std::size_t>(base_ + net.server_hosts)), nic_in_(nic_out_.size()),
+        host_(net.two_sockets ? static_cast<std::size_t>(2 * net.nodes) : 0) {}
+  void clear() {
+    for (auto* v : {&out_, &in_, &nic_out_, &nic_in_, &host_})
+      std::fill(v->begin(), v->end(), 0);
+  }
+  void add(const Phase& ph) {
     for (const auto& f : ph.flows) {
       if (same_node(f)) {
-        ++out[static_cast<std::size_t>(f.src)];
-        ++in[static_cast<std::size_t>(f.dst)];
-        if (const int h = host_link(f); h >= 0)
-          ++host[static_cast<std::size_t>(h)];
+        ++out_[static_cast<std::size_t>(f.src)];
+        ++in_[static_cast<std::size_t>(f.dst)];
+        if (const int h = net_.host_link(f.src, f.dst); h >= 0)
+          ++host_[static_cast<std::size_t>(h)];
       } else {
-        ++nic_out[endpoint(f.src)];
-        ++nic_in[endpoint(f.dst)];
+        ++nic_out_[endpoint(f.src)];
+        ++nic_in_[endpoint(f.dst)];
       }
     }
-    // A step of a pipelined ring: every flow pays the latency of the critical chunk's walk (lowering.hpp).
-    double chain_latency_s = 0;
-    if (ph.chain_hops > 0) {
-      hops.clear();
-      const std::size_t period = ph.flows.size() / static_cast<std::size_t>(std::max(1, ph.rings));
-      for (std::size_t i = 0; i < period; ++i) // the first ring's edges (the others repeat its latencies)
-        hops.push_back(hop_latency(ph.flows[i]));
-      const auto walk = critical_walk(hops, ph.chain_hops);
-      chain_latency_s = ph.chain_hop < 0 ? walk.latency_s : walk_hop_latency(hops, walk, ph.chain_hop);
-    }
-    for (const auto& f : ph.flows) {
-      const bool intra = same_node(f);
-      const int sharers = intra ? std::max(out[static_cast<std::size_t>(f.src)], in[static_cast<std::size_t>(f.dst)])
-                                : std::max(nic_out[endpoint(f.src)], nic_in[endpoint(f.dst)]);
-      const LinkSpec& link = intra ? net.intra : net.inter;
-      double per_byte_s = sharers / link.bandwidth;
-      if (const int h = intra ? host_link(f) : -1; h >= 0)
-        per_byte_s = std::max(per_byte_s, host[static_cast<std::size_t>(h)] / net.host.bandwidth);
-      const double latency_s =
-          ph.extra_latency_s + (ph.chain_hops > 0 ? chain_latency_s : f.latency_repeats * hop_latency(f));
-      visit(phase, f, latency_s, per_byte_s);
-    }
-    ++phase;
+  }
+  /// Seconds per byte of flow f with the links shared as counted.
+  [[nodiscard]] double per_byte_s(const Flow& f) const {
+    const bool intra = same_node(f);
+    const int sharers = intra ? std::max(out_[static_cast<std::size_t>(f.src)], in_[static_cast<std::size_t>(f.dst)])
+                              : std::max(nic_out_[endpoint(f.src)], nic_in_[endpoint(f.dst)]);
+    double per_byte = sharers / (intra ? net_.intra : net_.inter).bandwidth;
+    if (const int h = intra ? net_.host_link(f.src, f.dst) : -1; h >= 0)
+      per_byte = std::max(per_byte, host_[static_cast<std::size_t>(h)] / net_.host.bandwidth);
+    return per_byte;
+  }
+  /// The latency of one hop of flow f: two GPU links (and the host link) inside a node, two NIC links between nodes.
+  [[nodiscard]] double hop_latency_s(const Flow& f) const {
+    if (!same_node(f))
+      return 2 * net_.inter.latency_s;
+    return 2 * net_.intra.latency_s + (net_.host_link(f.src, f.dst) >= 0 ? net_.host.latency_s : 0.0);
+  }
+
+private:
+  [[nodiscard]] bool same_node(const Flow& f) const { return f.src < p_ && f.dst < p_ && f.src / g_ == f.dst / g_; }
+  /// Dedicated server s is endpoint base + s.
+  [[nodiscard]] std::size_t endpoint(int rank) const {
+    return static_cast<std::size_t>(rank >= p_ ? base_ + rank - p_ : net_.nic_per_gpu ? rank : rank / g_);
+  }
+  const Network& net_;
+  int g_, p_, base_;
+  std::vector<int> out_, in_, nic_out_, nic_in_, host_;
+};
+
+/// Calls visit(flow, latency s, seconds per flow byte) for every flow of `ph`, its links shared as `links` counts.
+template <class Visit> void visit_phase(const Phase& ph, const LinkSharing& links, Visit visit) {
+  // A step of a pipelined ring: every flow pays the latency of the critical chunk's walk (lowering.hpp).
+  double chain_latency_s = 0;
+  if (ph.chain_hops > 0) {
+    std::vector<double> hops;
+    const std::size_t period = ph.flows.size() / static_cast<std::size_t>(std::max(1, ph.rings));
+    for (std::size_t i = 0; i < period; ++i) // the first ring's edges (the others repeat its latencies)
+      hops.push_back(links.hop_latency_s(ph.flows[i]));
+    const auto walk = critical_walk(hops, ph.chain_hops);
+    chain_latency_s = ph.chain_hop < 0 ? walk.latency_s : walk_hop_latency(hops, walk, ph.chain_hop);
+  }
+  for (const auto& f : ph.flows) {
+    const double latency_s =
+        ph.extra_latency_s + (ph.chain_hops > 0 ? chain_latency_s : f.latency_repeats * links.hop_latency_s(f));
+    visit(f, latency_s, links.per_byte_s(f));
+  }
+}
+
+/// Calls visit(phase index, flow, latency s, seconds per flow byte) for every flow, each phase's links shared by its
+/// own flows.
+template <class Visit> void visit_flows(const std::vector<Phase>& phases, const Network& net, Visit visit) {
+  LinkSharing links(net);
+  for (std::size_t k = 0; k < phases.size(); ++k) {
+    links.clear();
+    links.add(phases[k]);
+    visit_phase(phases[k], links,
+                [&](const Flow& f, double latency_s, double per_byte_s) { visit(k, f, latency_s, per_byte_s); });
   }
 }
 
@@ -152,6 +172,28 @@ double LinearLoweringCost::operator()(double bytes) const {
     double slowest = 0;
     for (const auto& t : terms)
       slowest = std::max(slowest, t.latency_s + bytes * t.per_byte_s);
+    total += slowest;
+  }
+  return total;
+}
+
+double concurrent_phase_time(const std::vector<std::vector<Phase>>& collectives, const Network& net) {
+  std::size_t phases = 0;
+  for (const auto& c : collectives)
+    phases = std::max(phases, c.size());
+  LinkSharing links(net);
+  double total = 0;
+  for (std::size_t k = 0; k < phases; ++k) {
+    links.clear();
+    for (const auto& c : collectives)
+      if (k < c.size())
+        links.add(c[k]);
+    double slowest = 0;
+    for (const auto& c : collectives)
+      if (k < c.size())
+        visit_phase(c[k], links, [&](const Flow& f, double latency_s, double per_byte_s) {
+          slowest = std::max(slowest, latency_s + f.bytes * per_byte_s);
+        });
     total += slowest;
   }
   return total;

@@ -23,6 +23,12 @@ namespace ddlsim::sim {
 /// its own endpoint with an inter-node NIC.
 [[nodiscard]] double phase_synchronous_time(const std::vector<Phase>& phases, const Network& net);
 
+/// Several collectives run at the same time, each lowered in the cluster's global ranks on `net` (the whole
+/// cluster's): phase k of every one of them together, a link shared by every flow of those phases that crosses it
+/// (as phase_synchronous_time shares it among one phase's flows), each flow paying its own collective's latencies; the
+/// phases one after another. With one collective, its phase_synchronous_time.
+[[nodiscard]] double concurrent_phase_time(const std::vector<std::vector<Phase>>& collectives, const Network& net);
+
 /// phase_synchronous_time of a lowering whose flows all scale linearly with the payload (every lowering does:
 /// its flows carry fractions of the payload), as a function of the payload, evaluated without lowering again:
 /// each phase keeps the distinct (latency, seconds per payload byte) of its flows. For planners that cost many

@@ -1,0 +1,39 @@
+// Collectives whose instances share links (sim/plan/contention.hpp).
+#include "sim/plan/contention.hpp"
+
+#include "sim/network/communicator.hpp"
+#include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/prepare.hpp"
+
+#include <vector>
+
+namespace ddlsim::sim {
+
+double InstanceContention::factor(const dag::Task& task) {
+  const int count = graph_.instances(task);
+  if (count <= 1 || task.bytes <= 0)
+    return 1.0;
+  const Key key{task.communicator, task.collective, task.shard_first, task.shard_count, task.bytes};
+  if (const auto known = memo_.find(key); known != memo_.end())
+    return known->second;
+  const CollectiveLowering& lowering = task.collective == dag::Collective::allreduce
+                                           ? *s_.allreduce.algorithm
+                                           : collective_lowering(s_, task.collective);
+  std::vector<std::vector<Phase>> instances;
+  instances.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const auto layout = layout_of(graph_.instance_communicator(task, i).ranks, s_.cluster);
+    const auto shape = task_shape(s_, task, layout.shape);
+    instances.push_back(
+        to_global_ranks(lowering.lower(shape, task.bytes, Granularity::aggregated), shape, layout.ranks, s_.cluster));
+  }
+  const Network net = s_.cluster.network();
+  const double together = concurrent_phase_time(instances, net);
+  instances.resize(1);
+  const double alone = concurrent_phase_time(instances, net);
+  const double f = alone > 0 && together > alone ? together / alone : 1.0;
+  memo_.emplace(key, f);
+  return f;
+}
+
+} // namespace ddlsim::sim
