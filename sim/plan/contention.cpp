@@ -16,6 +16,14 @@ double InstanceContention::factor(const dag::Task& task) {
   const Key key{task.communicator, task.collective, task.shard_first, task.shard_count, task.bytes};
   if (const auto known = memo_.find(key); known != memo_.end())
     return known->second;
+  // The instances run over disjoint GPUs, so inside a star node they share no GPU link: only a NIC that GPUs of one
+  // node share, or the host link between two sockets, can be shared.
+  const Network net = s_.cluster.network();
+  if (!net.two_sockets &&
+      (net.nic_per_gpu || layout_of(graph_.instance_communicator(task, 0).ranks, s_.cluster).shape.nodes == 1)) {
+    memo_.emplace(key, 1.0);
+    return 1.0;
+  }
   const CollectiveLowering& lowering = task.collective == dag::Collective::allreduce
                                            ? *s_.allreduce.algorithm
                                            : collective_lowering(s_, task.collective);
@@ -27,7 +35,6 @@ double InstanceContention::factor(const dag::Task& task) {
     instances.push_back(
         to_global_ranks(lowering.lower(shape, task.bytes, Granularity::aggregated), shape, layout.ranks, s_.cluster));
   }
-  const Network net = s_.cluster.network();
   const double together = concurrent_phase_time(instances, net);
   instances.resize(1);
   const double alone = concurrent_phase_time(instances, net);
