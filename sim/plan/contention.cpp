@@ -19,8 +19,8 @@ double InstanceContention::factor(const dag::Task& task) {
   // The instances run over disjoint GPUs, so inside a star node they share no GPU link: only a NIC that GPUs of one
   // node share, or the host link between two sockets, can be shared.
   const Network net = s_.cluster.network();
-  if (!net.two_sockets &&
-      (net.nic_per_gpu || layout_of(graph_.instance_communicator(task, 0).ranks, s_.cluster).shape.nodes == 1)) {
+  const auto first = layout_of(graph_.instance_communicator(task, 0).ranks, s_.cluster);
+  if (!net.two_sockets && (net.nic_per_gpu || first.shape.nodes == 1)) {
     memo_.emplace(key, 1.0);
     return 1.0;
   }
@@ -30,7 +30,7 @@ double InstanceContention::factor(const dag::Task& task) {
   std::vector<std::vector<Phase>> instances;
   instances.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
-    const auto layout = layout_of(graph_.instance_communicator(task, i).ranks, s_.cluster);
+    const auto layout = i == 0 ? first : layout_of(graph_.instance_communicator(task, i).ranks, s_.cluster);
     const auto shape = task_shape(s_, task, layout.shape);
     instances.push_back(
         to_global_ranks(lowering.lower(shape, task.bytes, Granularity::aggregated), shape, layout.ranks, s_.cluster));

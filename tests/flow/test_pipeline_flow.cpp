@@ -84,7 +84,7 @@ TEST_CASE("flow: a hybrid pipeline's replicas share the NIC that their transfers
   REQUIRE(s.parallelism.data == 4);
   const auto analytic = run_analytic(s);
   const auto flow = flow_run(s);
-  CHECK(flow[2] == 4); // every replica simulated
+  CHECK(flow[2] == 4);            // every replica simulated
   const double bytes = 256e3 * 4; // the cut layer's activations for a micro-batch of 4
   const double shared = 2 * 25e-6 + 4 * bytes / 1.25e9;
   CHECK_THAT(longest_transfer(analytic), WithinRel(shared, 1e-9));

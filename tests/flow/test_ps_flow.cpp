@@ -10,6 +10,7 @@
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/spec/scenario.hpp"
+#include "support/cluster.hpp"
 #include "support/run_in_child.hpp"
 
 #include <catch2/catch.hpp>
@@ -30,13 +31,7 @@ test::ChildReport in_child(const std::function<void(test::ChildReport&)>& fn) {
 }
 
 ClusterSpec star(int nodes, int gpus, int server_hosts) {
-  ClusterSpec c;
-  c.nodes = nodes;
-  c.gpus_per_node = gpus;
-  c.inter = {1.25e9, 25e-6};
-  c.intra = {12e9, 5e-6};
-  c.server_hosts = server_hosts;
-  return c;
+  return ddlsim::test::star_cluster(nodes, gpus, {12e9, 5e-6}, {1.25e9, 25e-6}, false, server_hosts);
 }
 
 } // namespace

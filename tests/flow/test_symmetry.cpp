@@ -7,6 +7,7 @@
 #include "sim/network/collectives.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/spec/scenario.hpp"
+#include "support/cluster.hpp"
 #include "support/run_in_child.hpp"
 
 #include <catch2/catch.hpp>
@@ -28,13 +29,7 @@ std::vector<Phase> lower(const std::string& algorithm, LoweringShape shape, Gran
 }
 
 ClusterSpec star(int nodes, int gpus, bool nic_per_gpu) {
-  ClusterSpec c;
-  c.nodes = nodes;
-  c.gpus_per_node = gpus;
-  c.inter = {12.5e9, 5e-6};
-  c.intra = {100e9, 1e-6};
-  c.nic_per_gpu = nic_per_gpu;
-  return c;
+  return ddlsim::test::star_cluster(nodes, gpus, {100e9, 1e-6}, {12.5e9, 5e-6}, nic_per_gpu);
 }
 
 // Runs the jobs with and without symmetry, each in its own child: end times, then per link bytes, busy time, peak

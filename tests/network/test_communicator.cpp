@@ -5,6 +5,7 @@
 #include "sim/network/collectives.hpp"
 #include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
+#include "support/cluster.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -15,13 +16,7 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 ClusterSpec cluster(int nodes, int g, bool nic_per_gpu) {
-  ClusterSpec c;
-  c.nodes = nodes;
-  c.gpus_per_node = g;
-  c.intra = {100e9, 1e-6};
-  c.inter = {25e9, 2e-6};
-  c.nic_per_gpu = nic_per_gpu;
-  return c;
+  return ddlsim::test::star_cluster(nodes, g, {100e9, 1e-6}, {25e9, 2e-6}, nic_per_gpu);
 }
 std::vector<int> iota(int n, int first = 0, int step = 1) {
   std::vector<int> r(static_cast<std::size_t>(n));
@@ -42,7 +37,7 @@ TEST_CASE("communicator: the whole cluster and a part of it take NICs per GPU fr
   CHECK(whole.shape.rails == per_gpu);
   CHECK(whole.shape.rings() == (per_gpu ? 8 : 1)); // NCCL's ring per NIC over every node's 8 NICs
   CHECK(whole.net.nic_per_gpu == per_gpu);
-  CHECK(whole.net.rails() == whole.shape.rings());
+  CHECK(whole.net.rails() == (per_gpu ? 8 : 1));
   CHECK(whole.ranks == iota(32));
   // Half of every node (GPUs 0..3 of each): a smaller cluster of the same kind, 4 x 4.
   std::vector<int> half;

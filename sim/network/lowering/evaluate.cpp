@@ -65,12 +65,14 @@ private:
   std::vector<int> out_, in_, nic_out_, nic_in_, host_;
 };
 
-/// Calls visit(flow, latency s, seconds per flow byte) for every flow of `ph`, its links shared as `links` counts.
-template <class Visit> void visit_phase(const Phase& ph, const LinkSharing& links, Visit visit) {
+/// Calls visit(flow, latency s, seconds per flow byte) for every flow of `ph`, its links shared as `links` counts;
+/// `hops` is scratch space kept between calls.
+template <class Visit>
+void visit_phase(const Phase& ph, const LinkSharing& links, std::vector<double>& hops, Visit visit) {
   // A step of a pipelined ring: every flow pays the latency of the critical chunk's walk (lowering.hpp).
   double chain_latency_s = 0;
   if (ph.chain_hops > 0) {
-    std::vector<double> hops;
+    hops.clear();
     const std::size_t period = ph.flows.size() / static_cast<std::size_t>(std::max(1, ph.rings));
     for (std::size_t i = 0; i < period; ++i) // the first ring's edges (the others repeat its latencies)
       hops.push_back(links.hop_latency_s(ph.flows[i]));
@@ -88,10 +90,11 @@ template <class Visit> void visit_phase(const Phase& ph, const LinkSharing& link
 /// own flows.
 template <class Visit> void visit_flows(const std::vector<Phase>& phases, const Network& net, Visit visit) {
   LinkSharing links(net);
+  std::vector<double> hops;
   for (std::size_t k = 0; k < phases.size(); ++k) {
     links.clear();
     links.add(phases[k]);
-    visit_phase(phases[k], links,
+    visit_phase(phases[k], links, hops,
                 [&](const Flow& f, double latency_s, double per_byte_s) { visit(k, f, latency_s, per_byte_s); });
   }
 }
@@ -182,6 +185,7 @@ double concurrent_phase_time(const std::vector<std::vector<Phase>>& collectives,
   for (const auto& c : collectives)
     phases = std::max(phases, c.size());
   LinkSharing links(net);
+  std::vector<double> hops;
   double total = 0;
   for (std::size_t k = 0; k < phases; ++k) {
     links.clear();
@@ -191,7 +195,7 @@ double concurrent_phase_time(const std::vector<std::vector<Phase>>& collectives,
     double slowest = 0;
     for (const auto& c : collectives)
       if (k < c.size())
-        visit_phase(c[k], links, [&](const Flow& f, double latency_s, double per_byte_s) {
+        visit_phase(c[k], links, hops, [&](const Flow& f, double latency_s, double per_byte_s) {
           slowest = std::max(slowest, latency_s + f.bytes * per_byte_s);
         });
     total += slowest;
