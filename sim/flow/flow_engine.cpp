@@ -1,10 +1,9 @@
-// The flow-level engine: the iteration DAG runs on SimGrid 3.32 as S4U activities with dependencies (as in
-// examples/cpp/dag-comm/s4u-dag-comm.cpp), collectives are lowered into phases of point-to-point flows
-// (sim/network/lowering) that share the platform's links by max-min fairness (CM02 with unit factors, DESIGN.md).
-// Every data-parallel replica's copy of the DAG is timed (ReplicaTimer), or node 0's replicas' when nodes are
-// symmetric (flow/symmetry.hpp) and node 0's traffic is simulated on a 2-node quotient platform, exactly. A
-// collective's next phase is started from the completion callback of its previous one, so only the flows in flight
-// exist at any time.
+// The flow-level engine. Collectives are lowered into phases of point-to-point flows (sim/network/lowering) that
+// share the platform's links by max-min fairness (CM02 with unit factors, DESIGN.md); a collective's next phase is
+// started from the completion callback of its previous one (FlowRun, flow_run.hpp), so only the flows in flight are
+// SimGrid activities. Every data-parallel replica's copy of the DAG is timed by ReplicaTimer (replica_timer.hpp),
+// which works out the tasks that wait for no collective ahead of SimGrid's clock; or node 0's replicas' when nodes
+// are symmetric (flow/symmetry.hpp) and node 0's traffic is simulated on a 2-node quotient platform, exactly.
 #include "sim/flow/flow_engine.hpp"
 
 #include "core/error.hpp"
@@ -318,6 +317,21 @@ RunResult run_flow(const Scenario& scenario) {
   return std::move(r);
 }
 
+namespace {
+const char* maestro_list_name(flow::MaestroActivities::State state) {
+  switch (state) {
+  case flow::MaestroActivities::State::off:
+    return "off";
+  case flow::MaestroActivities::State::found:
+    return "kept empty";
+  case flow::MaestroActivities::State::unknown: // no activity was created
+  case flow::MaestroActivities::State::unusable:
+    break;
+  }
+  return "not found";
+}
+} // namespace
+
 FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster, const std::vector<CollectiveJob>& jobs,
                                            bool per_message, bool use_symmetry) {
   const auto wall_start = std::chrono::steady_clock::now();
@@ -350,6 +364,7 @@ FlowCollectivesResult run_collectives_flow(const ClusterSpec& cluster, const std
   result.links = link_usage(plan, sim.platform, makespan);
   result.flows = run.flows();
   result.symmetry = std::string(flow::symmetry_name(plan.symmetry()));
+  result.maestro_list = maestro_list_name(run.maestro_state());
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
 }

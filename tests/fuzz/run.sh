@@ -32,12 +32,12 @@ cp "$src"/scenarios/*.json "$seeds/scenario/"
 cp "$src"/scenarios/*.json "$src"/tests/data/bad/*.json "$seeds/json/" 2>/dev/null || true
 # a scenario with overrides after 0x01 bytes, as the scenario target reads them
 { cat "$src/scenarios/quickstart.json"; printf '\x01strategy.kind=ddp\x01cluster.nodes=4'; } >"$seeds/scenario/with-set"
-shared="$src/../shared/data/nccl-tests"
+shared="$src/tests/data/shared/nccl-tests"
 if [ -d "$shared" ]; then cp "$shared"/* "$seeds/nccl_tests/"; fi
 printf '#  Rank  0 Group  0 Pid 1 on h device  0 [0x1b] NVIDIA H100\n' >"$seeds/nccl_tests/minimal"
-# traces: the shared Kineto trace decompressed, cut to its first 60 events (the whole is 30 MB), and the test fixtures
-if [ -f "$src/../shared/data/traces/kineto_resnet50_1xV100_bs32.json.gz" ]; then
-  python3 - "$src/../shared/data/traces/kineto_resnet50_1xV100_bs32.json.gz" "$seeds/trace/resnet50" <<'PY'
+# traces: the Kineto trace (tests/data/shared/traces) decompressed, cut to its first 60 events (the whole is 30 MB), and the test fixtures
+if [ -f "$src/tests/data/shared/traces/kineto_resnet50_1xV100_bs32.json.gz" ]; then
+  python3 - "$src/tests/data/shared/traces/kineto_resnet50_1xV100_bs32.json.gz" "$seeds/trace/resnet50" <<'PY'
 import gzip, json, sys
 doc = json.load(gzip.open(sys.argv[1]))
 doc["traceEvents"] = doc["traceEvents"][:60]

@@ -68,7 +68,8 @@ TEST_CASE("cli: the imported ResNet-50 V100 trace runs host-bound near its measu
   // trace, where the backward's kernels end 9.8 ms after the step (docs/traces.md).
   static TempDir dir; // imported once for both rows
   static const bool imported =
-      run_ok({"import-trace", std::string(DDLSIM_SHARED_DATA) + "/traces/kineto_resnet50_1xV100_bs32.json.gz", "--out",
+      run_ok({"import-trace",
+              std::string(DDLSIM_SOURCE_DIR) + "/tests/data/shared/traces/kineto_resnet50_1xV100_bs32.json.gz", "--out",
               dir / "imported"})
           .exit_code == 0;
   REQUIRE(imported);
@@ -97,7 +98,8 @@ TEST_CASE("cli: the imported compiled 2xV100 trace runs near its measured step",
   // issue #12: 404 traced allreduces after a backward that torch.compile fused into one graph; host-bound, the step
   // is the host thread's time per step in the steady state, within 10 % of the median.
   TempDir dir;
-  REQUIRE(run_ok({"import-trace", std::string(DDLSIM_SHARED_DATA) + "/traces/hta_compiled_2xV100_rank1.json.gz",
+  REQUIRE(run_ok({"import-trace",
+                  std::string(DDLSIM_SOURCE_DIR) + "/tests/data/shared/traces/hta_compiled_2xV100_rank1.json.gz",
                   "--out", dir / "imported"})
               .exit_code == 0);
   run_ok({"run", dir / "imported/scenario.json", "--out", dir / "run", "--no-trace"});

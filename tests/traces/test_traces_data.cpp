@@ -1,5 +1,5 @@
-// The shared profiler traces ($DDLSIM_SHARED_DATA/traces; README there) and issue #12's acceptance figures: each
-// trace is read and analysed once per test process (a static; Catch2 runs the SECTIONs in one process).
+// The profiler traces by others (tests/data/shared/traces; README in tests/data/shared) and issue #12's acceptance
+// figures: each trace is read and analysed once per test process (a static; Catch2 runs the SECTIONs in one process).
 #include "traces/import.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,7 +13,7 @@ using namespace ddlsim::traces;
 using Catch::Matchers::WithinRel;
 
 namespace {
-const std::string kDir = std::string(DDLSIM_SHARED_DATA) + "/traces/";
+const std::string kDir = std::string(DDLSIM_SOURCE_DIR) + "/tests/data/shared/traces/";
 
 const Imported& imported(const std::string& name) {
   static std::map<std::string, Imported> cache;
