@@ -1,6 +1,7 @@
 // The flow-level engine: the iteration DAG runs on SimGrid 3.32 as S4U activities with dependencies (as in
 // examples/cpp/dag-comm/s4u-dag-comm.cpp), collectives are lowered into phases of point-to-point flows
-// (sim/network/lowering) that share the platform's links by max-min fairness (CM02 with unit factors, DESIGN.md).
+// (sim/network/lowering) that share the platform's links by max-min fairness (SimGrid's CM02, configured as in
+// docs/engines.md, "The flow engine").
 // Every data-parallel replica's copy of the DAG is timed (ReplicaTimer), or node 0's replicas' when nodes are
 // symmetric (flow/symmetry.hpp) and node 0's traffic is simulated on a 2-node quotient platform, exactly. A
 // collective's next phase is started from the completion callback of its previous one, so only the flows in flight

@@ -1,6 +1,6 @@
 // The cluster every layer describes the same way: nodes of GPUs, each GPU's link into its node's fabric (`intra`),
-// each network endpoint's NIC link (`inter`, per node or per GPU), and how the NICs connect (DESIGN.md, "Scenario
-// JSON"). Closed forms, lowerings, the flow engine's platform and the scenario parser all take it from here.
+// each network endpoint's NIC link (`inter`, per node or per GPU), and how the NICs connect (docs/engines.md, "Link
+// semantics"). Closed forms, lowerings, the flow engine's platform and the scenario parser all take it from here.
 #pragma once
 
 #include "sim/network/lowering/lowering.hpp"
@@ -27,12 +27,12 @@ struct LinkSpec {
 ///  - rdma (InfiniBand, RoCE): 12.2 GB/s of allreduce bus bandwidth on a 100 Gb/s card, "as good as you can get"
 ///    (NVIDIA's NCCL maintainer, NVIDIA/nccl-tests issue #29): 12.2 / 12.5.
 ///  - tcp (NCCL's socket transport): 9.45 GB/s of allreduce bus bandwidth at 1 GiB over 2 nodes x 4 A100 whose nodes
-///    have two 200 Gb/s Slingshot-11 ports each, used through plain TCP sockets (../shared/data/nccl-tests/
+///    have two 200 Gb/s Slingshot-11 ports each, used through plain TCP sockets (tests/data/shared/nccl-tests/
 ///    a100_2x4_tcp_allreduce.txt, ALCF Polaris; ALCF's machine overview for the ports): 9.45 / 50.
 ///  - nvlink (a node's GPU links): NCCL's rate per NVLink link over the link's rate, which depends on the GPU
 ///    (sim/spec/gpus.cpp: 20.6 / 25 GB/s on Hopper, 20 / 25 on Volta and Ampere, NVIDIA/nccl src/graph/topo.h); the
 ///    scenario parser resolves it from the GPU preset (nvlink_efficiency). On 8 H100 NCCL's sendrecv reaches 367 GB/s
-///    of 450 (../shared/data/nccl-tests/h100_1x8_sweep_32MiB-16GiB.log), 20.6 / 25 of it 370.8.
+///    of 450 (tests/data/shared/nccl-tests/h100_1x8_sweep_32MiB-16GiB.log), 20.6 / 25 of it 370.8.
 inline constexpr double kRdmaEfficiency = 12.2 / 12.5;
 inline constexpr double kTcpEfficiency = 9.45 / 50;
 inline constexpr std::array<std::string_view, 3> kTransportNames{"rdma", "tcp", "nvlink"};
