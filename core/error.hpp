@@ -1,5 +1,5 @@
 // The one error type for bad input: every message names the file and the JSON pointer it is about, so that
-// `ddlsim` can print one line and exit 2 (DESIGN.md, "CLI").
+// `ddlsim` can print one line and exit 2 (docs/contracts.md, "Exit status").
 #pragma once
 
 #include <stdexcept>

@@ -88,8 +88,8 @@ Model parse_layers(const Json& layers, const std::string& file, const std::strin
     layer.fwd_flops = flops_value(r.required("fwd_flops"), file, r.path("fwd_flops"));
     if (const Json* b = r.optional("bwd_flops"))
       layer.bwd_flops = flops_value(*b, file, r.path("bwd_flops"));
-    else
-      layer.bwd_flops = 2 * layer.fwd_flops; // input and weight gradients (DESIGN.md)
+    else // input and weight gradients (docs/engines.md, "Where the numbers come from")
+      layer.bwd_flops = 2 * layer.fwd_flops;
     layer.activation_bytes = r.optional_quantity("activation_bytes", Dimension::bytes).value_or(0);
     if (const Json* in = r.optional("inputs")) {
       if (!in->is_array())

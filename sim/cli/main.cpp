@@ -1,5 +1,6 @@
-// The `ddlsim` command line (DESIGN.md, "CLI"). Exit 0 on success; bad input exits 2 with one line naming the
-// file and JSON path; anything unexpected exits 1 with a message, never a crash.
+// The `ddlsim` command line (docs/contracts.md, "Command line" and "Exit status"). Exit 0 on success; bad input exits
+// 2 with one line naming the file and JSON path; a sweep or merge with failed points exits 3; anything unexpected
+// exits 1 with a message, never a crash.
 #include "core/error.hpp"
 #include "core/io.hpp"
 #include "dag/strategy.hpp"

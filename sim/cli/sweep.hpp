@@ -1,7 +1,7 @@
-// What-if sweeps (DESIGN.md, `ddlsim sweep`): the scenario's "sweep" block expands into points (the cartesian
-// product of its axes, zip groups advancing together), each point is the scenario with its keys overridden, and
-// the points run on -j worker processes. Analytic points run inside a worker; flow points each in a child of it
-// (SimGrid's engine is one per process).
+// What-if sweeps (`ddlsim sweep`: docs/sweeps.md, "The sweep block"): the scenario's "sweep" block expands into points
+// (the cartesian product of its axes, zip groups advancing together), each point is the scenario with its keys
+// overridden, and the points run on -j worker processes. Analytic points run inside a worker; flow points each in a
+// child of it (SimGrid's engine is one per process).
 //
 // Durability: every finished point is appended as one JSON line to DIR/points.jsonl (one write per point), and
 // DIR/results.csv and DIR/results.json are rewritten from it atomically as points finish (at most every 0.25 s and

@@ -1,9 +1,10 @@
 // The flow-level engine. Collectives are lowered into phases of point-to-point flows (sim/network/lowering) that
-// share the platform's links by max-min fairness (CM02 with unit factors, DESIGN.md); a collective's next phase is
-// started from the completion callback of its previous one (FlowRun, flow_run.hpp), so only the flows in flight are
-// SimGrid activities. Every data-parallel replica's copy of the DAG is timed by ReplicaTimer (replica_timer.hpp),
-// which works out the tasks that wait for no collective ahead of SimGrid's clock; or node 0's replicas' when nodes
-// are symmetric (flow/symmetry.hpp) and node 0's traffic is simulated on a 2-node quotient platform, exactly.
+// share the platform's links by max-min fairness (SimGrid's CM02, configured as in docs/engines.md, "The flow
+// engine"); a collective's next phase is started from the completion callback of its previous one (FlowRun,
+// flow_run.hpp), so only the flows in flight are SimGrid activities. Every data-parallel replica's copy of the DAG is
+// timed by ReplicaTimer (replica_timer.hpp), which works out the tasks that wait for no collective ahead of SimGrid's
+// clock; or node 0's replicas' when nodes are symmetric (flow/symmetry.hpp) and node 0's traffic is simulated on a
+// 2-node quotient platform, exactly.
 #include "sim/flow/flow_engine.hpp"
 
 #include "core/error.hpp"

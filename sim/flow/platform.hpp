@@ -1,6 +1,6 @@
 // The flow engine's SimGrid platform, built from a ClusterSpec: one host per GPU, a split-duplex link per GPU into
 // its node's fabric, NIC links into the network (per node or per GPU), and the network (star, fat-tree, ring, torus).
-// Link semantics match the analytic engine (sim/network/collectives.hpp, DESIGN.md "Scenario JSON"); routes per
+// Link semantics match the analytic engine (sim/network/collectives.hpp; docs/engines.md, "Link semantics"); routes per
 // topology are described in platform.cpp. Built with SimGrid 3.32's S4U platform API (NetZone.hpp: create_star_zone,
 // create_fatTree_zone, create_torus_zone with ClusterCallbacks; examples/cpp/clusters-multicpu).
 #pragma once
@@ -41,12 +41,12 @@ struct Platform {
   std::vector<LinkInfo> links;           ///< every link of the platform, deterministic order (see build_platform)
 };
 
-/// SimGrid settings that make flows follow the closed forms exactly (DESIGN.md): network/model:CM02,
-/// network/latency-factor:0 (FlowRun pays each flow's latencies as waits around its transfer, flow_run.hpp, so that a
-/// ring step can pay its critical walk's), network/bandwidth-factor:1, network/weight-S:0, network/crosstraffic:0 and
-/// network/TCP-gamma:0 (SimGrid 3.32 applies the gamma/(2 latency) window bound only when gamma > 0). Silences
-/// SimGrid's logging (threshold critical) so runs print nothing. Call with the engine created, before the platform
-/// is built.
+/// SimGrid settings that make flows follow the closed forms exactly (docs/engines.md, "The flow engine"):
+/// network/model:CM02, network/latency-factor:0 (FlowRun pays each flow's latencies as waits around its transfer,
+/// flow_run.hpp, so that a ring step can pay its critical walk's), network/bandwidth-factor:1, network/weight-S:0,
+/// network/crosstraffic:0 and network/TCP-gamma:0 (SimGrid 3.32 applies the gamma/(2 latency) window bound only when
+/// gamma > 0). Silences SimGrid's logging (threshold critical) so runs print nothing. Call with the engine created,
+/// before the platform is built.
 void configure_closed_form(simgrid::s4u::Engine& engine);
 
 /// Builds the platform. There must be no zone yet (one platform per engine; SimGrid's Engine is one per process).

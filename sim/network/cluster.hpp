@@ -1,6 +1,6 @@
 // The cluster every layer describes the same way: nodes of GPUs, each GPU's link into its node's fabric (`intra`),
-// each network endpoint's NIC link (`inter`, per node or per GPU), and how the NICs connect (DESIGN.md, "Scenario
-// JSON"). Closed forms, lowerings, the flow engine's platform and the scenario parser all take it from here.
+// each network endpoint's NIC link (`inter`, per node or per GPU), and how the NICs connect (docs/engines.md, "Link
+// semantics"). Closed forms, lowerings, the flow engine's platform and the scenario parser all take it from here.
 #pragma once
 
 #include "sim/network/lowering/lowering.hpp"

@@ -1,10 +1,10 @@
 // The collective algorithms: one registry (sim/network/lowering/registry.cpp) lists every (collective, algorithm)
 // with its lowering onto point-to-point flows (lowering/lowering.hpp) and, where one has been derived, its alpha-beta
 // closed form, which the analytic engine uses; both live in one file, lowering/<collective>_<algorithm>.cpp.
-// Closed-form link semantics as in DESIGN.md: a message inside a node crosses two GPU links (alpha = 2 x intra
-// latency, bandwidth = intra), a message between nodes crosses two NIC links (alpha = 2 x inter latency, bandwidth =
-// inter), and the NIC is shared by the node's GPUs that send off-node at the same time. Reduction arithmetic is not
-// costed (GPU reductions run at memory bandwidth, far above network bandwidth).
+// Closed-form link semantics (docs/engines.md, "Link semantics"): a message inside a node crosses two GPU links (alpha
+// = 2 x intra latency, bandwidth = intra), a message between nodes crosses two NIC links (alpha = 2 x inter latency,
+// bandwidth = inter), and the NIC is shared by the node's GPUs that send off-node at the same time. Reduction
+// arithmetic is not costed (GPU reductions run at memory bandwidth, far above network bandwidth).
 #pragma once
 
 #include "core/collective.hpp"

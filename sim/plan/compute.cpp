@@ -124,13 +124,14 @@ ComputeCosts gpu_costs(const Scenario& s) {
   const bool calibrated_any = std::any_of(calibrated.begin(), calibrated.end(), [](bool b) { return b; });
 
   if (s.gpu.single_gpu_iteration_s) {
-    // Spread what is left of T after the calibrated layers and the copy over the rest by FLOPs.
+    // Spread what is left of T after the calibrated layers and the copy over the rest by FLOPs, backward = 2 x forward
+    // (docs/engines.md, "Where the numbers come from").
     double calibrated_s = 0, flops = kUpdateFlopsPerParam * params;
     for (std::size_t l = 0; l < layers; ++l) {
       if (calibrated[l])
         calibrated_s += w.fwd_s[l] + w.bwd_s[l];
       else
-        flops += batch * 3 * m.layers[l].fwd_flops; // backward = 2 x forward (DESIGN.md)
+        flops += batch * 3 * m.layers[l].fwd_flops; // forward + backward
     }
     const double left = *s.gpu.single_gpu_iteration_s - w.h2d_s - calibrated_s;
     if (!(left > 0))

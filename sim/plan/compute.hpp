@@ -1,4 +1,4 @@
-// Per-task compute costs of one worker (DESIGN.md, "Where the numbers come from"), first match wins per layer:
+// Per-task compute costs of one worker (docs/engines.md, "Where the numbers come from"), first match wins per layer:
 // calibration table > measured single-GPU iteration spread over layers by FLOPs > roofline from the GPU preset.
 #pragma once
 

@@ -6,7 +6,7 @@
 // JPDC 2009), so B = 2(p-1) / (p β); its start-up L is the sum of the hop latencies along its critical chunk's walk
 // (sim/network/lowering/allreduce_ring.cpp): 2(p-1) α_hop on one node or with one GPU per node, else k inter-node
 // hops and 2(p-1) - k intra-node ones, which keep the scenario's GPU links, so α_hop = (α - (2(p-1) - k) α_intra) / k.
-// A hop between two nodes crosses two NIC links on a star (DESIGN.md), each taking half of it.
+// A hop between two nodes crosses two NIC links on a star (docs/engines.md, "Link semantics"), each taking half of it.
 #pragma once
 
 #include "sim/network/cluster.hpp"

@@ -73,7 +73,7 @@ struct ParameterServerReport {
   int clock_lead_max = 0; ///< the largest lead in iterations of a reading worker over the slowest (<= the bound)
 };
 
-/// A pipeline's figures (summary.pipeline, DESIGN.md), measured from the simulated replica.
+/// A pipeline's figures (summary.pipeline: docs/pipelines.md, "Report"), measured from the simulated replica.
 struct PipelineStageReport {
   int layers = 0;
   int first_layer = 0;

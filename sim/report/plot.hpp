@@ -1,6 +1,6 @@
-// Plots of sweep results (DESIGN.md, "CLI": `ddlsim sweep` and `ddlsim plot`): reads results.csv (RFC 4180) and
-// draws with gnuplot. Every image comes with its data (<base>.dat) and the script that drew it (<base>.gp), so a
-// user can restyle a figure and rerun `gnuplot <base>.gp` without ddlsim.
+// Plots of sweep results (`ddlsim sweep` and `ddlsim plot`: docs/sweeps.md, "What a sweep writes"): reads results.csv
+// (RFC 4180) and draws with gnuplot. Every image comes with its data (<base>.dat) and the script that drew it
+// (<base>.gp), so a user can restyle a figure and rerun `gnuplot <base>.gp` without ddlsim.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// Reports of one run (DESIGN.md, "summary.json"): summary.json, tasks.csv, timeline.json (Chrome trace event
-// format, loads in Perfetto and chrome://tracing), and a short human summary for the terminal.
+// Reports of one run (docs/outputs.md, "summary.json" and "The other files"): summary.json, tasks.csv, timeline.json
+// (Chrome trace event format, loads in Perfetto and chrome://tracing), and a short human summary for the terminal.
 #pragma once
 
 #include "core/json.hpp"

@@ -1,5 +1,6 @@
-// Parallelism beyond data parallelism (DESIGN.md: `parallelism`, `pipeline`): how many pipeline stages and tensor
-// ranks a model replica spans, and the pipeline's schedule, micro-batches and partition.
+// Parallelism beyond data parallelism (docs/scenario.md, "Keys": `parallelism`, `pipeline`; docs/pipelines.md): how
+// many pipeline stages and tensor ranks a model replica spans, and the pipeline's schedule, micro-batches and
+// partition.
 #pragma once
 
 #include "core/json.hpp"

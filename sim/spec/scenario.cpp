@@ -1,5 +1,5 @@
-// Scenario parsing and validation (DESIGN.md, "Scenario JSON"). The whole document is read through strict
-// ObjectReaders: unknown keys, missing units, wrong types and out-of-range values are InputErrors with a path.
+// Scenario parsing and validation (docs/scenario.md, "Quantities" and "Keys"). The whole document is read through
+// strict ObjectReaders: unknown keys, missing units, wrong types and out-of-range values are InputErrors with a path.
 #include "sim/spec/scenario.hpp"
 
 #include "core/io.hpp"
@@ -144,7 +144,7 @@ void parse_gpu(ObjectReader r, Scenario& s) {
       r.fail("calibration", "the scenario's top-level \"calibration\" is given too: keep one of them");
     read_calibration(r, s);
   }
-  // Every layer must be costed by one of the three sources (DESIGN.md, "Where the numbers come from").
+  // Every layer must be costed by one of the three sources (docs/engines.md, "Where the numbers come from").
   const bool calibrated_all = s.gpu.calibration && s.gpu.calibration->layers.size() == s.model.layers.size();
   if (!calibrated_all && !s.gpu.single_gpu_iteration_s && s.gpu.peak_flops == 0)
     r.fail_here("cannot cost compute: give \"preset\" (or \"peak_flops\"), \"single_gpu_iteration\" or a "
@@ -223,7 +223,7 @@ std::vector<unsigned> positive_list(ObjectReader& r, std::string_view key, std::
   return out;
 }
 
-// Topologies (DESIGN.md "cluster.topology"): "star", or {"kind": "fat-tree", "down": [...], "up": [...],
+// Topologies (docs/scenario.md, "Keys": cluster.topology): "star", or {"kind": "fat-tree", "down": [...], "up": [...],
 // "parallel": [...], "link": {...}}, {"kind": "ring", "link": {...}}, {"kind": "torus", "dimensions": [...],
 // "link": {...}}. The network's endpoints are the nodes, or the GPUs with "nic": "per-gpu".
 void parse_topology(const Json& t, const std::string& file, const std::string& pointer, ClusterSpec& c,
@@ -717,7 +717,8 @@ Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKey
                                s.name));
   r.optional_string("description");
   parse_model(r.object("model"), s);
-  if (r.has("calibration")) // measured costs for the whole scenario (DESIGN.md): layers, selection, collectives
+  // measured costs for the whole scenario: layers, selection, collectives (docs/scenario.md, "Keys": calibration)
+  if (r.has("calibration"))
     read_calibration(r, s);
   parse_gpu(r.object("gpu"), s);
   parse_cluster(r.object("cluster"), s);

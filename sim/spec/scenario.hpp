@@ -1,5 +1,6 @@
 // A what-if scenario: model, GPU, cluster, collectives, strategy, engine — parsed and validated as a whole
-// into plain structs before anything runs (DESIGN.md, "Scenario JSON"). Every error names file and JSON path.
+// into plain structs before anything runs (docs/scenario.md, "Keys"). Every error names file and JSON path
+// (docs/contracts.md, "Exit status").
 #pragma once
 
 #include "core/json.hpp"

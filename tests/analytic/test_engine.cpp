@@ -99,7 +99,8 @@ TEST_CASE("sim::analytic engine reproduces a measured single-GPU iteration", "[s
   CHECK_THAT(r.scaling_efficiency, WithinRel(1.0, 1e-12));
   CHECK(r.groups.empty());
   CHECK(r.compute_source == "single_gpu_iteration");
-  // Backward is twice the forward when spread by FLOPs (DESIGN.md): compare the two sums.
+  // Backward is twice the forward when spread by FLOPs (docs/engines.md, "Where the numbers come from"): compare the
+  // two sums.
   double fwd = 0, bwd = 0;
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     if (r.graph.task(v).kind == dag::TaskKind::forward)

@@ -1,7 +1,8 @@
-// End-to-end tests of the `ddlsim` command line (DESIGN.md, "CLI", "summary.json"): every test spawns the real
-// binary, checks its exit status and its one-line error messages, and reads the reports it writes. Bad inputs
-// live in tests/data/bad/ (one defect each on top of valid_base.json); the DDP bucket oracle is torchvision's
-// per-tensor list in tests/data/shared/model_zoo/resnet50_params.csv and PyTorch's compute_bucket_assignment_by_size.
+// End-to-end tests of the `ddlsim` command line (docs/contracts.md, "Exit status"; docs/outputs.md, "summary.json"):
+// every test spawns the real binary, checks its exit status and its one-line error messages, and reads the reports
+// it writes. Bad inputs live in tests/data/bad/ (one defect each on top of valid_base.json); the DDP bucket oracle is
+// torchvision's per-tensor list in tests/data/shared/model_zoo/resnet50_params.csv and PyTorch's
+// compute_bucket_assignment_by_size.
 #include "core/io.hpp"
 #include "support/cli.hpp"
 
@@ -359,7 +360,7 @@ TEST_CASE("cli: run writes summary.json and tasks.csv that agree with each other
 
   const json s = read_json(dir / "summary.json");
   INFO("summary.json: " << s.dump(2));
-  // Every core field of DESIGN.md, with its type.
+  // Every core field (docs/outputs.md, "summary.json"), with its type.
   CHECK(s.at("scenario") == "quickstart");
   CHECK(s.at("engine") == "analytic");
   REQUIRE(s.at("workers").is_number_integer());

@@ -1,4 +1,4 @@
-// End-to-end tests of `ddlsim sweep`, `ddlsim merge` and `ddlsim plot` (DESIGN.md "CLI"; sim/cli/sweep.hpp): points
+// End-to-end tests of `ddlsim sweep`, `ddlsim merge` and `ddlsim plot` (docs/sweeps.md; sim/cli/sweep.hpp): points
 // agree with single runs, zip groups advance together, a failing point is recorded and the others go on, a killed
 // sweep resumes without losing a finished point and ends with the same table as an uninterrupted one, shards merge
 // into the unsharded table, plots are valid PNG and SVG.

@@ -1,7 +1,7 @@
 // Tasks on devices: a DAG on two GPUs of different nodes joined by a point-to-point transfer from rank 1 to rank 2,
 // scheduled by both engines. Each device's streams are their own queues; the transfer crosses two NIC links, so it
-// takes 2 l_e + n / B_e (DESIGN.md's star) on both engines. And data-parallel replicas: the flow engine times every
-// simulated GPU's copy of the worker's tasks and tasks.csv lists them on their real devices.
+// takes 2 l_e + n / B_e (a star: docs/engines.md, "Link semantics") on both engines. And data-parallel replicas: the
+// flow engine times every simulated GPU's copy of the worker's tasks and tasks.csv lists them on their real devices.
 #include "sim/analytic/analytic.hpp"
 #include "sim/flow/flow_engine.hpp"
 #include "sim/network/collectives.hpp"

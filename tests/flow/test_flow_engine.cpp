@@ -57,7 +57,8 @@ double analytic_time(const ClusterSpec& c, const std::string& algorithm, double 
 } // namespace
 
 TEST_CASE("flow::allreduce agrees with the analytic closed forms without contention", "[flow][agreement]") {
-  // p, sizes 1 KiB .. 1 GiB, several alpha and beta (DESIGN.md: ring = 2(p-1)a + 2(p-1)/p n/B exactly).
+  // p, sizes 1 KiB .. 1 GiB, several alpha and beta (docs/engines.md, "Link semantics": with one GPU per node
+  // ring = 2(p-1)a + 2(p-1)/p n/B).
   auto [nodes, gpus, bytes, bandwidth, latency] = GENERATE(table<int, int, double, double, double>({
       {2, 1, 1024.0, 1.25e9, 25e-6},
       {3, 1, 1048576.0, 1.25e8, 50e-6},

@@ -1,6 +1,7 @@
 // flow platform: the SimGrid platform built from a ClusterSpec (sim/flow/platform.hpp). Routes per topology, flow
-// times against their closed forms (alpha-beta with max-min sharing, DESIGN.md), link statistics, and the build
-// cost at 8,192 GPUs. Every simulation runs in a forked child (SimGrid's Engine is one per process).
+// times against their closed forms (alpha-beta with max-min sharing: docs/engines.md, "Link semantics"), link
+// statistics, and the build cost at 8,192 GPUs. Every simulation runs in a forked child (SimGrid's Engine is one per
+// process).
 #include "sim/flow/platform.hpp"
 
 #include "support/run_in_child.hpp"

@@ -17,7 +17,7 @@ LAYERS = {
     "dag": ("dag", {"core"}),
     "calibrate": ("calibrate", {"dag", "core"}),
     "traces": ("traces", {"dag", "core"}),
-    "probe": ("cuda_probe", set()),  # standalone (DESIGN.md): links no other module
+    "probe": ("cuda_probe", set()),  # standalone, links no other module (docs/architecture.md, "Module boundaries")
     "network": ("sim/network", {"core"}),
     "spec": ("sim/spec", {"network", "dag", "core"}),
     "plan": ("sim/plan", {"spec", "network", "calibrate", "dag", "core"}),

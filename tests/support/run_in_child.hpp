@@ -1,7 +1,7 @@
 // Runs a piece of a test in a forked child process. SimGrid's Engine is a process-wide singleton that cannot be
-// created twice (DESIGN.md), so every simulation of a test runs in its own child; the child reports numbers and
-// text lines back through a pipe and the parent makes the Catch2 checks. Works whether or not ctest runs each
-// TEST_CASE in its own process, and inside SECTIONs and GENERATEs.
+// created twice (docs/architecture.md, "Module boundaries"), so every simulation of a test runs in its own child; the
+// child reports numbers and text lines back through a pipe and the parent makes the Catch2 checks. Works whether or not
+// ctest runs each TEST_CASE in its own process, and inside SECTIONs and GENERATEs.
 #pragma once
 
 #include <sys/types.h>

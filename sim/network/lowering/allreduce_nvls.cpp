@@ -10,8 +10,8 @@
 // Rates and latency from NCCL (NVIDIA/nccl): its NVLS kernels reach nvlsEfficiency = 0.85 of the NVLink rate on Hopper
 // (src/graph/tuning.cc) on 15 of their 16 channels (NVLS_NCHANNELS_SM90 = 16, src/transport/nvls.cc; tuning.cc
 // scales by (nChannels - 1) / nChannels), and its tuner charges NVLS 25 us on NVLink (hwLatencies[NVLINK][NVLS]
-// [SIMPLE]). One node of 8 H100 (tests/data/shared/nccl-tests/h100_1x8_sweep_32MiB-16GiB.log): 482 GB/s of bus bandwidth
-// at 16 GiB, where a ring cannot exceed the link's 370.8 (tests/network/test_nvls.cpp).
+// [SIMPLE]). One node of 8 H100 (tests/data/shared/nccl-tests/h100_1x8_sweep_32MiB-16GiB.log): 482 GB/s of bus
+// bandwidth at 16 GiB, where a ring cannot exceed the link's 370.8 (tests/network/test_nvls.cpp).
 #include "sim/network/lowering/detail.hpp"
 
 #include <algorithm>
