@@ -11,39 +11,31 @@
 
 namespace ddlsim::dag {
 
-std::string_view pipeline_schedule_name(PipelineSchedule s) {
-  switch (s) {
-  case PipelineSchedule::gpipe:
-    return "gpipe";
-  case PipelineSchedule::one_f_one_b:
-    return "1f1b";
-  case PipelineSchedule::interleaved_1f1b:
-    return "interleaved-1f1b";
-  case PipelineSchedule::pipedream:
-    return "pipedream";
-  case PipelineSchedule::pipedream_2bw:
-    return "pipedream-2bw";
-  case PipelineSchedule::spectrain:
-    return "spectrain";
-  }
-  return "?";
+const PipelineScheduleInfo* find_pipeline_schedule(std::string_view name) {
+  for (const auto* info : pipeline_schedules())
+    if (info->name == name)
+      return info;
+  return nullptr;
 }
 
-bool asynchronous(PipelineSchedule s) {
-  return s == PipelineSchedule::pipedream || s == PipelineSchedule::pipedream_2bw || s == PipelineSchedule::spectrain;
+const PipelineScheduleInfo& pipeline_schedule(std::string_view name) {
+  const auto* info = find_pipeline_schedule(name);
+  if (info == nullptr)
+    throw std::logic_error(fmt::format("no pipeline schedule '{}' is registered", name));
+  return *info;
 }
 
-int weight_versions(PipelineSchedule s, int stages, int rank, bool predicts) {
-  switch (s) {
-  case PipelineSchedule::pipedream:
-    return stages - rank;
-  case PipelineSchedule::pipedream_2bw:
-    return 2;
-  case PipelineSchedule::spectrain:
-    return predicts ? 2 : 1;
-  default:
-    return 1;
-  }
+double flushing_bubble(int stages, int micro_batches, int chunks) {
+  const double p = stages, m = micro_batches, v = chunks;
+  return (p - 1) / (v * m + p - 1);
+}
+
+double no_bubble(int /*stages*/, int /*micro_batches*/, int /*chunks*/) {
+  return 0;
+}
+
+int one_weight_version(int /*stages*/, int /*rank*/, bool /*predicts*/) {
+  return 1;
 }
 
 PredictionSteps prediction_steps(WeightPrediction version, int stages, int rank) {
@@ -52,63 +44,16 @@ PredictionSteps prediction_steps(WeightPrediction version, int stages, int rank)
   return {rank / 2 + stages - rank - 1, rank / 2};
 }
 
-std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, int stages, int micro_batches, int chunks, int rank) {
+std::vector<PipelineOp> pipeline_ops(const PipelineScheduleInfo& schedule, int stages, int micro_batches, int chunks,
+                                     int rank) {
   if (stages < 1 || micro_batches < 1 || chunks < 1 || rank < 0 || rank >= stages)
     throw std::invalid_argument(fmt::format("pipeline_ops: no rank {} of {} stages with {} micro-batches and {} chunks",
                                             rank, stages, micro_batches, chunks));
-  const int p = stages, m = micro_batches, v = chunks;
-  if (schedule != PipelineSchedule::interleaved_1f1b && v != 1)
-    throw std::invalid_argument(
-        fmt::format("pipeline_ops: {} runs one chunk per rank, not {}", pipeline_schedule_name(schedule), v));
+  if (!schedule.interleaved && chunks != 1)
+    throw std::invalid_argument(fmt::format("pipeline_ops: {} runs one chunk per rank, not {}", schedule.name, chunks));
   std::vector<PipelineOp> ops;
-  ops.reserve(static_cast<std::size_t>(2 * m * v));
-  switch (schedule) {
-  case PipelineSchedule::gpipe:
-    for (int i = 0; i < m; ++i)
-      ops.push_back({true, i, 0});
-    for (int i = m; i-- > 0;)
-      ops.push_back({false, i, 0});
-    return ops;
-  case PipelineSchedule::one_f_one_b:
-  case PipelineSchedule::pipedream: // the asynchronous schedules: 1F1B over the micro-batches unrolled, no flush
-  case PipelineSchedule::pipedream_2bw:
-  case PipelineSchedule::spectrain: {
-    const int warmup = std::min(p - rank - 1, m);
-    const int remaining = m - warmup;
-    for (int i = 0; i < warmup; ++i)
-      ops.push_back({true, i, 0});
-    for (int i = 0; i < remaining; ++i) {
-      ops.push_back({true, warmup + i, 0});
-      ops.push_back({false, i, 0});
-    }
-    for (int i = remaining; i < m; ++i)
-      ops.push_back({false, i, 0});
-    return ops;
-  }
-  case PipelineSchedule::interleaved_1f1b: {
-    if (m % p != 0)
-      throw std::invalid_argument(fmt::format(
-          "pipeline_ops: interleaved-1f1b needs micro-batches divisible by the stages (Megatron), got {} and {}", m,
-          p));
-    const int total = m * v;
-    const int warmup = std::min((p - rank - 1) * 2 + (v - 1) * p, total);
-    const int remaining = total - warmup;
-    // Megatron's get_model_chunk_id and get_microbatch_id_in_model_chunk for the k-th virtual micro-batch.
-    const auto op = [&](int k, bool forward) {
-      const int chunk = (k % (p * v)) / p;
-      return PipelineOp{forward, (k / (p * v)) * p + k % p, forward ? chunk : v - 1 - chunk};
-    };
-    for (int k = 0; k < warmup; ++k)
-      ops.push_back(op(k, true));
-    for (int i = 0; i < remaining; ++i) {
-      ops.push_back(op(warmup + i, true));
-      ops.push_back(op(i, false));
-    }
-    for (int i = remaining; i < total; ++i)
-      ops.push_back(op(i, false));
-    return ops;
-  }
-  }
+  ops.reserve(static_cast<std::size_t>(2 * micro_batches * chunks));
+  schedule.order(stages, micro_batches, chunks, rank, ops);
   return ops;
 }
 
@@ -121,12 +66,8 @@ int in_flight_passes(const std::vector<PipelineOp>& ops) {
   return most;
 }
 
-double bubble_fraction_closed_form(PipelineSchedule schedule, int stages, int micro_batches, int chunks) {
-  if (asynchronous(schedule))
-    return 0;
-  const double p = stages, m = micro_batches;
-  const double v = schedule == PipelineSchedule::interleaved_1f1b ? chunks : 1;
-  return (p - 1) / (v * m + p - 1);
+double bubble_fraction_closed_form(const PipelineScheduleInfo& schedule, int stages, int micro_batches, int chunks) {
+  return schedule.bubble(stages, micro_batches, schedule.interleaved ? chunks : 1);
 }
 
 IterationGraph build_pipeline(const PipelinePlan& plan) {
@@ -302,7 +243,7 @@ IterationGraph build_pipeline(const PipelinePlan& plan) {
       chain(step);
     };
     int backwards = 0;
-    for (const auto& op : pipeline_ops(plan.schedule, p, m, v, r)) {
+    for (const auto& op : pipeline_ops(*plan.schedule, p, m, v, r)) {
       const int stage = op.chunk * p + r;
       if (op.forward && stage == 0) // the copy goes first on the compute stream
         chain(h2d[static_cast<std::size_t>(op.micro_batch)]);

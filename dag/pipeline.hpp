@@ -27,26 +27,56 @@
 #include "dag/graph.hpp"
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
 namespace ddlsim::dag {
 
-enum class PipelineSchedule : std::uint8_t {
-  gpipe,
-  one_f_one_b,
-  interleaved_1f1b,
-  pipedream,
-  pipedream_2bw,
-  spectrain
+struct PipelineOp;
+
+/// When the stages of a pipeline update their weights.
+enum class WeightUpdates : std::uint8_t {
+  after_flush,       ///< once per iteration, after the flush (the flushing schedules)
+  every_micro_batch, ///< after every backward, without a flush (PipeDream, SpecTrain)
+  every_iteration,   ///< after every m-th backward, without a flush (PipeDream-2BW)
 };
-[[nodiscard]] std::string_view pipeline_schedule_name(PipelineSchedule s);
-/// PipeDream, PipeDream-2BW and SpecTrain: no flush; an iteration is m micro-batches of the steady state.
-[[nodiscard]] bool asynchronous(PipelineSchedule s);
-/// Weight copies rank `rank` of `stages` holds at its peak: p - r (PipeDream's stash), 2 (2BW's double buffer, and
-/// a SpecTrain stage that predicts: the live weights kept aside while the predicted ones are used), else 1.
-/// `predicts`: SpecTrain's stage predicts for some pass.
-[[nodiscard]] int weight_versions(PipelineSchedule s, int stages, int rank, bool predicts);
+
+/// A pipeline schedule's registry entry: one constant-initialised `extern const PipelineScheduleInfo` per schedule,
+/// defined in a file of dag/schedules/ (namespace ddlsim::dag::builtin, one file per schedule family) and registered
+/// by its `ddlsim_pipeline_schedule` line in dag/CMakeLists.txt. What a schedule is lives there: its name, its
+/// properties, its op order and its closed forms; the rest of ddlsim asks it, and no code compares schedule names.
+struct PipelineScheduleInfo {
+  std::string_view name;         ///< pipeline.schedule
+  std::string_view description;  ///< one line for the docs and messages
+  bool asynchronous = false;     ///< no flush: an iteration is m micro-batches of the steady state
+  bool interleaved = false;      ///< v model chunks per rank (pipeline.virtual_stages; m divisible by p)
+  bool predicts_weights = false; ///< passes run on predicted weights (pipeline.weight_prediction; SpecTrain)
+  WeightUpdates updates = WeightUpdates::after_flush;
+  /// Appends rank `rank`'s passes in order (p stages, m micro-batches, v chunks: checked positive, and v = 1 unless
+  /// interleaved); throws std::invalid_argument on sizes the schedule does not admit.
+  void (*order)(int stages, int micro_batches, int chunks, int rank, std::vector<PipelineOp>& ops) = nullptr;
+  /// Weight copies rank `rank` of `stages` holds at its peak; `predicts`: the rank predicts for some pass.
+  int (*weight_versions)(int stages, int rank, bool predicts) = nullptr;
+  /// The bubble of the ideal schedule (equal stages, free transfers) as a share of the stages' compute time.
+  double (*bubble)(int stages, int micro_batches, int chunks) = nullptr;
+};
+
+/// Every registered schedule in registration order (the `ddlsim_pipeline_schedule` lines of dag/CMakeLists.txt;
+/// generated).
+[[nodiscard]] std::span<const PipelineScheduleInfo* const> pipeline_schedules();
+/// The registered schedule of that name, nullptr if none.
+[[nodiscard]] const PipelineScheduleInfo* find_pipeline_schedule(std::string_view name);
+/// The registered schedule of that name; std::logic_error if none (for the names code and tests use).
+[[nodiscard]] const PipelineScheduleInfo& pipeline_schedule(std::string_view name);
+
+// Closed forms the schedules share.
+/// (p - 1) / (v m + p - 1): GPipe and 1F1B (v = 1), interleaved (Narayanan et al. 2021, §2.2).
+[[nodiscard]] double flushing_bubble(int stages, int micro_batches, int chunks);
+/// 0: an asynchronous schedule's steady state has no bubble.
+[[nodiscard]] double no_bubble(int stages, int micro_batches, int chunks);
+/// 1: one weight version (nothing stashed).
+[[nodiscard]] int one_weight_version(int stages, int rank, bool predicts);
 
 /// SpecTrain's version difference s for GPU k of N (k = rank, N = stages): {forward, backward}.
 enum class WeightPrediction : std::uint8_t { v1, v2 };
@@ -67,17 +97,17 @@ struct PipelineOp {
 /// The order in which pipeline rank `rank` (of `stages`) runs its passes over `micro_batches` micro-batches and
 /// `chunks` model chunks (1 unless interleaved; interleaved needs micro_batches divisible by stages, as Megatron).
 /// Throws std::invalid_argument on sizes the schedule does not admit.
-[[nodiscard]] std::vector<PipelineOp> pipeline_ops(PipelineSchedule schedule, int stages, int micro_batches, int chunks,
-                                                   int rank);
+[[nodiscard]] std::vector<PipelineOp> pipeline_ops(const PipelineScheduleInfo& schedule, int stages, int micro_batches,
+                                                   int chunks, int rank);
 
 /// The most (micro-batch, chunk) passes whose forward has run and whose backward has not, over the order: the
 /// activations a rank holds at its peak (in chunk-micro-batches).
 [[nodiscard]] int in_flight_passes(const std::vector<PipelineOp>& ops);
 
-/// The bubble of the ideal schedule (equal stages, free transfers): the idle share of the stages' compute time,
-/// (p - 1) / (m + p - 1) for GPipe and 1F1B, (p - 1) / (v m + p - 1) interleaved (Narayanan et al. 2021, §2.2), 0 for
-/// the asynchronous schedules (their steady state has none).
-[[nodiscard]] double bubble_fraction_closed_form(PipelineSchedule schedule, int stages, int micro_batches, int chunks);
+/// The bubble of the ideal schedule (equal stages, free transfers): the idle share of the stages' compute time
+/// (PipelineScheduleInfo::bubble, v = 1 unless the schedule is interleaved).
+[[nodiscard]] double bubble_fraction_closed_form(const PipelineScheduleInfo& schedule, int stages, int micro_batches,
+                                                 int chunks);
 
 /// Part of a pass under tensor parallelism: compute (on the compute stream), then a collective over the rank's tensor
 /// group of `bytes` per GPU on the same stream, which the next part waits for (Megatron's tensor-parallel collectives
@@ -125,7 +155,7 @@ struct PipelineRank {
 /// rank r), the ranks, and the first stage's input pipeline (data loading on its node's host, one load and one
 /// host-to-device copy per micro-batch, as build_iteration does for a batch).
 struct PipelinePlan {
-  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  const PipelineScheduleInfo* schedule = &pipeline_schedule("1f1b");
   int micro_batches = 1;
   int chunks = 1;
   std::vector<VirtualStage> stages;

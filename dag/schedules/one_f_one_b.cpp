@@ -23,10 +23,16 @@ void one_f_one_b_order(int stages, int m, int /*chunks*/, int rank, std::vector<
     ops.push_back({false, i, 0});
 }
 
-int stashed_versions(int stages, int rank, bool /*predicts*/) { return stages - rank; }
-int double_buffered(int /*stages*/, int /*rank*/, bool /*predicts*/) { return 2; }
+int stashed_versions(int stages, int rank, bool /*predicts*/) {
+  return stages - rank;
+}
+int double_buffered(int /*stages*/, int /*rank*/, bool /*predicts*/) {
+  return 2;
+}
 // A stage that predicts keeps the live weights aside while the predicted ones are used.
-int predicted_versions(int /*stages*/, int /*rank*/, bool predicts) { return predicts ? 2 : 1; }
+int predicted_versions(int /*stages*/, int /*rank*/, bool predicts) {
+  return predicts ? 2 : 1;
+}
 
 } // namespace
 

@@ -70,6 +70,19 @@ void add_pipeline_host_tasks(dag::IterationGraph& g, const dag::WorkerCosts& w, 
 }
 
 // Activations cross between stages in the training dtype (the model's activation_bytes are fp32).
+// PipelinePlan::update_every of a schedule's weight updates: 0 after the flush, else every that many backwards.
+int update_every(dag::WeightUpdates updates, int micro_batches) {
+  switch (updates) {
+  case dag::WeightUpdates::after_flush:
+    return 0;
+  case dag::WeightUpdates::every_micro_batch:
+    return 1;
+  case dag::WeightUpdates::every_iteration:
+    return micro_batches;
+  }
+  return 0;
+}
+
 double activation_scale(const Scenario& s) {
   return dtype_bytes(s.gradient_dtype) / 4.0;
 }
@@ -355,11 +368,11 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
 
   // The asynchronous schedules run their steady state: m + 3p micro-batches unrolled, an iteration measured over m of
   // them after 2p (finalize_pipeline), well clear of the warm-up and of the cool-down's last p.
-  const bool async = dag::asynchronous(pl.schedule);
+  const bool async = pl.schedule->asynchronous;
   dag::PipelinePlan plan;
   plan.schedule = pl.schedule;
   plan.micro_batches = async ? pl.micro_batches + 3 * stages : pl.micro_batches;
-  plan.update_every = pl.schedule == dag::PipelineSchedule::pipedream_2bw ? pl.micro_batches : async ? 1 : 0;
+  plan.update_every = update_every(pl.schedule->updates, pl.micro_batches);
   plan.chunks = pl.virtual_stages;
   plan.gpus_per_node = s.cluster.gpus_per_node;
   plan.host_node = par.gpu(0, 0) / s.cluster.gpus_per_node;
@@ -397,7 +410,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
         pr.tensor.ranks.push_back(par.gpu(rank, 0, j));
     auto sub = rank_model(s, costs, spans, rank, stages);
     pr.update_s = sub.costs.update_s;
-    if (pl.schedule == dag::PipelineSchedule::spectrain) {
+    if (pl.schedule->predicts_weights) {
       // W' = W - s lr v reads W and v and writes W' (3 words per parameter); the restore copies W back (2 words):
       // memory-bound kernels, costed like the compression kernels (dag/compression.hpp).
       const auto steps = dag::prediction_steps(pl.weight_prediction, stages, rank);
@@ -469,7 +482,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   // The reference for scaling efficiency: the same model on one GPU over the iteration's m micro-batches (gradient
   // accumulation), one update, no recomputation.
   dag::PipelinePlan alone = plan;
-  alone.schedule = dag::PipelineSchedule::one_f_one_b;
+  alone.schedule = &dag::pipeline_schedule("1f1b");
   alone.micro_batches = pl.micro_batches;
   alone.chunks = 1;
   alone.update_every = 0;
@@ -500,14 +513,14 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
 
   r.data_parallel = par.data;
   PipelineReport report;
-  report.schedule = std::string(dag::pipeline_schedule_name(pl.schedule));
+  report.schedule = std::string(pl.schedule->name);
   report.stages = stages;
   report.micro_batches = pl.micro_batches;
   report.micro_batches_simulated = plan.micro_batches;
   report.virtual_stages = pl.virtual_stages;
   report.partition = std::string(partition_name(pl.partition));
   report.bubble_fraction_closed_form =
-      dag::bubble_fraction_closed_form(pl.schedule, stages, pl.micro_batches, pl.virtual_stages);
+      dag::bubble_fraction_closed_form(*pl.schedule, stages, pl.micro_batches, pl.virtual_stages);
   p.folded_tensor = std::move(folded);
   for (int rank = 0; rank < stages; ++rank) {
     PipelineStageReport st;
@@ -521,10 +534,10 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     for (std::size_t v = 0; v < r.graph.size(); ++v)
       if (r.graph.task(v).device == gpu && r.graph.task(v).collective == dag::Collective::point_to_point)
         st.p2p_bytes += r.graph.task(v).bytes;
-    const auto ops = dag::pipeline_ops(pl.schedule, stages, plan.micro_batches, pl.virtual_stages, rank);
+    const auto ops = dag::pipeline_ops(*pl.schedule, stages, plan.micro_batches, pl.virtual_stages, rank);
     const auto& pr = plan.ranks[static_cast<std::size_t>(rank)];
     st.weight_versions =
-        dag::weight_versions(pl.schedule, stages, rank, pr.predict_forward_s > 0 || pr.predict_backward_s > 0);
+        pl.schedule->weight_versions(stages, rank, pr.predict_forward_s > 0 || pr.predict_backward_s > 0);
     st.in_flight_micro_batches = dag::in_flight_passes(ops);
     // Memory: its chunks' weights, gradients and optimizer state, and the activations held at its peak.
     dag::StageMemoryInput memory{.chunks = {},
@@ -570,7 +583,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
       "replica{}; activations and their gradients cross between stages as point-to-point transfers in {} on a "
       "stream of their own; each stage's gradients are reduced by {} over its data-parallel group {}, then its "
       "optimizer step; recomputation {}{}",
-      pipeline_schedule_name(pl.schedule), stages,
+      pl.schedule->name, stages,
       pl.virtual_stages > 1 ? fmt::format(" x {} virtual stages", pl.virtual_stages) : std::string(),
       partition_name(pl.partition), pl.micro_batches, s.batch_per_gpu, par.data, par.data == 1 ? "" : "s",
       s.gradient_dtype == DType::fp32 ? "fp32" : "16-bit", s.strategy.kind(),
@@ -582,7 +595,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
           ? fmt::format("; no flush: {} micro-batches unrolled, the iteration is the steady state's m = {} between the "
                         "ends of stage 0's backwards of micro-batches {} and {}{}",
                         plan.micro_batches, pl.micro_batches, 2 * stages - 1, 2 * stages - 1 + pl.micro_batches,
-                        pl.schedule == dag::PipelineSchedule::spectrain
+                        pl.schedule->predicts_weights
                             ? fmt::format("; SpecTrain {} weight prediction, a prediction kernel before and a "
                                           "restore kernel after each pass that predicts (memory-bound, at the GPU's "
                                           "memory bandwidth)",
@@ -599,7 +612,7 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
   // The window an iteration is measured over. Flushing schedules: the whole DAG (the bubble over the passes, from the
   // replica's first forward to its last backward). Asynchronous ones: between the ends of stage 0's backwards of
   // micro-batches 2p - 1 and 2p - 1 + m, in the steady state.
-  const bool async = dag::asynchronous(s.pipeline->schedule);
+  const bool async = s.pipeline->schedule->asynchronous;
   double from = 0, to = 0;
   if (async) {
     const int first = 2 * stages - 1, last = first + report.micro_batches;

@@ -44,8 +44,22 @@ std::string_view recompute_name(dag::Recompute k) {
 
 namespace {
 
-const std::vector<std::string> kSchedules{"gpipe",     "1f1b",          "interleaved-1f1b",
-                                          "pipedream", "pipedream-2bw", "spectrain"};
+// The registered schedules' names, in registration order (dag/CMakeLists.txt).
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (const auto* info : dag::pipeline_schedules())
+    names.emplace_back(info->name);
+  return names;
+}
+
+// The registered schedules that have a property, for messages: "a", "a or b".
+std::string schedules_that(bool dag::PipelineScheduleInfo::*property) {
+  std::vector<std::string_view> names;
+  for (const auto* info : dag::pipeline_schedules())
+    if (info->*property)
+      names.push_back(info->name);
+  return fmt::format("{}", fmt::join(names, " or "));
+}
 const std::vector<std::string> kPartitions{"uniform", "balanced", "pipedream"};
 const std::vector<std::string> kRecompute{"none", "full", "selective", "except-last"};
 
@@ -55,17 +69,18 @@ template <class Enum> Enum enum_at(const std::vector<std::string>& names, const 
 
 PipelineSpec parse_pipeline(ObjectReader& r, const Scenario& s, int stages) {
   PipelineSpec p;
-  p.schedule = enum_at<dag::PipelineSchedule>(kSchedules, r.optional_choice("schedule", kSchedules).value_or("1f1b"));
+  p.schedule = &dag::pipeline_schedule(r.optional_choice("schedule", schedule_names()).value_or("1f1b"));
   p.micro_batches = static_cast<int>(r.integer("micro_batches", 1, 1 << 20));
-  const bool interleaved = p.schedule == dag::PipelineSchedule::interleaved_1f1b;
+  const bool interleaved = p.schedule->interleaved;
   p.virtual_stages = static_cast<int>(r.optional_integer("virtual_stages", 1, 1 << 10).value_or(interleaved ? 2 : 1));
   // v = 1 (one chunk per GPU) is every schedule's own, so that a sweep can zip schedules with their v.
   if (p.virtual_stages > 1 && !interleaved)
-    r.fail("virtual_stages", "only interleaved-1f1b runs virtual stages");
+    r.fail("virtual_stages",
+           fmt::format("only {} runs virtual stages", schedules_that(&dag::PipelineScheduleInfo::interleaved)));
   if (interleaved && p.micro_batches % stages != 0)
-    r.fail("micro_batches", fmt::format("interleaved-1f1b needs micro-batches divisible by the {} pipeline stages "
+    r.fail("micro_batches", fmt::format("{} needs micro-batches divisible by the {} pipeline stages "
                                         "(as Megatron-LM), got {}",
-                                        stages, p.micro_batches));
+                                        p.schedule->name, stages, p.micro_batches));
   const int virtual_stages = stages * p.virtual_stages;
   // The schedule simulates every micro-batch on every virtual stage: 16,384 micro-batches on 4 stages took 11 s and
   // 0.7 GiB (release build), and the cost grows faster than the count.
@@ -104,8 +119,9 @@ PipelineSpec parse_pipeline(ObjectReader& r, const Scenario& s, int stages) {
                             "least one block on each",
                             virtual_stages, stages, p.virtual_stages, s.model.transformer->layers));
   p.recompute = enum_at<dag::Recompute>(kRecompute, r.optional_choice("recompute", kRecompute).value_or("none"));
-  if (r.has("weight_prediction") && p.schedule != dag::PipelineSchedule::spectrain)
-    r.fail("weight_prediction", "only spectrain predicts weights");
+  if (r.has("weight_prediction") && !p.schedule->predicts_weights)
+    r.fail("weight_prediction",
+           fmt::format("only {} predicts weights", schedules_that(&dag::PipelineScheduleInfo::predicts_weights)));
   p.weight_prediction = r.optional_choice("weight_prediction", {"v1", "v2"}).value_or("v1") == "v2"
                             ? dag::WeightPrediction::v2
                             : dag::WeightPrediction::v1;

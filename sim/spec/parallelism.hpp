@@ -40,7 +40,7 @@ enum class PartitionKind : std::uint8_t {
 [[nodiscard]] std::string_view recompute_name(dag::Recompute k);
 
 struct PipelineSpec {
-  dag::PipelineSchedule schedule = dag::PipelineSchedule::one_f_one_b;
+  const dag::PipelineScheduleInfo* schedule = &dag::pipeline_schedule("1f1b");
   int micro_batches = 1;
   int virtual_stages = 1;
   PartitionKind partition = PartitionKind::balanced;

@@ -17,9 +17,16 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
+const PipelineScheduleInfo* const kGpipe = &pipeline_schedule("gpipe");
+const PipelineScheduleInfo* const kOneFOneB = &pipeline_schedule("1f1b");
+const PipelineScheduleInfo* const kInterleaved = &pipeline_schedule("interleaved-1f1b");
+const PipelineScheduleInfo* const kTwoBw = &pipeline_schedule("pipedream-2bw");
+const PipelineScheduleInfo* const kPipeDream = &pipeline_schedule("pipedream");
+const PipelineScheduleInfo* const kSpecTrain = &pipeline_schedule("spectrain");
+
 // p ranks on GPUs 0 .. p-1 (one replica), v chunks each, every virtual stage t_f / v forward and t_b / v backward;
 // no data loading, copies, updates or gradient groups.
-PipelinePlan uniform(PipelineSchedule schedule, int p, int m, int v, double tf, double tb) {
+PipelinePlan uniform(const PipelineScheduleInfo* schedule, int p, int m, int v, double tf, double tb) {
   PipelinePlan plan;
   plan.schedule = schedule;
   plan.micro_batches = m;
@@ -41,18 +48,18 @@ double makespan(IterationGraph g, double c = 0) {
   return sim::makespan_of(sim::schedule(g));
 }
 
-std::vector<int> in_flight(PipelineSchedule schedule, int p, int m, int v) {
+std::vector<int> in_flight(const PipelineScheduleInfo* schedule, int p, int m, int v) {
   std::vector<int> out;
   for (int r = 0; r < p; ++r)
-    out.push_back(in_flight_passes(pipeline_ops(schedule, p, m, v, r)));
+    out.push_back(in_flight_passes(pipeline_ops(*schedule, p, m, v, r)));
   return out;
 }
 
 } // namespace
 
 TEST_CASE("pipeline: GPipe and 1F1B take (m + p - 1)(t_f + t_b) with free transfers", "[pipeline][closed-form]") {
-  for (auto schedule : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
-    CAPTURE(pipeline_schedule_name(schedule));
+  for (auto schedule : {kGpipe, kOneFOneB}) {
+    CAPTURE(schedule->name);
     CHECK_THAT(makespan(build_pipeline(uniform(schedule, 4, 8, 1, 1, 2))), WithinRel(33.0, 1e-9));
     CHECK_THAT(makespan(build_pipeline(uniform(schedule, 8, 32, 1, 1, 2))), WithinRel(117.0, 1e-9));
     CHECK_THAT(makespan(build_pipeline(uniform(schedule, 1, 5, 1, 1, 2))), WithinRel(15.0, 1e-9));
@@ -60,13 +67,13 @@ TEST_CASE("pipeline: GPipe and 1F1B take (m + p - 1)(t_f + t_b) with free transf
 }
 
 TEST_CASE("pipeline: interleaved 1F1B takes m(t_f + t_b) + (p - 1)(t_f + t_b) / v", "[pipeline][closed-form]") {
-  const auto interleaved = PipelineSchedule::interleaved_1f1b;
+  const auto interleaved = kInterleaved;
   CHECK_THAT(makespan(build_pipeline(uniform(interleaved, 4, 8, 2, 1, 2))), WithinRel(28.5, 1e-9));
   CHECK_THAT(makespan(build_pipeline(uniform(interleaved, 4, 8, 4, 1, 2))), WithinRel(26.25, 1e-9));
   CHECK_THAT(makespan(build_pipeline(uniform(interleaved, 8, 32, 2, 1, 2))), WithinRel(106.5, 1e-9));
   // One chunk is 1F1B.
   CHECK_THAT(makespan(build_pipeline(uniform(interleaved, 4, 8, 1, 1, 2))), WithinRel(33.0, 1e-9));
-  CHECK_THROWS_AS(pipeline_ops(interleaved, 4, 6, 2, 0), std::invalid_argument); // m not divisible by p
+  CHECK_THROWS_AS(pipeline_ops(*interleaved, 4, 6, 2, 0), std::invalid_argument); // m not divisible by p
 }
 
 TEST_CASE("pipeline: GPipe with a transfer time c takes m(t_f + t_b) + (p - 1)(t_f + t_b + 2c)",
@@ -75,26 +82,25 @@ TEST_CASE("pipeline: GPipe with a transfer time c takes m(t_f + t_b) + (p - 1)(t
   for (int p : {2, 4, 6}) {
     CAPTURE(p);
     const int m = 8;
-    CHECK_THAT(makespan(build_pipeline(uniform(PipelineSchedule::gpipe, p, m, 1, 1, 2)), c),
+    CHECK_THAT(makespan(build_pipeline(uniform(kGpipe, p, m, 1, 1, 2)), c),
                WithinRel(m * 3.0 + (p - 1) * (3.0 + 2 * c), 1e-9));
   }
 }
 
 TEST_CASE("pipeline: micro-batches in flight per stage", "[pipeline][memory]") {
-  CHECK(in_flight(PipelineSchedule::one_f_one_b, 4, 8, 1) == std::vector<int>{4, 3, 2, 1});
-  CHECK(in_flight(PipelineSchedule::gpipe, 4, 8, 1) == std::vector<int>{8, 8, 8, 8});
-  CHECK(in_flight(PipelineSchedule::interleaved_1f1b, 4, 8, 2) == std::vector<int>{11, 9, 7, 5});
+  CHECK(in_flight(kOneFOneB, 4, 8, 1) == std::vector<int>{4, 3, 2, 1});
+  CHECK(in_flight(kGpipe, 4, 8, 1) == std::vector<int>{8, 8, 8, 8});
+  CHECK(in_flight(kInterleaved, 4, 8, 2) == std::vector<int>{11, 9, 7, 5});
   // Fewer micro-batches than stages: 1F1B holds all of them on the first stages.
-  CHECK(in_flight(PipelineSchedule::one_f_one_b, 4, 2, 1) == std::vector<int>{2, 2, 2, 1});
+  CHECK(in_flight(kOneFOneB, 4, 2, 1) == std::vector<int>{2, 2, 2, 1});
 }
 
 TEST_CASE("pipeline: every rank runs each pass once, forward before backward", "[pipeline][order]") {
   for (auto [schedule, v] :
-       {std::pair{PipelineSchedule::gpipe, 1}, std::pair{PipelineSchedule::one_f_one_b, 1},
-        std::pair{PipelineSchedule::interleaved_1f1b, 2}, std::pair{PipelineSchedule::interleaved_1f1b, 4}}) {
+       {std::pair{kGpipe, 1}, std::pair{kOneFOneB, 1}, std::pair{kInterleaved, 2}, std::pair{kInterleaved, 4}}) {
     for (int r = 0; r < 4; ++r) {
-      CAPTURE(pipeline_schedule_name(schedule), v, r);
-      const auto ops = pipeline_ops(schedule, 4, 8, v, r);
+      CAPTURE(schedule->name, v, r);
+      const auto ops = pipeline_ops(*schedule, 4, 8, v, r);
       REQUIRE(ops.size() == static_cast<std::size_t>(2 * 8 * v));
       std::vector<int> seen(static_cast<std::size_t>(8 * v), 0); // 1 after the forward, 2 after the backward
       for (const auto& op : ops) {
@@ -109,24 +115,22 @@ TEST_CASE("pipeline: every rank runs each pass once, forward before backward", "
 
 TEST_CASE("pipeline: the bubble of the simulated schedule is the closed form's", "[pipeline][closed-form]") {
   // Each rank computes m(t_f + t_b) of the makespan; the rest is its bubble.
-  for (auto [schedule, p, m, v] :
-       {std::tuple{PipelineSchedule::gpipe, 4, 8, 1}, std::tuple{PipelineSchedule::one_f_one_b, 8, 32, 1},
-        std::tuple{PipelineSchedule::interleaved_1f1b, 4, 8, 2},
-        std::tuple{PipelineSchedule::interleaved_1f1b, 8, 32, 2}}) {
-    CAPTURE(pipeline_schedule_name(schedule), p, m, v);
+  for (auto [schedule, p, m, v] : {std::tuple{kGpipe, 4, 8, 1}, std::tuple{kOneFOneB, 8, 32, 1},
+                                   std::tuple{kInterleaved, 4, 8, 2}, std::tuple{kInterleaved, 8, 32, 2}}) {
+    CAPTURE(schedule->name, p, m, v);
     const double t = makespan(build_pipeline(uniform(schedule, p, m, v, 1, 2)));
-    CHECK_THAT(1 - m * 3.0 / t, WithinRel(bubble_fraction_closed_form(schedule, p, m, v), 1e-9));
+    CHECK_THAT(1 - m * 3.0 / t, WithinRel(bubble_fraction_closed_form(*schedule, p, m, v), 1e-9));
   }
 }
 
 TEST_CASE("pipeline: PipeDream's steady state has no bubble: m (t_f + t_b) per iteration", "[pipeline][async]") {
   // p = 4, m = 8, t_f = 2, t_b = 4 per stage, free updates: unrolled m + 3p micro-batches, measured between the ends
   // of stage 0's backwards of micro-batches 2p - 1 and 2p - 1 + m.
-  for (auto schedule : {PipelineSchedule::pipedream, PipelineSchedule::pipedream_2bw, PipelineSchedule::spectrain}) {
-    CAPTURE(pipeline_schedule_name(schedule));
+  for (auto schedule : {kPipeDream, kTwoBw, kSpecTrain}) {
+    CAPTURE(schedule->name);
     const int p = 4, m = 8;
     auto plan = uniform(schedule, p, m + 3 * p, 1, 2, 4);
-    plan.update_every = schedule == PipelineSchedule::pipedream_2bw ? m : 1;
+    plan.update_every = schedule == kTwoBw ? m : 1;
     const auto g = build_pipeline(plan);
     const auto timing = sim::schedule(g);
     std::vector<double> ends(static_cast<std::size_t>(m + 3 * p), -1);
@@ -138,21 +142,21 @@ TEST_CASE("pipeline: PipeDream's steady state has no bubble: m (t_f + t_b) per i
     // Every period in the window is t_f + t_b: no stage waits.
     for (std::size_t j = first; j < first + m; ++j)
       CHECK_THAT(ends[j + 1] - ends[j], WithinRel(6.0, 1e-9));
-    CHECK(bubble_fraction_closed_form(schedule, p, m, 1) == 0);
+    CHECK(bubble_fraction_closed_form(*schedule, p, m, 1) == 0);
   }
 }
 
 TEST_CASE("pipeline: weight versions and SpecTrain's prediction steps", "[pipeline][async]") {
   std::vector<int> pipedream, two_bw, gpipe;
   for (int r = 0; r < 4; ++r) {
-    pipedream.push_back(weight_versions(PipelineSchedule::pipedream, 4, r, false));
-    two_bw.push_back(weight_versions(PipelineSchedule::pipedream_2bw, 4, r, false));
-    gpipe.push_back(weight_versions(PipelineSchedule::gpipe, 4, r, false));
+    pipedream.push_back(kPipeDream->weight_versions(4, r, false));
+    two_bw.push_back(kTwoBw->weight_versions(4, r, false));
+    gpipe.push_back(kGpipe->weight_versions(4, r, false));
   }
   CHECK(pipedream == std::vector<int>{4, 3, 2, 1});
   CHECK(two_bw == std::vector<int>{2, 2, 2, 2});
   CHECK(gpipe == std::vector<int>{1, 1, 1, 1});
-  CHECK(weight_versions(PipelineSchedule::spectrain, 4, 0, true) == 2);
+  CHECK(kSpecTrain->weight_versions(4, 0, true) == 2);
   std::vector<int> forward, backward, forward2, backward2;
   for (int k = 0; k < 4; ++k) {
     const auto v1 = prediction_steps(WeightPrediction::v1, 4, k);
