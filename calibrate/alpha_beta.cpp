@@ -1,5 +1,5 @@
-// Measured table and piecewise α-β fit (alpha_beta.hpp): relative-residual least squares per segment (Eigen's
-// column-pivoting QR), optimal breakpoints per segment count by dynamic programming, segment count by BIC.
+// Piecewise α-β fit (alpha_beta.hpp): relative-residual least squares per segment (Eigen's column-pivoting QR),
+// optimal breakpoints per segment count by dynamic programming, segment count by BIC.
 #include "calibrate/alpha_beta.hpp"
 
 #include <Eigen/Dense>
@@ -10,26 +10,14 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace ddlsim::calibrate {
 namespace {
 
-void check_points(std::span<const SizeTime> points, const char* what) {
-  if (points.empty())
-    throw std::invalid_argument(fmt::format("{}: no points", what));
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const auto& p = points[i];
-    if (!std::isfinite(p.size_bytes) || p.size_bytes < 0)
-      throw std::invalid_argument(
-          fmt::format("{}: point {} has size {} B; sizes must be finite and >= 0", what, i, p.size_bytes));
-    if (!std::isfinite(p.time_s) || p.time_s <= 0)
-      throw std::invalid_argument(fmt::format("{}: point {} (size {} B) has time {} s; times must be finite and > 0",
-                                              what, i, p.size_bytes, p.time_s));
-    if (i > 0 && !(points[i - 1].size_bytes < p.size_bytes))
-      throw std::invalid_argument(fmt::format("{}: sizes must increase strictly, but point {} has {} B after {} B",
-                                              what, i, p.size_bytes, points[i - 1].size_bytes));
-  }
-}
+using dag::AlphaBetaSegment;
+using dag::SizeTime;
 
 struct LineFit {
   double alpha_s = 0;
@@ -75,43 +63,17 @@ AlphaBetaSegment make_segment(std::span<const SizeTime> points, std::size_t firs
 
 } // namespace
 
-MeasuredTable::MeasuredTable(std::vector<SizeTime> points) : points_(std::move(points)) {
-  check_points(points_, "MeasuredTable");
-}
-
-bool MeasuredTable::covers(double size_bytes) const {
-  return size_bytes >= points_.front().size_bytes && size_bytes <= points_.back().size_bytes;
-}
-
-Estimate MeasuredTable::time(double size_bytes) const {
-  const SizeTime &lo = points_.front(), &hi = points_.back();
-  if (size_bytes < lo.size_bytes)
-    return {lo.time_s, true};
-  if (size_bytes > hi.size_bytes)
-    return {hi.size_bytes > 0 ? hi.time_s * size_bytes / hi.size_bytes : hi.time_s, true};
-  // The first point with a larger size; size_bytes lies in [prev.size, next.size).
-  const auto next = std::upper_bound(points_.begin(), points_.end(), size_bytes,
-                                     [](double s, const SizeTime& p) { return s < p.size_bytes; });
-  if (next == points_.end())
-    return {hi.time_s, false}; // exactly the largest size
-  const SizeTime& prev = *(next - 1);
-  const double w = (size_bytes - prev.size_bytes) / (next->size_bytes - prev.size_bytes);
-  return {prev.time_s + w * (next->time_s - prev.time_s), false};
-}
-
-PiecewiseAlphaBeta PiecewiseAlphaBeta::fit(std::span<const SizeTime> points, const FitOptions& options) {
-  check_points(points, "PiecewiseAlphaBeta::fit");
+PiecewiseFit fit_piecewise(std::span<const dag::SizeTime> points, const FitOptions& options) {
+  dag::check_size_times(points, "fit_piecewise");
   const std::size_t n = points.size(), m = options.min_segment_points;
   if (m < 2)
     throw std::invalid_argument(
-        fmt::format("PiecewiseAlphaBeta::fit: min_segment_points is {}; a segment needs at least 2 points", m));
+        fmt::format("fit_piecewise: min_segment_points is {}; a segment needs at least 2 points", m));
   if (!(options.noise_floor > 0))
-    throw std::invalid_argument(
-        fmt::format("PiecewiseAlphaBeta::fit: noise_floor is {}; it must be > 0", options.noise_floor));
+    throw std::invalid_argument(fmt::format("fit_piecewise: noise_floor is {}; it must be > 0", options.noise_floor));
   if (n < m)
     throw std::invalid_argument(fmt::format(
-        "PiecewiseAlphaBeta::fit: {} point(s), fewer than the {} one segment needs (FitOptions::min_segment_points)", n,
-        m));
+        "fit_piecewise: {} point(s), fewer than the {} one segment needs (FitOptions::min_segment_points)", n, m));
 
   // rss[i * (n + 1) + j]: the RSS of one segment over points [i, j), for j - i >= m.
   constexpr double inf = std::numeric_limits<double>::infinity();
@@ -147,8 +109,6 @@ PiecewiseAlphaBeta PiecewiseAlphaBeta::fit(std::span<const SizeTime> points, con
   }
   assert(best_k >= 1 && "one segment over all points always exists");
 
-  PiecewiseAlphaBeta result;
-  result.bic_ = best_bic;
   std::vector<std::size_t> starts;
   for (std::size_t k = best_k, j = n; k > 0; --k) {
     starts.push_back(from[k][j]);
@@ -156,49 +116,11 @@ PiecewiseAlphaBeta PiecewiseAlphaBeta::fit(std::span<const SizeTime> points, con
   }
   std::reverse(starts.begin(), starts.end());
   assert(starts.front() == 0);
+  std::vector<AlphaBetaSegment> segments;
   for (std::size_t s = 0; s < starts.size(); ++s)
-    result.segments_.push_back(make_segment(points, starts[s], s + 1 < starts.size() ? starts[s + 1] : n));
-  return result;
-}
-
-PiecewiseAlphaBeta PiecewiseAlphaBeta::from_segments(std::vector<AlphaBetaSegment> segments) {
-  if (segments.empty())
-    throw std::invalid_argument("PiecewiseAlphaBeta::from_segments: no segment");
-  for (std::size_t k = 0; k < segments.size(); ++k) {
-    if (segments[k].last_size_bytes < segments[k].first_size_bytes ||
-        (k > 0 && segments[k].first_size_bytes <= segments[k - 1].last_size_bytes))
-      throw std::invalid_argument("PiecewiseAlphaBeta::from_segments: segments out of order or overlapping");
-  }
-  PiecewiseAlphaBeta result;
-  result.segments_ = std::move(segments);
-  return result;
-}
-
-Estimate PiecewiseAlphaBeta::time(double size_bytes) const {
-  const AlphaBetaSegment &first = segments_.front(), &last = segments_.back();
-  if (size_bytes < first.first_size_bytes) {
-    const double t = std::min(first.time(size_bytes), first.time(first.first_size_bytes));
-    return {std::max(t, 0.0), true};
-  }
-  if (size_bytes > last.last_size_bytes)
-    return {std::max(last.time(size_bytes), last.time(last.last_size_bytes)), true};
-  for (std::size_t k = 0; k < segments_.size(); ++k) {
-    const AlphaBetaSegment& seg = segments_[k];
-    if (size_bytes > seg.last_size_bytes)
-      continue;
-    if (size_bytes >= seg.first_size_bytes || k == 0)
-      return {seg.time(size_bytes), false};
-    const AlphaBetaSegment& prev = segments_[k - 1]; // size_bytes lies in the gap between prev and seg
-    const double middle = 0.5 * (prev.last_size_bytes + seg.first_size_bytes);
-    return {(size_bytes < middle ? prev : seg).time(size_bytes), false};
-  }
-  return {last.time(size_bytes), false}; // not reached: size_bytes <= last.last_size_bytes
-}
-
-Estimate predict(const MeasuredTable& table, const PiecewiseAlphaBeta& fit, double size_bytes) {
-  if (table.covers(size_bytes))
-    return table.time(size_bytes);
-  return {fit.time(size_bytes).time_s, true};
+    segments.push_back(make_segment(points, starts[s], s + 1 < starts.size() ? starts[s + 1] : n));
+  // Contiguous runs of strictly increasing sizes: in order and not overlapping, as from_segments requires.
+  return {dag::PiecewiseAlphaBeta::from_segments(std::move(segments)), best_bic};
 }
 
 } // namespace ddlsim::calibrate

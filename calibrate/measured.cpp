@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -21,14 +20,14 @@ namespace {
 // segments. On the shared H100 2 x 8 allreduce sweep fitted up to 64 MiB, 1 GiB and 8 GiB are predicted +3.2 % and
 // +4.1 % off the faster measured time; fitted to the faster column +10.8 % and +13.1 %, to the mean of both columns
 // +8.3 % and +10.1 % (tests/calibrate).
-std::vector<SizeTime> fit_points(std::span<const NcclMeasurement> rows) {
+std::vector<dag::SizeTime> fit_points(std::span<const NcclMeasurement> rows) {
   std::map<std::uint64_t, std::pair<double, int>> sum;
   for (const auto& r : rows) {
     auto& [total, n] = sum[r.size_bytes];
     total += r.out_of_place ? r.out_of_place->time_s : r.in_place.time_s;
     ++n;
   }
-  std::vector<SizeTime> out;
+  std::vector<dag::SizeTime> out;
   for (const auto& [size, tn] : sum)
     out.push_back({static_cast<double>(size), tn.first / tn.second});
   return out;
@@ -69,7 +68,7 @@ MeasuredCollectives measured_collectives(const std::vector<NcclTestsLog>& logs,
     for (const auto& p : points)
       if (p.time_s > 0) // nccl-tests prints 0-byte rows of an all_gather sweep with a time; a lowering has no 0 B
         m.table.push_back({p.size_bytes, p.time_s});
-    std::vector<SizeTime> fitted;
+    std::vector<dag::SizeTime> fitted;
     for (const auto& p : fit_points(series.rows))
       if (p.size_bytes > 0 && p.time_s > 0)
         fitted.push_back(p);
@@ -78,7 +77,7 @@ MeasuredCollectives measured_collectives(const std::vector<NcclTestsLog>& logs,
                                       "kept",
                                       what, fitted.size(), options.min_segment_points));
     } else {
-      const auto fit = PiecewiseAlphaBeta::fit(fitted, options);
+      const auto fit = fit_piecewise(fitted, options);
       for (const auto& s : fit.segments())
         m.segments.push_back({s.first_size_bytes, s.last_size_bytes, s.alpha_s, s.beta_s_per_byte,
                               static_cast<int>(s.points), s.mean_relative_error, s.max_relative_error});
@@ -86,73 +85,6 @@ MeasuredCollectives measured_collectives(const std::vector<NcclTestsLog>& logs,
     out.collectives.push_back(std::move(m));
   }
   return out;
-}
-
-namespace {
-std::vector<SizeTime> table_points(const dag::MeasuredCollective& m) {
-  std::vector<SizeTime> out;
-  for (const auto& p : m.table)
-    out.push_back({p.size_bytes, p.time_s});
-  return out;
-}
-} // namespace
-
-MeasuredModel::MeasuredModel(const dag::MeasuredCollective& m) : table_(table_points(m)) {
-  if (m.segments.empty())
-    return;
-  std::vector<AlphaBetaSegment> segments;
-  for (const auto& g : m.segments)
-    segments.push_back({g.alpha_s, g.beta_s_per_byte, g.first_size_bytes, g.last_size_bytes,
-                        static_cast<std::size_t>(g.points), g.mean_relative_error, g.max_relative_error});
-  fit_ = PiecewiseAlphaBeta::from_segments(std::move(segments));
-}
-
-Estimate MeasuredModel::time(double size_bytes) const {
-  return fit_ ? predict(table_, *fit_, size_bytes) : table_.time(size_bytes);
-}
-
-double MeasuredModel::latency_s(double size_bytes) const {
-  double alpha = table_.points().front().time_s;
-  if (fit_) {
-    const auto& segments = fit_->segments();
-    alpha = segments.front().alpha_s;
-    for (const auto& g : segments)
-      if (g.first_size_bytes <= size_bytes)
-        alpha = g.alpha_s;
-  }
-  return std::clamp(alpha, 0.0, time(size_bytes).time_s);
-}
-
-namespace {
-// A ring's steps and nccl-tests' bus-bandwidth factor for p ranks.
-std::pair<double, double> ring_steps_and_factor(dag::Collective c, int p) {
-  const double q = p - 1;
-  switch (c) {
-  case dag::Collective::allreduce:
-    return {2 * q, 2 * q / p};
-  case dag::Collective::allgather:
-  case dag::Collective::reduce_scatter:
-    return {q, q / p};
-  case dag::Collective::broadcast:
-    return {q, 1.0};
-  default:
-    return {1.0, 1.0};
-  }
-}
-} // namespace
-
-Estimate scaled_time(const MeasuredModel& model, dag::Collective collective, int measured_ranks, int ranks,
-                     double size_bytes) {
-  Estimate e = model.time(size_bytes);
-  if (ranks == measured_ranks)
-    return e;
-  const double alpha = model.latency_s(size_bytes);
-  const auto [steps, factor] = ring_steps_and_factor(collective, measured_ranks);
-  const auto [new_steps, new_factor] = ring_steps_and_factor(collective, ranks);
-  if (!(steps > 0) || !(factor > 0))
-    return e;
-  e.time_s = alpha * new_steps / steps + (e.time_s - alpha) * new_factor / factor;
-  return e;
 }
 
 } // namespace ddlsim::calibrate

@@ -607,7 +607,7 @@ NcclTestsLog read_nccl_tests(const std::string& path, const NcclReadOptions& opt
   return parse_nccl_tests(read_file(path), path, options);
 }
 
-std::vector<SizeTime> fastest_per_size(std::span<const NcclMeasurement> rows) {
+std::vector<dag::SizeTime> fastest_per_size(std::span<const NcclMeasurement> rows) {
   if (rows.empty())
     throw std::invalid_argument("fastest_per_size: no rows");
   const NcclMeasurement& first = rows.front();
@@ -624,7 +624,7 @@ std::vector<SizeTime> fastest_per_size(std::span<const NcclMeasurement> rows) {
     if (!inserted)
       it->second = std::min(it->second, r.fastest_s());
   }
-  std::vector<SizeTime> points;
+  std::vector<dag::SizeTime> points;
   points.reserve(fastest.size());
   for (const auto& [size, time] : fastest)
     points.push_back({static_cast<double>(size), time});

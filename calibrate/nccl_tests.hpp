@@ -6,8 +6,8 @@
 // print_header(). Tags as in nccl-tests' git history: -J from 2.17.3, -S from 2.17.6, -I from 2.19.2.
 #pragma once
 
-#include "calibrate/alpha_beta.hpp"
 #include "core/collective.hpp"
+#include "dag/measured.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -110,7 +110,7 @@ struct NcclReadOptions {
 /// The faster of in-place and out-of-place per distinct size, ascending. Several rows of one size (nccl-tests `-N`
 /// cycles, `-d all`, the 0-byte rows an all_gather sweep from 4 B prints) give their fastest. Every row must be of
 /// one collective, rank count and node count; throws std::invalid_argument otherwise or when `rows` is empty.
-[[nodiscard]] std::vector<SizeTime> fastest_per_size(std::span<const NcclMeasurement> rows);
+[[nodiscard]] std::vector<dag::SizeTime> fastest_per_size(std::span<const NcclMeasurement> rows);
 
 /// The rows of one (collective, ranks, nodes), e.g. for fastest_per_size. Sorted by those keys; each series keeps
 /// file order.

@@ -46,7 +46,7 @@ struct OptimizerTime {
 
 /// A collective measured on one communicator (version 2; `ddlsim calibrate --nccl-tests`): its table of sizes and
 /// times (the faster of in-place and out-of-place per size) and the piecewise α-β fit that extends it beyond them
-/// (calibrate/alpha_beta.hpp).
+/// (calibrate/alpha_beta.hpp fits it, dag/measured.hpp evaluates both).
 struct MeasuredCollective {
   struct Point {
     double size_bytes = 0; ///< the message as the lowering counts it (sim/network/lowering/lowering.hpp)

@@ -2,9 +2,8 @@
 // durations, before an engine times it; and the derived figures after.
 #include "sim/plan/prepare.hpp"
 
-#include "calibrate/measured.hpp"
-
 #include "core/units.hpp"
+#include "dag/measured.hpp"
 #include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/contention.hpp"
@@ -327,7 +326,7 @@ dag::Communicator data_parallel_group(const Scenario& s) {
 
 struct CollectiveCoster::Measured {
   const dag::MeasuredCollective& collective;
-  calibrate::MeasuredModel model;
+  dag::MeasuredModel model;
   int used = 0;
   int extrapolated = 0;
   double largest_extrapolated_bytes = 0;
@@ -338,7 +337,7 @@ CollectiveCoster::CollectiveCoster(const Scenario& s, const CollectiveModel& who
     : s_(s), whole_cluster_(whole_cluster) {
   if (s.gpu.calibration)
     for (const auto& m : s.gpu.calibration->collectives)
-      measured_.push_back(std::make_unique<Measured>(Measured{m, calibrate::MeasuredModel(m)}));
+      measured_.push_back(std::make_unique<Measured>(Measured{m, dag::MeasuredModel(m)}));
 }
 
 CollectiveCoster::~CollectiveCoster() = default;
@@ -380,7 +379,7 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
         (m->collective.nodes == 0 || m->collective.nodes == layout.shape.nodes))
       measured = m.get();
   // Else a measurement of the same collective with as many GPUs per node, inside one node or across nodes as this
-  // communicator is, the closest in size: replayed at this size (calibrate::scaled_time).
+  // communicator is, the closest in size: replayed at this size (dag::scaled_time).
   bool scaled = false;
   if (measured == nullptr)
     for (const auto& m : measured_) {
@@ -425,7 +424,7 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
   }
   if (measured != nullptr) // what each rank sends stays the algorithm's; the time is the measurement's
     cost.time_s =
-        calibrate::scaled_time(measured->model, task.collective, measured->collective.ranks, ranks, task.bytes).time_s;
+        dag::scaled_time(measured->model, task.collective, measured->collective.ranks, ranks, task.bytes).time_s;
   memo_.emplace(key, cost);
   return cost;
 }

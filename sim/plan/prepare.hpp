@@ -96,7 +96,7 @@ struct PowerSgdTotals {
 ///
 /// A calibration's measured collectives (dag/calibration.hpp, version 2) replace the algorithm for the communicators
 /// they measured (same collective, ranks and nodes): the table interpolated inside its sizes, its α-β segments
-/// outside them (calibrate/measured.hpp); notes() says which were used and where they were extrapolated.
+/// outside them (dag/measured.hpp); notes() says which were used and where they were extrapolated.
 class CollectiveCoster {
 public:
   CollectiveCoster(const Scenario& s, const CollectiveModel& whole_cluster);

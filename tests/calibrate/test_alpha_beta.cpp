@@ -1,6 +1,6 @@
-// The measured table and the piecewise α-β fit (calibrate/alpha_beta.hpp) against closed forms: data made of one,
-// two or three α-β regimes (Hockney: t = α + β·s) must come back as those segments, exactly; interpolation between
-// two points of one regime is that regime; noisy data keeps the small messages' relative error small.
+// The piecewise α-β fit (calibrate/alpha_beta.hpp) and its evaluation (dag/measured.hpp) against closed forms: data
+// made of one, two or three α-β regimes (Hockney: t = α + β·s) must come back as those segments, exactly; noisy data
+// keeps the small messages' relative error small. The table alone: tests/dag/test_measured.cpp.
 #include "calibrate/alpha_beta.hpp"
 #include "support/nccl_data.hpp"
 
@@ -15,6 +15,11 @@ using namespace ddlsim::calibrate;
 using Catch::Contains;
 using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
+using ddlsim::dag::AlphaBetaSegment;
+using ddlsim::dag::Estimate;
+using ddlsim::dag::MeasuredTable;
+using ddlsim::dag::predict;
+using ddlsim::dag::SizeTime;
 
 namespace {
 
@@ -31,47 +36,11 @@ std::vector<SizeTime> sweep(const std::function<double(double)>& time) {
 
 } // namespace
 
-TEST_CASE("calibrate::MeasuredTable interpolates linearly and flags what lies outside", "[calibrate][table]") {
-  const MeasuredTable table({{100, 10e-6}, {1100, 20e-6}, {3100, 60e-6}});
-  SECTION("at the measured sizes, the measurements") {
-    CHECK(table.time(100).time_s == 10e-6);
-    CHECK(table.time(1100).time_s == 20e-6);
-    CHECK(table.time(3100).time_s == 60e-6);
-    CHECK_FALSE(table.time(3100).extrapolated);
-  }
-  SECTION("between them, the line through the two neighbours") {
-    // (10 + 10 * 400/1000) us and (20 + 40 * 1500/2000) us
-    CHECK_THAT(table.time(500).time_s, WithinRel(14e-6, 1e-12));
-    CHECK_THAT(table.time(2600).time_s, WithinRel(50e-6, 1e-12));
-    CHECK_FALSE(table.time(2600).extrapolated);
-    CHECK(table.covers(100));
-    CHECK(table.covers(3100));
-  }
-  SECTION("outside, the latency floor below and the largest size's throughput above, flagged") {
-    CHECK_FALSE(table.covers(99));
-    CHECK_FALSE(table.covers(3101));
-    const Estimate below = table.time(8);
-    CHECK(below.extrapolated);
-    CHECK(below.time_s == 10e-6);
-    const Estimate above = table.time(6200);
-    CHECK(above.extrapolated);
-    CHECK_THAT(above.time_s, WithinRel(120e-6, 1e-12)); // 60 us * 6200 / 3100
-  }
-  SECTION("bad points") {
-    CHECK_THROWS_WITH(MeasuredTable({}), "MeasuredTable: no points");
-    CHECK_THROWS_WITH(MeasuredTable({{100, 1e-6}, {100, 2e-6}}),
-                      "MeasuredTable: sizes must increase strictly, but point 1 has 100 B after 100 B");
-    CHECK_THROWS_WITH(MeasuredTable({{100, 1e-6}, {200, 0}}), Contains("point 1 (size 200 B) has time 0 s"));
-    CHECK_THROWS_AS(MeasuredTable({{-1, 1e-6}}), std::invalid_argument);
-    CHECK_THROWS_AS(MeasuredTable({{1, std::nan("")}}), std::invalid_argument);
-  }
-}
-
-TEST_CASE("calibrate::PiecewiseAlphaBeta recovers one α-β line exactly", "[calibrate][fit]") {
+TEST_CASE("calibrate::fit_piecewise recovers one α-β line exactly", "[calibrate][fit]") {
   // t = 20 us + s / (10 GB/s)
   const double alpha = 20e-6, beta = 1e-10;
   const auto points = sweep([&](double s) { return alpha + beta * s; });
-  const auto fit = PiecewiseAlphaBeta::fit(points);
+  const auto fit = fit_piecewise(points);
   REQUIRE(fit.segments().size() == 1);
   const AlphaBetaSegment& seg = fit.segments()[0];
   CHECK_THAT(seg.alpha_s, WithinRel(alpha, 1e-9));
@@ -91,10 +60,10 @@ TEST_CASE("calibrate::PiecewiseAlphaBeta recovers one α-β line exactly", "[cal
   CHECK_FALSE(fit.time(12345).extrapolated);
 }
 
-TEST_CASE("calibrate::PiecewiseAlphaBeta finds the regimes of a protocol switch", "[calibrate][fit]") {
+TEST_CASE("calibrate::fit_piecewise finds the regimes of a protocol switch", "[calibrate][fit]") {
   SECTION("two regimes: (5 us, 2 GB/s) up to 1 MiB, (50 us, 20 GB/s) above") {
     const auto points = sweep([](double s) { return s <= kMiB ? 5e-6 + s / 2e9 : 50e-6 + s / 20e9; });
-    const auto fit = PiecewiseAlphaBeta::fit(points);
+    const auto fit = fit_piecewise(points);
     REQUIRE(fit.segments().size() == 2);
     const auto& small = fit.segments()[0];
     const auto& large = fit.segments()[1];
@@ -119,7 +88,7 @@ TEST_CASE("calibrate::PiecewiseAlphaBeta finds the regimes of a protocol switch"
         return 60e-6 + s / 8e9;
       return 400e-6 + s / 40e9;
     });
-    const auto fit = PiecewiseAlphaBeta::fit(points);
+    const auto fit = fit_piecewise(points);
     REQUIRE(fit.segments().size() == 3);
     CHECK(fit.segments()[0].last_size_bytes == 64 * 1024.0);
     CHECK(fit.segments()[1].last_size_bytes == 16 * kMiB);
@@ -129,14 +98,14 @@ TEST_CASE("calibrate::PiecewiseAlphaBeta finds the regimes of a protocol switch"
   }
 }
 
-TEST_CASE("calibrate::PiecewiseAlphaBeta weighs small messages by their relative error", "[calibrate][fit]") {
+TEST_CASE("calibrate::fit_piecewise weighs small messages by their relative error", "[calibrate][fit]") {
   // t = 20 us + s / (10 GB/s), each point off by +-1 % in turn. Plain least squares on times would fit the 1 GiB
   // rows (0.1 s, +-1 ms of noise) and miss the 20 us latency by far more than it is; relative residuals keep every
   // point, 8 B as 1 GiB, near its 1 %.
   const double alpha = 20e-6, beta = 1e-10;
   int sign = 1;
   auto points = sweep([&](double s) { return (alpha + beta * s) * (1 + 0.01 * (sign = -sign)); });
-  const auto fit = PiecewiseAlphaBeta::fit(points);
+  const auto fit = fit_piecewise(points);
   CAPTURE(fit.segments().size());
   CHECK_THAT(fit.segments().front().alpha_s, WithinRel(alpha, 0.02));
   CHECK_THAT(fit.segments().back().beta_s_per_byte, WithinRel(beta, 0.02));
@@ -148,11 +117,11 @@ TEST_CASE("calibrate::PiecewiseAlphaBeta weighs small messages by their relative
     CHECK(seg.points >= 3);
 }
 
-TEST_CASE("calibrate::PiecewiseAlphaBeta extrapolates monotonically and refuses too few points", "[calibrate][fit]") {
+TEST_CASE("calibrate::fit_piecewise extrapolates monotonically and refuses too few points", "[calibrate][fit]") {
   SECTION("a segment that slopes down holds its edge value outside the sizes") {
     // Five points falling by 1 us per doubling, one segment (min_segment_points = 5): beta < 0.
     const std::vector<SizeTime> points{{1e3, 100e-6}, {2e3, 99e-6}, {4e3, 98e-6}, {8e3, 97e-6}, {16e3, 96e-6}};
-    const auto fit = PiecewiseAlphaBeta::fit(points, {.min_segment_points = 5});
+    const auto fit = fit_piecewise(points, {.min_segment_points = 5});
     REQUIRE(fit.segments().size() == 1);
     const auto& seg = fit.segments()[0];
     REQUIRE(seg.beta_s_per_byte < 0);
@@ -162,21 +131,20 @@ TEST_CASE("calibrate::PiecewiseAlphaBeta extrapolates monotonically and refuses 
   }
   SECTION("options and point counts") {
     const std::vector<SizeTime> two{{8, 1e-5}, {16, 1e-5}};
-    CHECK_THROWS_WITH(PiecewiseAlphaBeta::fit(two), "PiecewiseAlphaBeta::fit: 2 point(s), fewer than the 3 one "
-                                                    "segment needs (FitOptions::min_segment_points)");
-    CHECK_THROWS_WITH(PiecewiseAlphaBeta::fit(two, {.min_segment_points = 1}),
+    CHECK_THROWS_WITH(fit_piecewise(two), "fit_piecewise: 2 point(s), fewer than the 3 one segment needs "
+                                          "(FitOptions::min_segment_points)");
+    CHECK_THROWS_WITH(fit_piecewise(two, {.min_segment_points = 1}),
                       Contains("min_segment_points is 1; a segment needs at least 2 points"));
-    CHECK_THROWS_WITH(PiecewiseAlphaBeta::fit(two, {.min_segment_points = 2, .noise_floor = 0}),
-                      Contains("noise_floor is 0"));
-    CHECK(PiecewiseAlphaBeta::fit(two, {.min_segment_points = 2}).segments().size() == 1);
+    CHECK_THROWS_WITH(fit_piecewise(two, {.min_segment_points = 2, .noise_floor = 0}), Contains("noise_floor is 0"));
+    CHECK(fit_piecewise(two, {.min_segment_points = 2}).segments().size() == 1);
   }
 }
 
-TEST_CASE("calibrate::predict uses the table inside and the fit outside", "[calibrate][fit]") {
+TEST_CASE("dag::predict uses the table inside and the fit outside", "[calibrate][fit]") {
   // Fit and table disagree on purpose: the table is the measurement, the fit only the line through it.
   const std::vector<SizeTime> points{{1e3, 10e-6}, {2e3, 11e-6}, {4e3, 15e-6}, {8e3, 19e-6}};
   const MeasuredTable table(points);
-  const auto fit = PiecewiseAlphaBeta::fit(points);
+  const auto fit = fit_piecewise(points);
   const Estimate inside = predict(table, fit, 3e3);
   CHECK_FALSE(inside.extrapolated);
   CHECK_THAT(inside.time_s, WithinRel(13e-6, 1e-12)); // halfway from 11 to 15 us

@@ -22,6 +22,10 @@
 
 using namespace ddlsim::calibrate;
 using Catch::Matchers::WithinRel;
+using ddlsim::dag::Estimate;
+using ddlsim::dag::MeasuredTable;
+using ddlsim::dag::predict;
+using ddlsim::dag::SizeTime;
 
 namespace {
 
@@ -182,11 +186,11 @@ TEST_CASE("calibrate: the H100 2x8 allreduce fitted up to 64 MiB predicts 1 GiB 
   const std::vector<SizeTime> measured = up_to_64MiB(faster);
   REQUIRE(measured.size() == 24); // 8 B .. 64 MiB
   const MeasuredTable table(measured);
-  const auto fit = PiecewiseAlphaBeta::fit(up_to_64MiB(out_of_place));
-  const auto fit_faster = PiecewiseAlphaBeta::fit(measured);
+  const auto fit = fit_piecewise(up_to_64MiB(out_of_place));
+  const auto fit_faster = fit_piecewise(measured);
 
-  const auto describe = [](const PiecewiseAlphaBeta& f) {
-    std::string text = fmt::format("BIC {:.1f}\n", f.bic());
+  const auto describe = [](const PiecewiseFit& f) {
+    std::string text = fmt::format("BIC {:.1f}\n", f.bic);
     for (const auto& s : f.segments())
       text += fmt::format("  [{} B, {} B] {} points: alpha {:.2f} us, beta {:.4g} us/MiB, error mean {:.2f} % max "
                           "{:.2f} %\n",

@@ -20,7 +20,7 @@ LAYERS = {
     "probe": ("cuda_probe", set()),  # standalone, links no other module (docs/architecture.md, "Module boundaries")
     "network": ("sim/network", {"core"}),
     "spec": ("sim/spec", {"network", "dag", "core"}),
-    "plan": ("sim/plan", {"spec", "network", "calibrate", "dag", "core"}),
+    "plan": ("sim/plan", {"spec", "network", "dag", "core"}),
     "analytic": ("sim/analytic", {"plan", "spec", "network", "dag", "core"}),
     "flow": ("sim/flow", {"plan", "spec", "network", "dag", "core"}),
     "report": ("sim/report", {"plan", "spec", "network", "dag", "core"}),
@@ -94,10 +94,12 @@ def self_test():
     calibrate_up = tree({"calibrate/e.cpp": '#include "dag/calibration.hpp"\n#include "sim/plan/prepare.hpp"\n'})
     traces_up = tree({"traces/f.cpp": '#include "dag/workload.hpp"\n#include "sim/spec/gpus.hpp"\n'})
     traces_sideways = tree({"traces/g.cpp": '#include "calibrate/measured.hpp"\n'})
+    plan_calibrate = tree({"sim/plan/h.cpp": '#include "dag/measured.hpp"\n#include "calibrate/alpha_beta.hpp"\n'})
     ok = True
     for name, root, want in (("clean", clean, 0), ("upward", upward, 1), ("simgrid", simgrid, 1),
                              ("sideways", sideways, 1), ("dag_up", dag_up, 1), ("calibrate_up", calibrate_up, 1),
-                             ("traces_up", traces_up, 1), ("traces_sideways", traces_sideways, 1)):
+                             ("traces_up", traces_up, 1), ("traces_sideways", traces_sideways, 1),
+                             ("plan_calibrate", plan_calibrate, 1)):
         got, _ = violations(root)
         if len(got) != want:
             print(f"self-test {name}: expected {want} violation(s), got {got}")
