@@ -178,7 +178,7 @@ void simulate_ssp_parameter_server(const Scenario& s, detail::Prepared& p) {
 
 RunResult run_analytic(const Scenario& s) {
   const auto wall_start = std::chrono::steady_clock::now();
-  auto prepared = detail::prepare(s, "analytic");
+  auto prepared = detail::prepare(s, Engine::analytic);
   RunResult& r = prepared.result;
   const bool ssp = r.parameter_server && s.strategy.parameter_server()->staleness_bound >= 0;
   if (ssp)

@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -158,8 +159,12 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run one scenario and write summary.json, tasks.csv, timeline.json");
   run->add_option("SCENARIO", scenario, "scenario JSON file")->required();
   run->add_option("--out", out_dir, "output directory (default: out/<scenario name>)");
-  run->add_option("--engine", engine, "engine: analytic or flow (overrides the scenario's)")
-      ->check(CLI::IsMember({"analytic", "flow"}));
+  std::vector<std::string> engine_names;
+  for (const auto& e : sim::engines())
+    engine_names.emplace_back(e.name);
+  run->add_option("--engine", engine,
+                  fmt::format("engine: {} (overrides the scenario's)", fmt::join(engine_names, " or ")))
+      ->check(CLI::IsMember(engine_names));
   run->add_option("--set", overrides, "override a scenario key: a.b=JSON (repeatable)");
   run->add_flag("--no-trace", no_trace, "do not write timeline.json");
 

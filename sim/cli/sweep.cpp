@@ -270,7 +270,7 @@ PointResult run_point(const Json& base, const std::string& file, const SweepPoin
     for (const auto& [key, value] : p.assignments)
       apply_override(doc, key, value, file);
     const Scenario s = parse_scenario(doc, file);
-    r = s.engine == "flow" ? run_in_child(s, p.index) : run_scenario_point(s, p.index);
+    r = capabilities(s.engine).one_run_per_process ? run_in_child(s, p.index) : run_scenario_point(s, p.index);
   } catch (const InputError& e) {
     r = failure(p.index, e.what());
   } catch (const std::exception& e) {

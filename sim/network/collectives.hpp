@@ -59,6 +59,12 @@ struct CollectiveLowering {
   ClosedFormFn closed_form; ///< nullptr: costed by the phase-synchronous time of its lowering (lowering/evaluate.hpp)
   /// The algorithm that carries the collective unless a scenario picks one (one per collective).
   bool is_default;
+  /// The node's switch reduces (NVLink SHARP): the cluster needs an NVLS-capable node (ClusterSpec::nvls) of at
+  /// least 2 GPUs.
+  bool reduces_in_switch = false;
+  /// A measured allreduce by this algorithm over the whole cluster gives the links' α and β (its closed form
+  /// inverted, sim/plan/measured_links.hpp).
+  bool inverts_to_links = false;
 };
 
 /// Every entry, sorted by collective (in enum order), then by algorithm name.

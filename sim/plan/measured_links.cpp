@@ -10,7 +10,7 @@
 namespace ddlsim::sim {
 
 std::optional<MeasuredLinks> measured_links(const Scenario& s) {
-  if (!s.gpu.calibration || s.allreduce.measured || s.allreduce.algorithm->algorithm != "ring" ||
+  if (!s.gpu.calibration || s.allreduce.measured || !s.allreduce.algorithm->inverts_to_links ||
       s.cluster.topology.kind != TopologyKind::star || s.cluster.nic_per_gpu)
     return std::nullopt;
   const int p = s.cluster.workers();

@@ -447,7 +447,7 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   // by the closed forms cost_communication would give their tasks; what they take and send is kept for the report.
   std::vector<FoldedTensor> folded;
   std::vector<double> folded_sent(static_cast<std::size_t>(stages), 0.0); // per rank, per iteration
-  if (par.tensor > 1 && r.engine == "analytic") {
+  if (par.tensor > 1 && capabilities(r.engine).folds_tensor_collectives) {
     plan.fold_tensor_parts = true;
     CollectiveCoster coster(s, *p.allreduce);
     std::vector<std::optional<CommunicatorLayout>> layouts(static_cast<std::size_t>(stages));

@@ -139,7 +139,7 @@ void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
 std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResult& r) {
   if (!s.gpu.calibration || s.gpu.calibration->collectives.empty())
     return nullptr;
-  if (r.engine == "analytic")
+  if (capabilities(r.engine).replays_measured_collectives)
     return &r.notes;
   if (const auto links = measured_links(s))
     r.notes.push_back(links->note);
@@ -154,10 +154,10 @@ std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResul
 
 namespace detail {
 
-Prepared prepare(const Scenario& s, std::string engine) {
+Prepared prepare(const Scenario& s, Engine engine) {
   Prepared p;
   RunResult& r = p.result;
-  r.engine = std::move(engine);
+  r.engine = engine;
   r.workers = s.cluster.workers();
   p.costs = compute_costs(s);
   r.compute_source = p.costs.source;

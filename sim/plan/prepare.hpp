@@ -37,7 +37,7 @@ struct Prepared {
   RunResult result;
   std::vector<FoldedTensor> folded_tensor; ///< pipelines, analytic engine: by virtual stage; empty: not folded
 };
-[[nodiscard]] Prepared prepare(const Scenario& s, std::string engine);
+[[nodiscard]] Prepared prepare(const Scenario& s, Engine engine);
 /// ps-sync's DAG of one worker (as prepare builds it for ps-sync and ps-ssp) unrolled over `iterations`: placed,
 /// its transfers costed, its host tasks added (ps-ssp's replay, sim/analytic/ps_ssp.hpp).
 [[nodiscard]] dag::IterationGraph unrolled_ps_sync(const Scenario& s, const Prepared& p, int iterations);

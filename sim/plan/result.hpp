@@ -4,6 +4,7 @@
 
 #include "dag/graph.hpp"
 #include "dag/strategy.hpp"
+#include "sim/spec/engine.hpp"
 
 #include <cstdint>
 #include <map>
@@ -120,7 +121,7 @@ struct VariabilityReport {
 };
 
 struct RunResult {
-  std::string engine;
+  Engine engine = Engine::analytic;
   int workers = 1;
   double iteration_time_s = 0;
   double single_gpu_iteration_s = 0; ///< the same model on one GPU, no communication

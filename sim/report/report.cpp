@@ -81,7 +81,7 @@ std::string task_label(const Scenario& s, const dag::Task& t) {
 OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   OrderedJson j;
   j["scenario"] = s.name;
-  j["engine"] = r.engine;
+  j["engine"] = engine_name(r.engine);
   j["workers"] = r.workers;
   j["iteration_time_s"] = r.iteration_time_s;
   if (r.variability)
@@ -428,7 +428,7 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
   OrderedJson j;
   j["traceEvents"] = std::move(events);
   j["displayTimeUnit"] = "ms";
-  j["otherData"] = {{"scenario", s.name}, {"engine", r.engine}};
+  j["otherData"] = {{"scenario", s.name}, {"engine", engine_name(r.engine)}};
   return j;
 }
 
@@ -485,7 +485,7 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                      "  breakdown      compute {}, {}exposed communication {}, idle {}\n"
                      "  communication  {} {}{}{} ({}), {} sent per worker\n",
                      s.name, s.model.name, r.workers, r.workers == 1 ? "" : "s", s.cluster.nodes,
-                     s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, r.engine,
+                     s.cluster.nodes == 1 ? "" : "s", s.cluster.gpus_per_node, engine_name(r.engine),
                      format_time(r.iteration_time_s), r.throughput_samples_per_s, 100 * r.scaling_efficiency,
                      format_time(r.single_gpu_iteration_s), r.compute_source, format_time(b.compute_s),
                      b.compression_s > 0 ? fmt::format("compression {}, ", format_time(b.compression_s)) : "",

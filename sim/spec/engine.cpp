@@ -21,7 +21,8 @@ constexpr std::array<EngineCapabilities, 2> kEngines{{
      .one_run_per_process = false,
      .max_hosts = 0,
      .bytes_per_host = 0,
-     .max_server_pairs = std::int64_t{1} << 24},
+     .max_server_pairs = std::int64_t{1} << 24,
+     .bytes_per_server_pair = 46},
     {.engine = Engine::flow,
      .name = "flow",
      .description = "every collective as point-to-point flows sharing links on SimGrid",
@@ -33,14 +34,19 @@ constexpr std::array<EngineCapabilities, 2> kEngines{{
      .one_run_per_process = true,
      .max_hosts = std::int64_t{1} << 18,
      .bytes_per_host = 16384,
-     .max_server_pairs = std::int64_t{1} << 15},
+     .max_server_pairs = std::int64_t{1} << 15,
+     .bytes_per_server_pair = 0},
 }};
 
 } // namespace
 
-std::span<const EngineCapabilities> engines() { return kEngines; }
+std::span<const EngineCapabilities> engines() {
+  return kEngines;
+}
 
-const EngineCapabilities& capabilities(Engine e) { return kEngines[static_cast<std::size_t>(e)]; }
+const EngineCapabilities& capabilities(Engine e) {
+  return kEngines[static_cast<std::size_t>(e)];
+}
 
 std::optional<Engine> find_engine(std::string_view name) {
   for (const auto& e : kEngines)
@@ -49,6 +55,8 @@ std::optional<Engine> find_engine(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view engine_name(Engine e) { return capabilities(e).name; }
+std::string_view engine_name(Engine e) {
+  return capabilities(e).name;
+}
 
 } // namespace ddlsim::sim

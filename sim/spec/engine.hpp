@@ -34,8 +34,10 @@ struct EngineCapabilities {
   /// memory, B (issue #15 D13; docs/scenario.md, "Limits").
   std::int64_t max_hosts = 0;
   double bytes_per_host = 0;
-  /// The most parameter-server pairs (servers x workers) one run simulates, and what limits it (a message's words).
+  /// The most parameter-server pairs (servers x workers) one run simulates; `bytes_per_server_pair` > 0: memory
+  /// limits it (each pair's state), 0: time does (every push and pull timed).
   std::int64_t max_server_pairs = 0;
+  double bytes_per_server_pair = 0;
 };
 
 /// Every engine, the default (analytic) first.

@@ -23,7 +23,13 @@ namespace ddlsim::sim {
 namespace {
 
 const std::vector<std::string> kDTypes{"fp32", "fp16", "bf16"};
-const std::vector<std::string> kEngines{"analytic", "flow"};
+// The engines' names (sim/spec/engine.hpp), the default first.
+std::vector<std::string> engine_names() {
+  std::vector<std::string> names;
+  for (const auto& e : engines())
+    names.emplace_back(e.name);
+  return names;
+}
 
 std::string resolve_relative(const std::string& scenario_file, const std::string& path) {
   namespace fs = std::filesystem;
@@ -276,10 +282,11 @@ void parse_topology(const Json& t, const std::string& file, const std::string& p
     if (leaves != static_cast<double>(endpoints))
       r.fail("down", fmt::format("the fat-tree has {:.0f} leaves (product of down) but the cluster has {} {}", leaves,
                                  endpoints, what));
-    constexpr auto kMaxFatTree = static_cast<double>(kMaxFlowHosts); // as many as the flow engine's hosts
-    if (switches > kMaxFatTree || links > kMaxFatTree)
+    const auto max_fat_tree =
+        static_cast<double>(capabilities(Engine::flow).max_hosts); // as many as the flow engine's hosts
+    if (switches > max_fat_tree || links > max_fat_tree)
       r.fail("up", fmt::format("the fat-tree has {:.0f} switches and {:.0f} links; the limit is {:.0f} of each",
-                               switches, links, kMaxFatTree));
+                               switches, links, max_fat_tree));
   } else if (topo.kind == TopologyKind::torus) {
     topo.dimensions = positive_list(r, "dimensions", 0);
     double size = 1; // in doubles: a product of dimensions may overflow 64 bits
@@ -345,12 +352,14 @@ void parse_collectives(ObjectReader r, Scenario& s) {
         throw InputError(r.file(), path,
                          fmt::format("unknown allreduce algorithm '{}' (expected one of: {})", algorithm,
                                      fmt::join(names_of_algorithms(), ", ")));
-      if (algorithm == "nvls" && !s.cluster.nvls)
+      if (s.allreduce.algorithm->reduces_in_switch && !s.cluster.nvls)
         throw InputError(r.file(), path,
-                         "nvls reduces in the node's NVSwitch (NVLink SHARP), which needs Hopper GPUs (an H100 "
-                         "preset) and cluster.intra_node.fabric \"nvswitch\"");
-      if (algorithm == "nvls" && s.cluster.gpus_per_node < 2)
-        throw InputError(r.file(), path, "nvls reduces in a node's switch: it needs at least 2 GPUs per node");
+                         fmt::format("{} reduces in the node's NVSwitch (NVLink SHARP), which needs Hopper GPUs (an "
+                                     "H100 preset) and cluster.intra_node.fabric \"nvswitch\"",
+                                     algorithm));
+      if (s.allreduce.algorithm->reduces_in_switch && s.cluster.gpus_per_node < 2)
+        throw InputError(r.file(), path,
+                         fmt::format("{} reduces in a node's switch: it needs at least 2 GPUs per node", algorithm));
     }
   }
   for (const auto c : {Collective::allgather, Collective::reduce_scatter, Collective::broadcast}) {
@@ -653,23 +662,28 @@ void check_feasible(const Scenario& s, const std::string& file) {
                                  "machines (the strategies that keep ~{:.0f} B per GPU would need ~{:.1f} GiB here)",
                                  s.cluster.nodes, s.cluster.gpus_per_node, gpus, kMaxGpus, kPerGpuBytes,
                                  gib(kPerGpuBytes * gpus)));
-  if (s.engine == "flow") {
+  const auto& engine = capabilities(s.engine);
+  const auto analytic = engine_name(Engine::analytic);
+  if (engine.max_hosts > 0) {
     const double hosts = gpus + s.cluster.server_hosts;
-    if (hosts > static_cast<double>(kMaxFlowHosts))
+    if (hosts > static_cast<double>(engine.max_hosts))
       throw InputError(file, "/cluster",
-                       fmt::format("{:.0f} GPUs (and servers) would need ~{:.0f} GiB on the flow engine (~{:.0f} KiB "
-                                   "each); its limit is {} ({:.0f} GiB): use the analytic engine",
-                                   hosts, gib(kFlowBytesPerHost * hosts), kFlowBytesPerHost / 1024, kMaxFlowHosts,
-                                   gib(kFlowBytesPerHost * static_cast<double>(kMaxFlowHosts))));
+                       fmt::format("{:.0f} GPUs (and servers) would need ~{:.0f} GiB on the {} engine (~{:.0f} KiB "
+                                   "each); its limit is {} ({:.0f} GiB): use the {} engine",
+                                   hosts, gib(engine.bytes_per_host * hosts), engine.name, engine.bytes_per_host / 1024,
+                                   engine.max_hosts, gib(engine.bytes_per_host * static_cast<double>(engine.max_hosts)),
+                                   analytic));
   }
-  if (s.variability && s.engine == "flow" && s.variability->of(VariedClass::communication))
+  if (s.variability && !engine.draws_communication && s.variability->of(VariedClass::communication))
     throw InputError(file, "/variability/communication",
-                     "is not drawn on the flow engine: its collectives take what their flows take; vary compute and "
-                     "data_loading, or use \"engine\": \"analytic\"");
-  if (s.variability && s.engine == "flow" && s.backup_workers > 0)
+                     fmt::format("is not drawn on the {} engine: its collectives take what their flows take; vary "
+                                 "compute and data_loading, or use \"engine\": \"{}\"",
+                                 engine.name, analytic));
+  if (s.variability && !engine.samples_backup_workers && s.backup_workers > 0)
     throw InputError(file, "/strategy/backup_workers",
-                     "with 'variability' are sampled on the analytic engine: the flow engine starts a collective when "
-                     "all its members are ready; use \"engine\": \"analytic\"");
+                     fmt::format("with 'variability' are sampled on the {} engine: the {} engine starts a collective "
+                                 "when all its members are ready; use \"engine\": \"{}\"",
+                                 analytic, engine.name, analytic));
   if (s.variability && s.strategy.asynchronous() && s.strategy.parameter_server()->staleness_bound < 0)
     throw InputError(file, "/variability",
                      fmt::format("is not sampled for '{}' (its link-queue simulation draws nothing yet): use ps-ssp "
@@ -683,18 +697,19 @@ void check_feasible(const Scenario& s, const std::string& file) {
                                  s.backup_workers, data_parallel_degree(s)));
   if (const auto* ps = s.strategy.parameter_server(); ps != nullptr && !ps->byteps) {
     const double pairs = gpus * ps->servers;
-    const bool flow = s.engine == "flow";
-    const double limit = static_cast<double>(flow ? kMaxFlowServerPairs : kMaxServerPairs);
+    const auto limit = static_cast<double>(engine.max_server_pairs);
     if (pairs > limit)
       throw InputError(
           file, "/strategy/servers",
-          flow ? fmt::format("{} servers x {:.0f} workers = {:.0f} server-worker pairs, each a push and a pull of "
-                             "every key on the flow engine (64 x 512 took 47 s); the limit is {:.0f}: use fewer "
-                             "servers, fewer GPUs, or the analytic engine",
-                             ps->servers, gpus, pairs, limit)
-               : fmt::format("{} servers x {:.0f} workers = {:.0f} server-worker pairs would need ~{:.1f} GiB "
-                             "(~{:.0f} B each); the limit is {:.0f}: use fewer servers (strategy.servers)",
-                             ps->servers, gpus, pairs, gib(kServerPairBytes * pairs), kServerPairBytes, limit));
+          engine.bytes_per_server_pair > 0
+              ? fmt::format("{} servers x {:.0f} workers = {:.0f} server-worker pairs would need ~{:.1f} GiB "
+                            "(~{:.0f} B each); the limit is {:.0f}: use fewer servers (strategy.servers)",
+                            ps->servers, gpus, pairs, gib(engine.bytes_per_server_pair * pairs),
+                            engine.bytes_per_server_pair, limit)
+              : fmt::format("{} servers x {:.0f} workers = {:.0f} server-worker pairs, each a push and a pull of "
+                            "every key on the {} engine (64 x 512 took 47 s); the limit is {:.0f}: use fewer "
+                            "servers, fewer GPUs, or the {} engine",
+                            ps->servers, gpus, pairs, engine.name, limit, analytic));
   }
 }
 
@@ -742,7 +757,8 @@ Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKey
     return r.optional_object(key);
   };
   parse_parallelism(object_or_null("parallelism"), object_or_null("pipeline"), s);
-  s.engine = r.optional_choice("engine", kEngines).value_or("analytic");
+  s.engine = find_engine(r.optional_choice("engine", engine_names()).value_or(std::string(engines().front().name)))
+                 .value_or(Engine::analytic);
   if (auto f = r.optional_object("flow")) {
     s.flow_per_message =
         f->optional_choice("granularity", {"aggregated", "per-message"}).value_or("aggregated") == "per-message";

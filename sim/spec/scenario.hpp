@@ -9,6 +9,7 @@
 #include "dag/strategy.hpp"
 #include "sim/network/cluster.hpp"
 #include "sim/network/collectives.hpp"
+#include "sim/spec/engine.hpp"
 #include "sim/spec/gpus.hpp"
 #include "sim/spec/parallelism.hpp"
 #include "sim/spec/variability.hpp"
@@ -83,7 +84,7 @@ struct Scenario {
   /// that collective (absent: the registry's default; see collective_lowering in sim/plan/prepare.hpp).
   std::map<Collective, const CollectiveLowering*> algorithms;
   dag::Strategy strategy;
-  std::string engine = "analytic";
+  Engine engine = Engine::analytic;
   bool flow_per_message = false; ///< `flow.granularity`: "aggregated" (default) or "per-message" (reference)
   bool flow_symmetry = true;     ///< `flow.symmetry`: "auto" (default: use node symmetry when exact) or "off"
   /// `flow.own_links`: "auto" (default: time tensor-group collectives on intra-node links no other traffic uses
@@ -129,17 +130,10 @@ struct CommSlowdown {
 [[nodiscard]] CommSlowdown comm_slowdown(const Scenario& s);
 
 /// Limits on what one run simulates (issue #15 D13), from measurements on the release build (docs/scenario.md,
-/// "Limits"): GPUs in a cluster (Top-k's allgather keeps ~520 B per GPU: 1,048,576 GPUs, 4 s and 0.5 GiB); hosts on
-/// the flow engine (~16 KiB each with node symmetry: 65,536 nodes x 4 GPUs took 8 s and 1.0 GiB); parameter-server
-/// pairs (servers x workers: ~46 B each on the analytic engine, 1,024 x 8,192 took 20 s and 0.4 GiB; the flow engine
-/// times every push and pull: 64 x 512 took 47 s).
+/// "Limits"): GPUs in a cluster (Top-k's allgather keeps ~520 B per GPU: 1,048,576 GPUs, 4 s and 0.5 GiB); each
+/// engine's own (hosts, parameter-server pairs) are in its capability record (sim/spec/engine.hpp).
 inline constexpr std::int64_t kMaxGpus = std::int64_t{1} << 20;
 inline constexpr double kPerGpuBytes = 520;
-inline constexpr std::int64_t kMaxFlowHosts = std::int64_t{1} << 18;
-inline constexpr double kFlowBytesPerHost = 16384;
-inline constexpr std::int64_t kMaxServerPairs = std::int64_t{1} << 24;
-inline constexpr double kServerPairBytes = 46;
-inline constexpr std::int64_t kMaxFlowServerPairs = std::int64_t{1} << 15;
 
 /// The most points a sweep may have (each runs a whole simulation: at 0.1 s a point, a million take a day on 32
 /// cores); a larger one is refused when the scenario is read.

@@ -252,7 +252,7 @@ TEST_CASE("flow: flow.report_replicas bounds the replicas listed, and the analyt
   CHECK(listed == std::set<std::string>{"gpu0", "gpu1", "gpu2", "host0"});
 
   auto s = two_by_four("off", 64);
-  s.engine = "analytic";
+  s.engine = Engine::analytic;
   const auto r = run_analytic(s);
   CHECK(r.replicas.empty());
   std::vector<std::string> lines;

@@ -241,7 +241,7 @@ TEST_CASE("flow::a whole iteration agrees with the analytic engine when nothing 
   const double analytic = run_scenario(base).iteration_time_s;
   const auto out = values_in_child([&] {
     auto s = base;
-    s.engine = "flow";
+    s.engine = Engine::flow;
     const auto r = run_scenario(s);
     double nic_bytes = 0;
     for (const auto& l : r.links)
@@ -290,7 +290,7 @@ TEST_CASE("flow::a sparsified iteration (topk, gtopk) agrees with the analytic e
   const auto analytic = run_scenario(base);
   const auto out = values_in_child([&] {
     auto s = base;
-    s.engine = "flow";
+    s.engine = Engine::flow;
     const auto r = run_scenario(s);
     return std::vector<double>{r.iteration_time_s, r.breakdown.compression_s};
   });
@@ -313,7 +313,7 @@ TEST_CASE("flow::compressed iterations (lags, omgs, qsgd, signsgd) agree with th
   const auto analytic = run_scenario(base);
   const auto out = values_in_child([&] {
     auto s = base;
-    s.engine = "flow";
+    s.engine = Engine::flow;
     const auto r = run_scenario(s);
     return std::vector<double>{r.iteration_time_s, r.breakdown.compression_s, static_cast<double>(r.sim.flows)};
   });

@@ -94,7 +94,7 @@ TEST_CASE("flow::a ps-sync iteration with dedicated servers agrees with the anal
   const auto analytic = run_scenario(s);
   const auto out = in_child([&](test::ChildReport& r) {
     auto f = s;
-    f.engine = "flow";
+    f.engine = Engine::flow;
     const auto run = run_scenario(f);
     r.values = {run.iteration_time_s, static_cast<double>(run.links.size())};
     for (const auto& l : run.links)
@@ -119,9 +119,9 @@ TEST_CASE("flow::ps-async reuses the analytic queue model and says so", "[flow][
     const auto run = run_scenario(s);
     r.values = {run.iteration_time_s};
     r.texts = run.notes;
-    r.texts.push_back(run.engine);
+    r.texts.push_back(std::string(engine_name(run.engine)));
   });
-  s.engine = "analytic";
+  s.engine = Engine::analytic;
   CHECK(out.values[0] == run_scenario(s).iteration_time_s);
   CHECK(out.texts.back() == "flow");
   bool mentioned = false;

@@ -202,7 +202,7 @@ TEST_CASE("flow::a PowerSGD iteration agrees with the analytic engine on a star 
   const auto analytic = run_scenario(base);
   const auto out = in_child([&] {
     auto s = base;
-    s.engine = "flow";
+    s.engine = Engine::flow;
     const auto r = run_scenario(s);
     return std::vector<double>{r.iteration_time_s, r.breakdown.compression_s, r.communication_bytes_per_worker};
   });

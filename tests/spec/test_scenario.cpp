@@ -33,7 +33,7 @@ TEST_CASE("sim::load_scenario reads the shipped quickstart", "[sim][scenario]") 
   CHECK_THAT(s.cluster.inter.latency_s, WithinRel(25e-6, 1e-15));
   CHECK(s.gpu.peak_flops == 15.7e12); // V100-SXM2 fp32
   CHECK(s.strategy.kind() == "mg-wfbp");
-  CHECK(s.engine == "analytic");
+  CHECK(s.engine == Engine::analytic);
 }
 
 TEST_CASE("sim::parse_scenario resolves the allreduce algorithm to its registry entry", "[sim][scenario]") {

@@ -25,9 +25,10 @@ constexpr std::array kAlgorithms{
                        &lower_allreduce_hierarchical, &closed_form_allreduce_hierarchical, kOther},
     CollectiveLowering{C::allreduce, "nvls",
                        "NVLink SHARP: the NVSwitch reduces (Hopper); across nodes pipelined with a ring over the NICs",
-                       &lower_allreduce_nvls, &closed_form_allreduce_nvls, kOther},
+                       &lower_allreduce_nvls, &closed_form_allreduce_nvls, kOther, /*reduces_in_switch=*/true},
     CollectiveLowering{C::allreduce, "ring", "ring reduce-scatter + allgather, 2(p-1) steps (bandwidth-optimal)",
-                       &lower_allreduce_ring, &closed_form_allreduce_ring, kDefault},
+                       &lower_allreduce_ring, &closed_form_allreduce_ring, kDefault, /*reduces_in_switch=*/false,
+                       /*inverts_to_links=*/true},
     CollectiveLowering{C::allreduce, "tree", "double binary tree across nodes, chain inside a node, pipelined (NCCL)",
                        &lower_allreduce_tree, &closed_form_allreduce_tree, kOther},
     // allgather: Top-k's pairs and quantised buckets by recursive doubling (log2 p rounds, as in the gTop-k paper's
