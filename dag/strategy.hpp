@@ -220,6 +220,9 @@ enum class StrategyFamily {
 
 struct StrategyTraits {
   bool asynchronous = false; ///< workers proceed without a barrier (ps-async: the analytic queue model times it)
+  /// Its DAG unrolls its own iterations (ps-sync's, ByteScheduler's kPsSyncIterations) or has one worker loop of its
+  /// own (ps-async): the plan does not unroll it for a host steady state.
+  bool own_iterations = false;
 };
 
 /// What a strategy's option parser may consult besides its own keys, passed explicitly by the scenario parser.
@@ -233,6 +236,24 @@ struct StrategyContext {
   std::string_view topology = "star"; ///< the network topology's name, for messages
   bool star_network = true;           ///< dedicated parameter-server hosts need a star
 };
+
+/// Iterations ps-sync and ByteScheduler unroll in their DAGs; the iteration time is the period between the last two
+/// (steady state).
+inline constexpr int kPsSyncIterations = 3;
+
+/// What a family's DAG builder is given: the model, one worker's costs, the strategy's groups (launch order) and
+/// options, and whether the worker communicates at all (a single worker without dedicated servers does not).
+struct GraphInput {
+  const Model& model;
+  const WorkerCosts& costs;
+  const std::vector<GradientGroup>& groups;
+  const StrategyOptions& options;
+  double bytes_per_element = 4; ///< of the gradients on the wire
+  bool communicate = true;
+};
+/// Builds one worker's iteration DAG for a strategy and says what it did in `notes` (the run's notes). nullptr in
+/// the registry: build_iteration, the data-parallel iteration every dense, compressed and low-rank strategy runs.
+using GraphBuilder = IterationGraph (*)(const GraphInput& in, std::vector<std::string>& notes);
 
 /// Reads the keys a strategy owns from the `strategy` object (ObjectReader, core/json.hpp) into its options;
 /// errors are InputErrors naming the key's JSON path.
@@ -249,6 +270,7 @@ struct StrategyInfo {
   std::span<const std::string_view> keys = {}; ///< the keys of `strategy` it owns besides "kind"
   OptionParser parse = nullptr;                ///< reads `keys`; nullptr: no options (std::monostate)
   GroupPlanner plan = nullptr;
+  GraphBuilder build = nullptr; ///< its DAG shape; nullptr: build_iteration
 
   [[nodiscard]] constexpr bool owns(std::string_view key) const {
     for (const auto k : keys)

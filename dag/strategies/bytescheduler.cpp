@@ -8,6 +8,7 @@
 #include "dag/strategy.hpp"
 
 #include "core/json.hpp"
+#include "core/units.hpp"
 
 #include <fmt/format.h>
 
@@ -66,6 +67,30 @@ std::vector<GradientGroup> plan_bytescheduler(const StrategyInput& in) {
   return groups;
 }
 
+// ByteScheduler's DAG: over parameter servers, ps-sync's with the priority credit (pushes and pulls by priority);
+// over an allreduce, its own (build_bytescheduler). kPsSyncIterations unrolled either way.
+IterationGraph build_scheduled_graph(const GraphInput& in, std::vector<std::string>& notes) {
+  const auto& o = options_as<ByteSchedulerOptions>(in.options);
+  const double credit_bytes = static_cast<double>(o.credit) * in.bytes_per_element;
+  if (o.ps_backend) {
+    auto graph = build_ps_sync(in.model, in.costs, in.groups, kPsSyncIterations);
+    graph.set_priority_credit(credit_bytes);
+    notes.push_back(fmt::format(
+        "bytescheduler over parameter servers: {} partitions of at most {} parameters, each a key placed as MXNet "
+        "places keys; pushes and pulls go in layer order (front layers first) while at most {} parameters ({}) "
+        "per stream are handed to the servers and unfinished",
+        in.groups.size(), o.partition, o.credit, format_bytes(credit_bytes)));
+    return graph;
+  }
+  notes.push_back(fmt::format(
+      "bytescheduler: {} partitions of at most {} parameters, allreduced in layer order (front layers first) "
+      "while at most {} parameters ({}) are handed to NCCL and unfinished; a layer's update follows its "
+      "partitions and its next forward waits only for that; {} iterations are unrolled and the iteration time is "
+      "the steady-state period between the last two iterations' ends",
+      in.groups.size(), o.partition, o.credit, format_bytes(credit_bytes), kPsSyncIterations));
+  return build_bytescheduler(in.model, in.costs, in.groups, kPsSyncIterations, credit_bytes);
+}
+
 } // namespace
 
 namespace builtin {
@@ -74,9 +99,11 @@ extern constinit const StrategyInfo bytescheduler{
     .description = "ByteScheduler: tensors partitioned, allreduced (or pushed and pulled) by layer priority within "
                    "a credit, no iteration barrier (Peng et al., SOSP 2019)",
     .family = StrategyFamily::scheduled,
+    .traits = {.own_iterations = true},
     .keys = kByteSchedulerKeys,
     .parse = &parse_bytescheduler,
     .plan = &plan_bytescheduler,
+    .build = &build_scheduled_graph,
 };
 } // namespace builtin
 

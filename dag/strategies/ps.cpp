@@ -108,6 +108,31 @@ std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
   return groups;
 }
 
+// ps-sync's DAG: kPsSyncIterations of one worker pushing and pulling every key (ps-sync; ps-ssp's workers are
+// replayed on it).
+IterationGraph build_ps_sync_graph(const GraphInput& in, std::vector<std::string>& /*notes*/) {
+  return build_ps_sync(in.model, in.costs, in.groups, kPsSyncIterations);
+}
+
+// ps-async's DAG: one iteration of one worker whose whole gradient is one key on every server (the analytic engine's
+// queue model times the workers' loops around it).
+IterationGraph build_ps_async_graph(const GraphInput& in, std::vector<std::string>& /*notes*/) {
+  std::vector<GradientGroup> whole;
+  if (!in.groups.empty()) {
+    GradientGroup g;
+    g.ready_layer = 0;
+    g.shard_count = options_as<ParameterServerOptions>(in.options).servers; // the whole gradient: every server's shards
+    for (const auto& k : in.groups) {
+      g.tensors.insert(g.tensors.end(), k.tensors.begin(), k.tensors.end());
+      g.elements += k.elements;
+      g.bytes += k.bytes;
+    }
+    g.stages = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
+    whole.push_back(std::move(g));
+  }
+  return build_ps_sync(in.model, in.costs, whole, 1);
+}
+
 } // namespace
 
 namespace builtin {
@@ -115,28 +140,32 @@ extern constinit const StrategyInfo ps_sync{
     .name = "ps-sync",
     .description = "parameter server, synchronous: per-tensor push and pull overlapped with backward and forward",
     .family = StrategyFamily::parameter_server,
+    .traits = {.own_iterations = true},
     .keys = kSyncKeys,
     .parse = &parse_ps_options,
     .plan = &plan_ps,
+    .build = &build_ps_sync_graph,
 };
 extern constinit const StrategyInfo ps_async{
     .name = "ps-async",
     .description = "parameter server, asynchronous: each worker pushes and pulls on its own (Li et al., OSDI 2014)",
     .family = StrategyFamily::parameter_server,
-    .traits = {.asynchronous = true},
+    .traits = {.asynchronous = true, .own_iterations = true},
     .keys = kAsyncKeys,
     .parse = &parse_ps_options,
     .plan = &plan_ps,
+    .build = &build_ps_async_graph,
 };
 extern constinit const StrategyInfo ps_ssp{
     .name = "ps-ssp",
     .description = "parameter server, stale-synchronous: ps-async's loop, no worker more than staleness_bound "
                    "iterations ahead of the slowest (Ho et al., NIPS 2013)",
     .family = StrategyFamily::parameter_server,
-    .traits = {.asynchronous = true},
+    .traits = {.asynchronous = true, .own_iterations = true},
     .keys = kSspKeys,
     .parse = &parse_ps_options,
     .plan = &plan_ps,
+    .build = &build_ps_sync_graph,
 };
 } // namespace builtin
 

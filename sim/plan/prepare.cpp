@@ -49,24 +49,6 @@ namespace {
 
 // ps-async's timeline of worker 0: one iteration, the whole gradient pushed after backward and pulled back; the
 // push and pull take their mean durations from the simulation (set by prepare_parameter_server).
-dag::IterationGraph ps_async_graph(const Scenario& s, const dag::WorkerCosts& costs,
-                                   const std::vector<dag::GradientGroup>& groups) {
-  std::vector<dag::GradientGroup> whole;
-  if (!groups.empty()) {
-    dag::GradientGroup g;
-    g.ready_layer = 0;
-    g.shard_count = s.strategy.get<dag::ParameterServerOptions>().servers; // the whole gradient: every server's shards
-    for (const auto& k : groups) {
-      g.tensors.insert(g.tensors.end(), k.tensors.begin(), k.tensors.end());
-      g.elements += k.elements;
-      g.bytes += k.bytes;
-    }
-    g.stages = {{.kernel_s = 0, .collective = dag::Collective::ps_push, .bytes = g.bytes}};
-    whole.push_back(std::move(g));
-  }
-  return dag::build_ps_sync(s.model, costs, whole, 1);
-}
-
 // ps-sync's DAG: ps-sync's, and ps-ssp's (its workers replayed on it); ps-async has its own one-iteration graph.
 bool runs_ps_sync_dag(const Scenario& s) {
   const auto* o = s.strategy.parameter_server();
@@ -201,34 +183,13 @@ Prepared prepare(const Scenario& s, Engine engine) {
   // A single worker communicates only with a dedicated server.
   const bool communicate = r.workers > 1 || (ps && s.strategy.parameter_server()->dedicated_servers);
   r.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
-  const bool scheduled = s.strategy.is(dag::StrategyFamily::scheduled);
-  if (ps && runs_ps_sync_dag(s)) {
-    r.graph = dag::build_ps_sync(s.model, p.costs.worker, r.groups, kPsSyncIterations);
-    if (scheduled) { // ByteScheduler over the servers: pushes and pulls by priority within the credit
-      const auto& o = s.strategy.get<dag::ByteSchedulerOptions>();
-      const double credit_bytes = static_cast<double>(o.credit) * dtype_bytes(s.gradient_dtype);
-      r.graph.set_priority_credit(credit_bytes);
-      r.notes.push_back(fmt::format(
-          "bytescheduler over parameter servers: {} partitions of at most {} parameters, each a key placed as MXNet "
-          "places keys; pushes and pulls go in layer order (front layers first) while at most {} parameters ({}) "
-          "per stream are handed to the servers and unfinished",
-          r.groups.size(), o.partition, o.credit, format_bytes(credit_bytes)));
-    }
-  } else if (ps)
-    r.graph = ps_async_graph(s, p.costs.worker, r.groups);
-  else if (scheduled) {
-    const auto& o = s.strategy.get<dag::ByteSchedulerOptions>();
-    const double credit_bytes = static_cast<double>(o.credit) * dtype_bytes(s.gradient_dtype);
-    r.graph = dag::build_bytescheduler(s.model, p.costs.worker, r.groups, kPsSyncIterations, credit_bytes);
-    r.notes.push_back(fmt::format(
-        "bytescheduler: {} partitions of at most {} parameters, allreduced in layer order (front layers first) "
-        "while at most {} parameters ({}) are handed to NCCL and unfinished; a layer's update follows its "
-        "partitions and its next forward waits only for that; {} iterations are unrolled and the iteration time is "
-        "the steady-state period between the last two iterations' ends",
-        r.groups.size(), o.partition, o.credit, format_bytes(credit_bytes), kPsSyncIterations));
-  } else
-    r.graph = dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
-  if (!ps && !scheduled && HostTimes(p.costs.worker).steady_state()) {
+  // The family's DAG shape (its registry entry's builder), the data-parallel iteration by default.
+  const dag::GraphInput graph_input{
+      s.model, p.costs.worker, r.groups, s.strategy.options, dtype_bytes(s.gradient_dtype), communicate};
+  const auto build = s.strategy.entry().build;
+  r.graph = build != nullptr ? build(graph_input, r.notes)
+                             : dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
+  if (!s.strategy.entry().traits.own_iterations && HostTimes(p.costs.worker).steady_state()) {
     r.graph = dag::unroll_iterations(r.graph, kSteadyStateIterations);
     r.notes.push_back(fmt::format(
         "host times given: {} iterations are unrolled, each GPU's host thread issuing the next iteration's work "

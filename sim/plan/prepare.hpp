@@ -134,8 +134,7 @@ double cost_communication(const Scenario& s, const CollectiveModel& whole_cluste
   return std::nullopt;
 }
 
-/// Iterations ps-sync unrolls in its DAG; the iteration time is the period between the last two (steady state).
-inline constexpr int kPsSyncIterations = 3;
+using dag::kPsSyncIterations;
 /// Iterations a data-parallel DAG is unrolled to when its host times were given (HostTimes::steady_state): the
 /// iteration is the period between the ends of the last two.
 inline constexpr int kSteadyStateIterations = 2;
