@@ -148,28 +148,6 @@ std::vector<GradientGroup> optimal_merge(const Model& model, const std::vector<T
   return groups_from_cuts(model, tensors, order, bytes_per_element, cut);
 }
 
-std::string_view family_name(StrategyFamily f) {
-  switch (f) {
-  case StrategyFamily::dense:
-    return "dense";
-  case StrategyFamily::buckets:
-    return "buckets";
-  case StrategyFamily::fusion:
-    return "fusion";
-  case StrategyFamily::sparsification:
-    return "sparsification";
-  case StrategyFamily::quantisation:
-    return "quantisation";
-  case StrategyFamily::low_rank:
-    return "low-rank";
-  case StrategyFamily::parameter_server:
-    return "parameter-server";
-  case StrategyFamily::scheduled:
-    return "scheduled";
-  }
-  throw std::logic_error("family_name: unknown strategy family");
-}
-
 std::vector<const StrategyInfo*> strategies() {
   const auto registered = registered_strategies();
   std::vector<const StrategyInfo*> out(registered.begin(), registered.end());

@@ -9,6 +9,7 @@
 #include "dag/graph.hpp"
 #include "dag/model.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -216,7 +217,14 @@ enum class StrategyFamily {
   parameter_server, ///< push to and pull from server shards (ps-sync, ps-async)
   scheduled,        ///< prioritised partitions across the iteration barrier (bytescheduler)
 };
-[[nodiscard]] std::string_view family_name(StrategyFamily f);
+/// The families' names, by enumerator (the one name table).
+inline constexpr std::array<std::string_view, 8> kFamilyNames{
+    "dense", "buckets", "fusion", "sparsification", "quantisation", "low-rank", "parameter-server", "scheduled"};
+static_assert(kFamilyNames.size() == static_cast<std::size_t>(StrategyFamily::scheduled) + 1,
+              "kFamilyNames: one name per StrategyFamily, in order");
+[[nodiscard]] constexpr std::string_view family_name(StrategyFamily f) {
+  return kFamilyNames.at(static_cast<std::size_t>(f));
+}
 
 struct StrategyTraits {
   bool asynchronous = false; ///< workers proceed without a barrier (ps-async: the analytic queue model times it)

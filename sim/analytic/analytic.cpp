@@ -20,7 +20,7 @@ namespace ddlsim::sim {
 namespace {
 
 // One worker's iteration alone, without communication: ps-async's and ps-ssp's compute per worker.
-double alone_compute_s(const Scenario& s, const detail::Prepared& p) {
+double alone_compute_s(const Scenario& s, const Prepared& p) {
   auto alone = dag::build_ps_sync(s.model, p.costs.worker, {}, 1);
   add_host_tasks(alone, HostTimes(p.costs.worker));
   return makespan_of(schedule(alone));
@@ -33,7 +33,7 @@ double alone_compute_s(const Scenario& s, const detail::Prepared& p) {
 constexpr double kSspSecondsPerTiming = 40e-9, kSspSecondsPerTask = 4e-6, kSspBytesPerTask = 700,
                  kSspBytesPerTiming = 16, kSspMaxSeconds = 60, kSspMaxBytes = 4.0 * 1073741824;
 
-void check_ssp_size(const Scenario& s, const detail::Prepared& p, int iterations) {
+void check_ssp_size(const Scenario& s, const Prepared& p, int iterations) {
   const double tasks = static_cast<double>(p.result.graph.size()) / kPsSyncIterations * iterations;
   const double copies = tasks * p.result.workers;
   const double seconds = copies * kSspSecondsPerTiming * (s.variability ? 2 : 1) + tasks * kSspSecondsPerTask;
@@ -69,7 +69,7 @@ template <class Workers> void report_workers(const Scenario& s, const Workers& s
 
 // ps-async: the asynchronous workers' loops (compute, push of the whole gradient, pull; no barrier) simulated with
 // FIFO link queues; worker 0's timeline takes the mean push and pull durations.
-void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
+void simulate_async_parameter_server(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   const auto& o = s.strategy.get<dag::ParameterServerOptions>();
   auto& ps = *r.parameter_server;
@@ -111,7 +111,7 @@ void simulate_async_parameter_server(const Scenario& s, detail::Prepared& p) {
 // ps-ssp: the workers replayed on ps-sync's DAG, unrolled, each at its speed (and with variability, its draws), a
 // pull after iteration k waiting for every worker's push of its key in k - s (sim/analytic/ps_ssp.hpp). Runs before
 // the lockstep schedule of the prepared (three-iteration) DAG, which stays the timeline.
-void simulate_ssp_parameter_server(const Scenario& s, detail::Prepared& p) {
+void simulate_ssp_parameter_server(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   const auto& o = s.strategy.get<dag::ParameterServerOptions>();
   auto& ps = *r.parameter_server;
@@ -128,7 +128,7 @@ void simulate_ssp_parameter_server(const Scenario& s, detail::Prepared& p) {
   const auto run = ssp_run(measured, o.staleness_bound, 1 + o.worker_speed_spread, s.variability.has_value());
   const int iterations = run.iterations;
   check_ssp_size(s, p, iterations);
-  const auto graph = detail::unrolled_ps_sync(s, p, iterations);
+  const auto graph = unrolled_ps_sync(s, p, iterations);
   in.graph = &graph;
   in.timing = schedule(graph);
   in.staleness_bound = o.staleness_bound;
@@ -178,7 +178,7 @@ void simulate_ssp_parameter_server(const Scenario& s, detail::Prepared& p) {
 
 RunResult run_analytic(const Scenario& s) {
   const auto wall_start = std::chrono::steady_clock::now();
-  auto prepared = detail::prepare(s, Engine::analytic);
+  auto prepared = prepare(s, Engine::analytic);
   RunResult& r = prepared.result;
   const bool ssp = r.parameter_server && s.strategy.parameter_server()->staleness_bound >= 0;
   if (ssp)
@@ -191,7 +191,7 @@ RunResult run_analytic(const Scenario& s) {
                                   topology_name(s.cluster.topology.kind)));
   r.timing = schedule(r.graph, {.compute_slowdown = comm_slowdown(s).factor});
   r.sim.events = r.graph.size();
-  detail::finalize(s, prepared);
+  finalize(s, prepared);
   if (s.variability && !ssp) // ps-ssp's replay drew its own
     sample_iterations(s, r);
   r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

@@ -51,7 +51,7 @@ OrderedJson layer_entry(const dag::Model& m, const dag::LayerKernel& k) {
 } // namespace
 
 OrderedJson probe_plan(const Scenario& s) {
-  const auto prepared = detail::prepare(s, Engine::analytic);
+  const auto prepared = prepare(s, Engine::analytic);
   const auto& r = prepared.result;
   OrderedJson plan;
   plan["format"] = "ddlsim-probe-plan";

@@ -286,7 +286,7 @@ RunResult run_flow(const Scenario& scenario) {
   if (s.strategy.asynchronous())
     throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
   const auto wall_start = std::chrono::steady_clock::now();
-  auto prepared = detail::prepare(s, Engine::flow);
+  auto prepared = prepare(s, Engine::flow);
   RunResult& r = prepared.result;
   const std::size_t listed =
       s.flow_report_replicas ? static_cast<std::size_t>(*s.flow_report_replicas)
@@ -298,7 +298,7 @@ RunResult run_flow(const Scenario& scenario) {
       s, r.graph,
       [&](const std::vector<TaskTiming>& timing) {
         r.timing = timing;
-        detail::finalize(s, prepared);
+        finalize(s, prepared);
         return r.iteration_time_s;
       },
       listed);

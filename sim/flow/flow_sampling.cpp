@@ -104,7 +104,7 @@ void check_flow_sampling(const Scenario& s, const dag::IterationGraph& g) {
 
 } // namespace
 
-RunResult run_flow_sampled(const Scenario& s, detail::Prepared& prepared, std::size_t listed,
+RunResult run_flow_sampled(const Scenario& s, Prepared& prepared, std::size_t listed,
                            std::chrono::steady_clock::time_point wall_start) {
   RunResult& r = prepared.result;
   check_flow_sampling(s, r.graph);
@@ -118,7 +118,7 @@ RunResult run_flow_sampled(const Scenario& s, detail::Prepared& prepared, std::s
         for (std::size_t v = 0; v < n; ++v) // the deterministic copy's collectives, as simulated
           if (r.graph.task(v).collective != dag::Collective::none)
             r.graph.task(v).duration_s = r.timing[v].end_s - r.timing[v].start_s;
-        detail::finalize(s, prepared);
+        finalize(s, prepared);
         return makespan_of(timing); // the links' utilisation: over every copy
       },
       slots, &chain.durations, chain.barriers);

@@ -14,7 +14,7 @@ namespace ddlsim::sim {
 
 /// run_flow for a scenario with `variability`, after prepare: the deterministic iteration into `prepared` (finalized),
 /// then the samples; `listed` replicas go to tasks.csv.
-[[nodiscard]] RunResult run_flow_sampled(const Scenario& s, detail::Prepared& prepared, std::size_t listed,
+[[nodiscard]] RunResult run_flow_sampled(const Scenario& s, Prepared& prepared, std::size_t listed,
                                          std::chrono::steady_clock::time_point wall_start);
 
 } // namespace ddlsim::sim

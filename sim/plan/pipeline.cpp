@@ -299,7 +299,7 @@ std::vector<int> unit_starts(const dag::Model& model) {
 }
 
 // The tensor collectives' time inside a pass task the analytic engine folded (0 for any other task).
-double folded_tensor_s(const std::vector<detail::FoldedTensor>& folded, const dag::Task& t, int micro_batches) {
+double folded_tensor_s(const std::vector<FoldedTensor>& folded, const dag::Task& t, int micro_batches) {
   if (folded.empty() || t.stage < 0 || (t.kind != dag::TaskKind::forward && t.kind != dag::TaskKind::backward))
     return 0;
   const auto& f = folded[static_cast<std::size_t>(t.stage)];
@@ -348,8 +348,6 @@ std::vector<dag::StageSpan> partition_stages(const Scenario& s, const dag::Worke
     span = {starts[static_cast<std::size_t>(span.first)], starts[static_cast<std::size_t>(span.end)]};
   return spans;
 }
-
-namespace detail {
 
 void prepare_pipeline(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
@@ -698,7 +696,5 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
   r.throughput_samples_per_s = samples * par.data / r.iteration_time_s;
   r.scaling_efficiency = r.throughput_samples_per_s * r.single_gpu_iteration_s / (r.workers * samples);
 }
-
-} // namespace detail
 
 } // namespace ddlsim::sim

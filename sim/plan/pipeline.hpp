@@ -13,12 +13,10 @@ namespace ddlsim::sim {
 /// The layers of each of the p x v virtual stages under the scenario's partition (dag/partition.hpp).
 [[nodiscard]] std::vector<dag::StageSpan> partition_stages(const Scenario& s, const dag::WorkerCosts& costs);
 
-namespace detail {
 /// prepare() for a scenario with a pipeline: fills p.result.graph, groups and the communication costs.
 void prepare_pipeline(const Scenario& s, Prepared& p);
 /// finalize() for a pipeline: iteration time, throughput (b m d samples per iteration), breakdown averaged over the
 /// stages' GPUs, and result.pipeline.
 void finalize_pipeline(const Scenario& s, Prepared& p);
-} // namespace detail
 
 } // namespace ddlsim::sim

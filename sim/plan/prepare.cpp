@@ -59,7 +59,7 @@ dag::IterationGraph::Placement worker_placement(const Scenario& s) {
   return {.gpu = 0, .node = 0, .gpus_per_node = s.cluster.gpus_per_node, .data_parallel = data_parallel_group(s)};
 }
 
-void prepare_parameter_server(const Scenario& s, detail::Prepared& p) {
+void prepare_parameter_server(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   const auto& o = *s.strategy.parameter_server();
   ParameterServerReport ps;
@@ -133,8 +133,6 @@ std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResul
                                   s.gpu.calibration->origin));
   return nullptr;
 }
-
-namespace detail {
 
 Prepared prepare(const Scenario& s, Engine engine) {
   Prepared p;
@@ -238,8 +236,6 @@ Prepared prepare(const Scenario& s, Engine engine) {
   }
   return p;
 }
-
-} // namespace detail
 
 CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& groups) {
   CompressionTotals c;
@@ -469,8 +465,6 @@ void set_model_flops_utilisation(const Scenario& s, RunResult& r) {
 }
 } // namespace
 
-namespace detail {
-
 namespace {
 // A note when the host thread that drives the DAG's first GPU is busy most of the iteration (sim/plan/host.hpp).
 void note_host_bound(const Scenario& s, const ComputeCosts& costs, RunResult& r) {
@@ -523,6 +517,61 @@ void count_backup_workers(const Scenario& s, RunResult& r) {
                                 s.backup_workers, d - s.backup_workers, d, d - s.backup_workers));
 }
 
+namespace {
+
+// The window an iteration is read over, chosen once: ps-sync's (and ps-ssp's lockstep timeline) steady-state period
+// between the last two unrolled iterations' ends of backward; with host times given, the period between the last two
+// iterations' ends; else the makespan.
+IterationWindow iteration_window(const RunResult& r) {
+  if (r.parameter_server && r.parameter_server->iteration_end.size() >= 2) {
+    const auto& ends = r.parameter_server->iteration_end;
+    return {IterationWindow::Kind::between_tasks, ends[ends.size() - 2], ends[ends.size() - 1]};
+  }
+  if (!r.parameter_server && iteration_ends(r.graph, r.timing).size() >= 2)
+    return {IterationWindow::Kind::between_iterations, 0, 0};
+  return {};
+}
+
+// The iteration time, its breakdown and the critical path of r.window.
+void read_window(RunResult& r) {
+  switch (r.window.kind) {
+  case IterationWindow::Kind::makespan:
+    r.iteration_time_s = makespan_of(r.timing);
+    r.critical_path_s = r.graph.critical_path().length_s;
+    r.breakdown = breakdown_of(r.graph, r.timing, r.iteration_time_s);
+    return;
+  case IterationWindow::Kind::between_tasks: {
+    const std::size_t before = r.window.from_task, last = r.window.to_task;
+    r.iteration_time_s = r.timing[last].end_s - r.timing[before].end_s;
+    r.breakdown = breakdown_in(r.graph, r.timing, r.timing[before].end_s, r.timing[last].end_s);
+    const auto longest = longest_finish(r.graph);
+    r.critical_path_s = longest[last] - longest[before];
+    return;
+  }
+  case IterationWindow::Kind::between_iterations: {
+    const auto ends = iteration_ends(r.graph, r.timing);
+    const double from = ends[ends.size() - 2], to = ends.back();
+    r.iteration_time_s = to - from;
+    r.breakdown = breakdown_in(r.graph, r.timing, from, to);
+    const auto path_ends = iteration_ends(r.graph, longest_finish(r.graph));
+    r.critical_path_s = path_ends.back() - path_ends[path_ends.size() - 2];
+    return;
+  }
+  }
+}
+
+// ps-async: the workers' mean iteration, from the aggregate throughput; worker 0's timeline is padded with idle.
+// (ps-ssp: the timeline is ps-sync's lockstep iteration at worker 0's speed.)
+void mean_async_iteration(const Scenario& s, RunResult& r) {
+  r.iteration_time_s = r.workers * s.batch_per_gpu / r.parameter_server->aggregate_throughput_samples_per_s;
+  auto& b = r.breakdown;
+  b.exposed_communication_s =
+      std::min(b.exposed_communication_s, std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s));
+  b.idle_s = std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s - b.exposed_communication_s);
+}
+
+} // namespace
+
 void finalize(const Scenario& s, Prepared& p) {
   RunResult& r = p.result;
   if (r.pipeline) {
@@ -532,38 +581,10 @@ void finalize(const Scenario& s, Prepared& p) {
     note_host_bound(s, p.costs, r);
     return;
   }
-  r.iteration_time_s = makespan_of(r.timing);
-  r.critical_path_s = r.graph.critical_path().length_s;
-  r.breakdown = breakdown_of(r.graph, r.timing, r.iteration_time_s);
-  if (r.parameter_server && r.parameter_server->iteration_end.size() >= 2) {
-    // ps-sync (and ps-ssp's lockstep timeline): the steady-state period between the last two unrolled iterations' ends
-    // of backward; the breakdown and the critical path of that window.
-    const auto& ends = r.parameter_server->iteration_end;
-    const std::size_t last = ends[ends.size() - 1], before = ends[ends.size() - 2];
-    r.iteration_time_s = r.timing[last].end_s - r.timing[before].end_s;
-    r.window = {IterationWindow::Kind::between_tasks, before, last};
-    r.breakdown = breakdown_in(r.graph, r.timing, r.timing[before].end_s, r.timing[last].end_s);
-    const auto longest = longest_finish(r.graph);
-    r.critical_path_s = longest[last] - longest[before];
-  }
-  if (r.parameter_server && r.parameter_server->async) {
-    // ps-async: the workers' mean iteration, from the aggregate throughput; worker 0's timeline is padded with idle.
-    r.iteration_time_s = r.workers * s.batch_per_gpu / r.parameter_server->aggregate_throughput_samples_per_s;
-    // (ps-ssp: the timeline is ps-sync's lockstep iteration at worker 0's speed.)
-    auto& b = r.breakdown;
-    b.exposed_communication_s =
-        std::min(b.exposed_communication_s, std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s));
-    b.idle_s = std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s - b.exposed_communication_s);
-  }
-  if (const auto ends = iteration_ends(r.graph, r.timing); !r.parameter_server && ends.size() >= 2) {
-    // host times given: the steady-state period between the last two iterations' ends (the window's breakdown)
-    const double from = ends[ends.size() - 2], to = ends.back();
-    r.iteration_time_s = to - from;
-    r.window = {IterationWindow::Kind::between_iterations, 0, 0};
-    r.breakdown = breakdown_in(r.graph, r.timing, from, to);
-    const auto path_ends = iteration_ends(r.graph, longest_finish(r.graph));
-    r.critical_path_s = path_ends.back() - path_ends[path_ends.size() - 2];
-  }
+  r.window = iteration_window(r);
+  read_window(r);
+  if (r.parameter_server && r.parameter_server->async)
+    mean_async_iteration(s, r);
   // The same worker alone: the reference for scaling efficiency.
   const HostTimes host(p.costs.worker);
   auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
@@ -592,7 +613,5 @@ dag::IterationGraph unrolled_ps_sync(const Scenario& s, const Prepared& p, int i
   add_host_tasks(g, HostTimes(p.costs.worker));
   return g;
 }
-
-} // namespace detail
 
 } // namespace ddlsim::sim

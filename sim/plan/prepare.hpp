@@ -21,9 +21,6 @@
 
 namespace ddlsim::sim {
 
-namespace detail {
-/// What both engines share: costs, the collective cost model (also the one MG-WFBP plans with), the strategy's
-/// groups and the DAG, whose communication tasks carry their closed-form durations; timing is the engine's job.
 /// Tensor collectives folded into the passes of one virtual stage (the analytic engine): their time per pass.
 struct FoldedTensor {
   double forward_s = 0;
@@ -31,6 +28,10 @@ struct FoldedTensor {
   double recompute_s = 0;     ///< in a backward that recomputes
   bool recompute_last = true; ///< whether the last micro-batch's backward recomputes
 };
+
+/// What both engines share, the planning layer's API: prepare() gives the costs, the collective cost model (also
+/// the one MG-WFBP plans with), the strategy's groups and the DAG (in `result`), whose communication tasks carry
+/// their closed-form durations; an engine times the DAG (result.timing); finalize() derives the figures once.
 struct Prepared {
   ComputeCosts costs;
   std::unique_ptr<CollectiveModel> allreduce;
@@ -41,9 +42,9 @@ struct Prepared {
 /// ps-sync's DAG of one worker (as prepare builds it for ps-sync and ps-ssp) unrolled over `iterations`: placed,
 /// its transfers costed, its host tasks added (ps-ssp's replay, sim/analytic/ps_ssp.hpp).
 [[nodiscard]] dag::IterationGraph unrolled_ps_sync(const Scenario& s, const Prepared& p, int iterations);
-/// Fills the derived fields from result.graph and result.timing (iteration time, efficiency, breakdown, ...).
+/// Derives the figures from result.graph and result.timing: chooses the window an iteration is read over
+/// (result.window) once, then the iteration time, breakdown, critical path, efficiency, memory and notes.
 void finalize(const Scenario& s, Prepared& p);
-} // namespace detail
 
 /// Compressed gradient groups (sparsified or quantised) summed over an iteration.
 struct CompressionTotals {

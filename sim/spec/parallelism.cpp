@@ -9,37 +9,27 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <array>
 #include <numeric>
 #include <string>
 
 namespace ddlsim::sim {
 
+namespace {
+// One name table per enum, by enumerator; the parser offers the first three partitions (explicit layers are given
+// as `layers`, not by name).
+constexpr std::array<std::string_view, 4> kPartitionNames{"uniform", "balanced", "pipedream", "explicit"};
+constexpr std::array<std::string_view, 4> kRecomputeNames{"none", "full", "selective", "except-last"};
+static_assert(kPartitionNames.size() == static_cast<std::size_t>(PartitionKind::explicit_layers) + 1);
+static_assert(kRecomputeNames.size() == static_cast<std::size_t>(dag::Recompute::except_last) + 1);
+} // namespace
+
 std::string_view partition_name(PartitionKind k) {
-  switch (k) {
-  case PartitionKind::uniform:
-    return "uniform";
-  case PartitionKind::balanced:
-    return "balanced";
-  case PartitionKind::pipedream:
-    return "pipedream";
-  case PartitionKind::explicit_layers:
-    return "explicit";
-  }
-  return "?";
+  return kPartitionNames.at(static_cast<std::size_t>(k));
 }
 
 std::string_view recompute_name(dag::Recompute k) {
-  switch (k) {
-  case dag::Recompute::none:
-    return "none";
-  case dag::Recompute::full:
-    return "full";
-  case dag::Recompute::selective:
-    return "selective";
-  case dag::Recompute::except_last:
-    return "except-last";
-  }
-  return "?";
+  return kRecomputeNames.at(static_cast<std::size_t>(k));
 }
 
 namespace {
@@ -60,8 +50,8 @@ std::string schedules_that(bool dag::PipelineScheduleInfo::*property) {
       names.push_back(info->name);
   return fmt::format("{}", fmt::join(names, " or "));
 }
-const std::vector<std::string> kPartitions{"uniform", "balanced", "pipedream"};
-const std::vector<std::string> kRecompute{"none", "full", "selective", "except-last"};
+const std::vector<std::string> kPartitions(kPartitionNames.begin(), kPartitionNames.end() - 1); // not "explicit"
+const std::vector<std::string> kRecompute(kRecomputeNames.begin(), kRecomputeNames.end());
 
 template <class Enum> Enum enum_at(const std::vector<std::string>& names, const std::string& name) {
   return static_cast<Enum>(std::find(names.begin(), names.end(), name) - names.begin());

@@ -43,7 +43,7 @@ Json gpt(int nodes, int pipeline, int tensor, bool sequence_parallel = false, co
 constexpr double kBsh = 2.0 * 1024 * 1024 * 2; // b s h elements in bf16: bytes of every tensor-group collective
 
 // The tensor-group collectives of the DAG the flow engine lowers, by kind, on `gpu`.
-std::map<Collective, int> tensor_collectives(const detail::Prepared& p, int gpu) {
+std::map<Collective, int> tensor_collectives(const Prepared& p, int gpu) {
   std::map<Collective, int> out;
   const auto& g = p.result.graph;
   for (std::size_t v = 0; v < g.size(); ++v) {
@@ -63,7 +63,7 @@ TEST_CASE("tensor parallelism: 2 + 2 collectives of b s h per block and micro-ba
           "[pipeline][tensor]") {
   // 2 nodes x 4 GPUs: 2 stages of 4 tensor ranks (12 blocks each), 1 replica; stage 1 is GPUs 4-7.
   const auto plain = parse_scenario(gpt(2, 2, 4), "t.json");
-  const auto p = detail::prepare(plain, Engine::flow);
+  const auto p = prepare(plain, Engine::flow);
   const int blocks = 12, m = 2;
   CHECK(tensor_collectives(p, 0) == std::map<Collective, int>{{Collective::allreduce, 4 * blocks * m}});
   CHECK(tensor_collectives(p, 4) == std::map<Collective, int>{{Collective::allreduce, 4 * blocks * m}});
@@ -80,9 +80,9 @@ TEST_CASE("tensor parallelism: 2 + 2 collectives of b s h per block and micro-ba
 
   // Full recomputation repeats the forward's 2; sequence parallelism turns each allreduce into a reduce-scatter and an
   // allgather; selective recomputation repeats none.
-  const auto full = detail::prepare(parse_scenario(gpt(2, 2, 4, false, "full"), "t.json"), Engine::flow);
+  const auto full = prepare(parse_scenario(gpt(2, 2, 4, false, "full"), "t.json"), Engine::flow);
   CHECK(tensor_collectives(full, 0) == std::map<Collective, int>{{Collective::allreduce, 6 * blocks * m}});
-  const auto sp = detail::prepare(parse_scenario(gpt(2, 2, 4, true, "selective"), "t.json"), Engine::flow);
+  const auto sp = prepare(parse_scenario(gpt(2, 2, 4, true, "selective"), "t.json"), Engine::flow);
   CHECK(tensor_collectives(sp, 0) == std::map<Collective, int>{{Collective::allgather, 4 * blocks * m},
                                                                {Collective::reduce_scatter, 4 * blocks * m}});
   // Megatron-Core sends each tensor rank's whole activation to the next stage, its sequence shard with sequence
@@ -160,10 +160,10 @@ TEST_CASE("tensor parallelism: the analytic engine's folded passes time the DAG 
       doc["host"] = {{"launch", "0 s"}}; // the host issues a folded pass and its parts alike, but not at one instant
       const auto s = parse_scenario(doc, "t.json");
       const auto folded = run_analytic(s);
-      auto separate = detail::prepare(s, Engine::flow);
+      auto separate = prepare(s, Engine::flow);
       CHECK(separate.result.graph.size() > folded.graph.size());
       separate.result.timing = schedule(separate.result.graph);
-      detail::finalize(s, separate);
+      finalize(s, separate);
       const auto& r = separate.result;
       CHECK_THAT(folded.iteration_time_s, WithinRel(r.iteration_time_s, 1e-12));
       CHECK_THAT(folded.breakdown.exposed_communication_s, WithinRel(r.breakdown.exposed_communication_s, 1e-9));
@@ -231,7 +231,7 @@ TEST_CASE("tensor parallelism: what the scenario may ask", "[pipeline][tensor][s
 
 TEST_CASE("tensor parallelism: the DAG's copies and the instances of its collectives", "[pipeline][tensor][graph]") {
   // 4 nodes x 4 GPUs, 2 stages, t = 4, d = 2: stage 0 is replica 0 on GPUs 0-3 and replica 1 on GPUs 4-7.
-  const auto p = detail::prepare(parse_scenario(gpt(4, 2, 4), "t.json"), Engine::flow);
+  const auto p = prepare(parse_scenario(gpt(4, 2, 4), "t.json"), Engine::flow);
   const auto& g = p.result.graph;
   CHECK(g.replicas() == 8); // d x t copies
   CHECK(g.tensor_peers() == 4);
