@@ -29,90 +29,102 @@ double median_time(ObjectReader& m) {
   return median;
 }
 
-} // namespace
-
-ProbeFile read_probe(const std::string& path) {
-  return parse_probe(load_json_file(path), path);
+/// The "device" object as one line: the GPU, its compute capability and the software stack measured.
+std::string device_description(ObjectReader& r) {
+  auto d = r.object("device");
+  const auto name = d.string("name");
+  (void)d.string("pci_bus_id");
+  const auto cc = d.string("compute_capability");
+  (void)d.integer("multiprocessors", 0);
+  (void)d.quantity("memory", Dimension::bytes);
+  (void)d.quantity("l2_cache", Dimension::bytes);
+  (void)d.required("memory_bus_width");
+  (void)d.required("clocks");
+  const auto driver = d.string("driver");
+  const auto cuda = d.string("cuda_runtime");
+  const auto cudnn = d.string("cudnn");
+  (void)d.string("cublas");
+  (void)d.string("cusolver");
+  const auto nccl = d.string("nccl");
+  d.finish();
+  return fmt::format("{} (sm {}, driver {}, CUDA {}, cuDNN {}, NCCL {})", name, cc, driver, cuda, cudnn, nccl);
 }
 
-ProbeFile parse_probe(const Json& doc, const std::string& path) {
-  ObjectReader r(doc, path, "");
-  if (r.string("format") != "ddlsim-probe")
-    throw InputError(path, "/format", "expected \"ddlsim-probe\" (the output of ddlsim-probe)");
-  if (r.integer("version") != 1)
-    throw InputError(path, "/version", "unknown probe file version (this ddlsim reads version 1)");
-  ProbeFile p;
-  p.path = path;
-  (void)r.string("generator");
-  {
-    auto plan = r.object("plan");
-    (void)plan.string("file");
-    (void)plan.string("scenario");
-    (void)plan.string("model");
-    (void)plan.string("gpu");
-    p.batch_per_gpu = plan.integer("batch_per_gpu", 1);
-    plan.finish();
+/// A "layer" measurement: one pass of one layer's kernels, added to that layer's times.
+void add_layer_time(ProbeFile& p, ObjectReader& m) {
+  const auto name = m.string("layer");
+  const auto kernel = m.choice("kernel", {"convolution", "gemm", "batched_gemm", "memory"});
+  const auto pass = kernel == "memory" ? m.choice("pass", {"forward", "backward"})
+                                       : m.choice("pass", {"forward", "backward_data", "backward_filter"});
+  const double t = median_time(m);
+  auto it = std::find_if(p.layers.begin(), p.layers.end(), [&](const auto& l) { return l.name == name; });
+  if (it == p.layers.end()) {
+    p.layers.push_back({});
+    it = std::prev(p.layers.end());
+    it->name = name;
+    it->first = p.layers.size() == 1;
   }
-  p.dtype = r.choice("dtype", {"fp32", "fp16", "bf16"});
-  {
-    auto d = r.object("device");
-    const auto name = d.string("name");
-    (void)d.string("pci_bus_id");
-    const auto cc = d.string("compute_capability");
-    (void)d.integer("multiprocessors", 0);
-    (void)d.quantity("memory", Dimension::bytes);
-    (void)d.quantity("l2_cache", Dimension::bytes);
-    (void)d.required("memory_bus_width");
-    (void)d.required("clocks");
-    const auto driver = d.string("driver");
-    const auto cuda = d.string("cuda_runtime");
-    const auto cudnn = d.string("cudnn");
-    (void)d.string("cublas");
-    (void)d.string("cusolver");
-    const auto nccl = d.string("nccl");
-    d.finish();
-    p.device = fmt::format("{} (sm {}, driver {}, CUDA {}, cuDNN {}, NCCL {})", name, cc, driver, cuda, cudnn, nccl);
-  }
-  int ranks = 0, nodes = 0;
-  {
-    auto c = r.object("communicator");
-    ranks = static_cast<int>(c.integer("ranks", 1));
-    nodes = static_cast<int>(c.integer("nodes", 1));
-    (void)c.integer("processes", 1);
-    c.finish();
-  }
-  (void)r.required("timing");
+  if (pass == "forward")
+    it->forward_s += t;
+  else if (pass == "backward_data")
+    it->backward_data_s += t;
+  else if (pass == "backward_filter")
+    it->backward_filter_s += t;
+  else
+    it->backward_s += t;
+}
 
+using CollectiveRows = std::map<std::pair<std::string, double>, std::size_t>; // (collective, bytes) -> row
+
+/// A "collective" measurement: the in-place or out-of-place timing of its (collective, bytes) row.
+void add_collective_time(ProbeFile& p, ObjectReader& m, const std::string& path, int ranks, int nodes,
+                         CollectiveRows& rows) {
+  const auto name = m.string("collective");
+  const auto c = find_nccl_collective(name);
+  if (!c)
+    throw InputError(path, m.path("collective"), fmt::format("unknown collective '{}'", name));
+  const double bytes = m.quantity("bytes", Dimension::bytes, 0, true);
+  const bool in_place = m.boolean("in_place");
+  if (m.integer("ranks", 1) != ranks || m.integer("nodes", 1) != nodes)
+    throw InputError(path, m.path("ranks"), "differs from the file's communicator");
+  const double t = median_time(m);
+  const auto key = std::make_pair(name, bytes);
+  auto found = rows.find(key);
+  if (found == rows.end()) {
+    NcclMeasurement row;
+    row.collective = *c;
+    row.ranks = ranks;
+    row.nodes = nodes;
+    row.size_bytes = static_cast<std::uint64_t>(bytes);
+    row.count = static_cast<std::uint64_t>(bytes / 4 / (size_is_whole_buffer(*c) ? ranks : 1));
+    row.type = "float";
+    found = rows.emplace(key, p.collectives.rows.size()).first;
+    p.collectives.rows.push_back(row);
+  }
+  NcclTiming timing;
+  timing.time_s = t;
+  timing.algbw_Bps = bytes / t;
+  timing.busbw_Bps = timing.algbw_Bps * busbw_factor(*c, ranks);
+  auto& row = p.collectives.rows[found->second];
+  if (in_place)
+    row.in_place = timing;
+  else
+    row.out_of_place = timing;
+}
+
+/// The "measurements" array, each entry by its group.
+void read_measurements(ProbeFile& p, ObjectReader& r, const std::string& path, int ranks, int nodes) {
   const Json& all = r.required("measurements");
   if (!all.is_array())
     throw InputError(path, "/measurements", "expected an array, got " + json_type_phrase(all));
-  std::map<std::pair<std::string, double>, std::size_t> rows; // (collective, bytes) -> row
+  CollectiveRows rows;
   for (std::size_t i = 0; i < all.size(); ++i) {
     ObjectReader m(all[i], path, json_pointer_append("/measurements", i));
     const auto group = m.choice(
         "group", {"layer", "memory_bandwidth", "launch", "h2d", "selection", "low_rank", "collective", "overlap"});
     (void)m.optional_string("note");
     if (group == "layer") {
-      const auto name = m.string("layer");
-      const auto kernel = m.choice("kernel", {"convolution", "gemm", "batched_gemm", "memory"});
-      const auto pass = kernel == "memory" ? m.choice("pass", {"forward", "backward"})
-                                           : m.choice("pass", {"forward", "backward_data", "backward_filter"});
-      const double t = median_time(m);
-      auto it = std::find_if(p.layers.begin(), p.layers.end(), [&](const auto& l) { return l.name == name; });
-      if (it == p.layers.end()) {
-        p.layers.push_back({});
-        it = std::prev(p.layers.end());
-        it->name = name;
-        it->first = p.layers.size() == 1;
-      }
-      if (pass == "forward")
-        it->forward_s += t;
-      else if (pass == "backward_data")
-        it->backward_data_s += t;
-      else if (pass == "backward_filter")
-        it->backward_filter_s += t;
-      else
-        it->backward_s += t;
+      add_layer_time(p, m);
     } else if (group == "memory_bandwidth" || group == "h2d") {
       const double bytes = m.quantity("bytes", Dimension::bytes, 0, true);
       const bool pinned = group == "h2d" && m.choice("host_memory", {"pinned", "pageable"}) == "pinned";
@@ -138,40 +150,49 @@ ProbeFile parse_probe(const Json& doc, const std::string& path) {
       (void)m.integer("nodes", 1);
       (which == "alone" ? p.overlap_alone_s : p.overlap_with_allreduce_s) = median_time(m);
     } else { // collective
-      const auto name = m.string("collective");
-      const auto c = find_nccl_collective(name);
-      if (!c)
-        throw InputError(path, m.path("collective"), fmt::format("unknown collective '{}'", name));
-      const double bytes = m.quantity("bytes", Dimension::bytes, 0, true);
-      const bool in_place = m.boolean("in_place");
-      if (m.integer("ranks", 1) != ranks || m.integer("nodes", 1) != nodes)
-        throw InputError(path, m.path("ranks"), "differs from the file's communicator");
-      const double t = median_time(m);
-      const auto key = std::make_pair(name, bytes);
-      auto found = rows.find(key);
-      if (found == rows.end()) {
-        NcclMeasurement row;
-        row.collective = *c;
-        row.ranks = ranks;
-        row.nodes = nodes;
-        row.size_bytes = static_cast<std::uint64_t>(bytes);
-        row.count = static_cast<std::uint64_t>(bytes / 4 / (size_is_whole_buffer(*c) ? ranks : 1));
-        row.type = "float";
-        found = rows.emplace(key, p.collectives.rows.size()).first;
-        p.collectives.rows.push_back(row);
-      }
-      NcclTiming timing;
-      timing.time_s = t;
-      timing.algbw_Bps = bytes / t;
-      timing.busbw_Bps = timing.algbw_Bps * busbw_factor(*c, ranks);
-      auto& row = p.collectives.rows[found->second];
-      if (in_place)
-        row.in_place = timing;
-      else
-        row.out_of_place = timing;
+      add_collective_time(p, m, path, ranks, nodes, rows);
     }
     m.finish();
   }
+}
+
+} // namespace
+
+ProbeFile read_probe(const std::string& path) {
+  return parse_probe(load_json_file(path), path);
+}
+
+ProbeFile parse_probe(const Json& doc, const std::string& path) {
+  ObjectReader r(doc, path, "");
+  if (r.string("format") != "ddlsim-probe")
+    throw InputError(path, "/format", "expected \"ddlsim-probe\" (the output of ddlsim-probe)");
+  if (r.integer("version") != 1)
+    throw InputError(path, "/version", "unknown probe file version (this ddlsim reads version 1)");
+  ProbeFile p;
+  p.path = path;
+  (void)r.string("generator");
+  {
+    auto plan = r.object("plan");
+    (void)plan.string("file");
+    (void)plan.string("scenario");
+    (void)plan.string("model");
+    (void)plan.string("gpu");
+    p.batch_per_gpu = plan.integer("batch_per_gpu", 1);
+    plan.finish();
+  }
+  p.dtype = r.choice("dtype", {"fp32", "fp16", "bf16"});
+  p.device = device_description(r);
+  int ranks = 0, nodes = 0;
+  {
+    auto c = r.object("communicator");
+    ranks = static_cast<int>(c.integer("ranks", 1));
+    nodes = static_cast<int>(c.integer("nodes", 1));
+    (void)c.integer("processes", 1);
+    c.finish();
+  }
+  (void)r.required("timing");
+
+  read_measurements(p, r, path, ranks, nodes);
   if (const Json* failed = r.optional("failed")) {
     if (!failed->is_array())
       throw InputError(path, "/failed", "expected an array, got " + json_type_phrase(*failed));

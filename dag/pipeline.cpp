@@ -70,204 +70,262 @@ double bubble_fraction_closed_form(const PipelineScheduleInfo& schedule, int sta
   return schedule.bubble(stages, micro_batches, schedule.interleaved ? chunks : 1);
 }
 
-IterationGraph build_pipeline(const PipelinePlan& plan) {
-  const int p = static_cast<int>(plan.ranks.size());
-  const int v = plan.chunks;
-  const int m = plan.micro_batches;
-  if (p < 1 || static_cast<int>(plan.stages.size()) != p * v)
-    throw std::logic_error(
-        fmt::format("build_pipeline: {} virtual stages for {} ranks of {} chunks", plan.stages.size(), p, v));
-  const int last_stage = p * v - 1;
-  const auto rank_of = [p](int stage) { return stage % p; };
-  const auto gpu_of = [&](int stage) { return Device::gpu(plan.ranks[static_cast<std::size_t>(rank_of(stage))].gpu); };
+namespace {
 
-  IterationGraph g;
+/// The DAG of one pipeline replica, added phase by phase (build_pipeline).
+class PipelineBuilder {
+public:
+  explicit PipelineBuilder(const PipelinePlan& plan)
+      : plan_(plan), p_(static_cast<int>(plan.ranks.size())), v_(plan.chunks), m_(plan.micro_batches),
+        last_stage_(p_ * v_ - 1) {}
+
+  IterationGraph build();
+
+private:
   using Id = IterationGraph::Id;
-  // The rank's tensor group, registered (-1: none).
-  std::vector<int> tensor(static_cast<std::size_t>(p), -1);
-  for (int r = 0; r < p; ++r)
-    if (plan.ranks[static_cast<std::size_t>(r)].tensor.ranks.size() > 1)
-      tensor[static_cast<std::size_t>(r)] = g.add_communicator(plan.ranks[static_cast<std::size_t>(r)].tensor);
-  // Passes by virtual stage and micro-batch: the first and the last task of each (one task, or a chain of parts).
   struct Pass {
     Id first, last;
   };
-  std::vector<std::vector<Pass>> fwd(static_cast<std::size_t>(p * v)), bwd(static_cast<std::size_t>(p * v));
-  for (int stage = 0; stage <= last_stage; ++stage) {
-    const auto& vs = plan.stages[static_cast<std::size_t>(stage)];
-    const Task pass{.resource = Resource::gpu_compute, .device = gpu_of(stage), .stage = stage};
-    const int comm = tensor[static_cast<std::size_t>(rank_of(stage))];
-    // The parts as a chain: compute tasks of `kind`, each followed by its collective (none of zero duration).
-    const auto chain_of = [&](TaskKind kind, const std::vector<PassPart>& parts, double extra, int i) {
-      std::optional<Pass> out;
-      if (plan.fold_tensor_parts) {
-        auto folded = pass;
-        folded.kind = kind;
-        folded.micro_batch = i;
-        folded.duration_s = extra;
-        for (const auto& part : parts)
-          folded.duration_s += part.compute_s + part.collective_s;
-        const Id id = g.add(folded);
-        return Pass{id, id};
-      }
-      const auto link = [&](Id next) {
-        if (out) {
-          g.depend(out->last, next);
-          out->last = next;
-        } else {
-          out = Pass{next, next};
-        }
-      };
-      for (std::size_t k = 0; k < parts.size(); ++k) {
-        auto compute = pass;
-        compute.kind = kind;
-        compute.micro_batch = i;
-        compute.duration_s = parts[k].compute_s + (k == 0 ? extra : 0.0);
-        if (compute.duration_s > 0 || parts[k].collective == Collective::none)
-          link(g.add(compute));
-        if (parts[k].collective == Collective::none)
-          continue;
-        if (comm < 0)
-          throw std::logic_error(
-              fmt::format("build_pipeline: stage {} has tensor collectives and no tensor group", stage));
-        auto c = pass;
-        c.kind = TaskKind::communication;
-        c.micro_batch = i;
-        c.collective = parts[k].collective;
-        c.bytes = parts[k].bytes;
-        c.communicator = comm;
-        link(g.add(c));
-      }
-      if (!out)
-        throw std::logic_error(fmt::format("build_pipeline: stage {} has a pass of no parts", stage));
-      return *out;
-    };
-    for (int i = 0; i < m; ++i) {
-      const bool recomputes = i + 1 < m || vs.recompute_last;
-      if (vs.forward_parts.empty()) {
-        auto f = pass, b = pass;
-        f.micro_batch = b.micro_batch = i;
-        f.kind = TaskKind::forward;
-        f.duration_s = vs.forward_s;
-        b.kind = TaskKind::backward;
-        b.duration_s = vs.backward_s + (recomputes ? vs.recompute_s : 0.0);
-        const Id fi = g.add(f), bi = g.add(b);
-        fwd[static_cast<std::size_t>(stage)].push_back({fi, fi});
-        bwd[static_cast<std::size_t>(stage)].push_back({bi, bi});
-        continue;
-      }
-      fwd[static_cast<std::size_t>(stage)].push_back(chain_of(TaskKind::forward, vs.forward_parts, 0, i));
-      auto parts = recomputes ? vs.recompute_parts : std::vector<PassPart>{};
-      parts.insert(parts.end(), vs.backward_parts.begin(), vs.backward_parts.end());
-      const double extra = recomputes && vs.recompute_parts.empty() ? vs.recompute_s : 0.0;
-      bwd[static_cast<std::size_t>(stage)].push_back(chain_of(TaskKind::backward, parts, extra, i));
-    }
-  }
-  const auto pass = [&](int stage, int i, bool forward) {
-    return (forward ? fwd : bwd)[static_cast<std::size_t>(stage)][static_cast<std::size_t>(i)];
-  };
-  // A transfer from `stage`'s GPU to `to`'s between `before` and `after` (a direct edge when both are on one GPU).
-  const auto transfer = [&](int stage, int to, int i, Pass from, Pass into) {
-    const Id before = from.last, after = into.first;
-    const Device src = gpu_of(stage), dst = gpu_of(to);
-    if (src == dst) {
-      g.depend(before, after);
-      return;
-    }
-    const auto send = g.add({.kind = TaskKind::communication,
-                             .resource = Resource::p2p,
-                             .collective = Collective::point_to_point,
-                             .bytes = plan.stages[static_cast<std::size_t>(std::min(stage, to))].activation_bytes,
-                             .device = src,
-                             .communicator = g.add_communicator({{src.index, dst.index}}),
-                             .src = src.index,
-                             .dst = dst.index,
-                             .micro_batch = i,
-                             .stage = stage});
-    g.depend(before, send);
-    g.depend(send, after);
-  };
-  for (int stage = 0; stage <= last_stage; ++stage)
-    for (int i = 0; i < m; ++i) {
-      if (stage < last_stage) {
-        transfer(stage, stage + 1, i, pass(stage, i, true), pass(stage + 1, i, true));
-        transfer(stage + 1, stage, i, pass(stage + 1, i, false), pass(stage, i, false));
-      } else {
-        g.depend(pass(stage, i, true).last, pass(stage, i, false).first);
-      }
-    }
 
-  // The input pipeline: micro-batch i's load on the host, its copy on rank 0 right before its first forward.
-  std::vector<Id> h2d(static_cast<std::size_t>(m));
-  for (int i = 0; i < m; ++i) {
-    const auto load = g.add({.kind = TaskKind::data_load,
-                             .resource = Resource::host_cpu,
-                             .duration_s = plan.data_load_s,
-                             .device = Device::host(plan.host_node),
-                             .micro_batch = i});
-    h2d[static_cast<std::size_t>(i)] = g.add({.kind = TaskKind::h2d,
-                                              .resource = Resource::gpu_compute,
-                                              .duration_s = plan.h2d_s,
-                                              .device = gpu_of(0),
-                                              .micro_batch = i});
-    if (!plan.prefetch)
-      g.depend(load, h2d[static_cast<std::size_t>(i)]);
+  [[nodiscard]] int rank_of(int stage) const { return stage % p_; }
+  [[nodiscard]] Device gpu_of(int stage) const {
+    return Device::gpu(plan_.ranks[static_cast<std::size_t>(rank_of(stage))].gpu);
+  }
+  [[nodiscard]] Pass pass_of(int stage, int i, bool forward) const {
+    return (forward ? fwd_ : bwd_)[static_cast<std::size_t>(stage)][static_cast<std::size_t>(i)];
+  }
+  [[nodiscard]] Task stage_task(int stage) const {
+    return {.resource = Resource::gpu_compute, .device = gpu_of(stage), .stage = stage};
   }
 
-  // Each rank's passes in the schedule's order (SpecTrain's kernels around them); its gradient groups and its update
-  // after the flush, or after every update_every-th backward.
-  for (int r = 0; r < p; ++r) {
-    const auto& rank = plan.ranks[static_cast<std::size_t>(r)];
-    const Device gpu = Device::gpu(rank.gpu);
-    const int communicator = rank.groups.empty() ? -1 : g.add_communicator(rank.data_parallel);
-    std::optional<Id> previous; // the last task on the compute stream
-    const auto chain = [&](Id next) {
-      if (previous)
-        g.depend(*previous, next);
-      previous = next;
-    };
-    const auto kernel = [&](double seconds, const PipelineOp& op, int stage) {
-      chain(g.add({.kind = TaskKind::prediction,
-                   .resource = Resource::gpu_compute,
-                   .duration_s = seconds,
-                   .device = gpu,
-                   .micro_batch = op.micro_batch,
-                   .stage = stage}));
-    };
-    const auto update = [&] {
-      const Id last = *previous;
-      const auto step = g.add(
-          {.kind = TaskKind::update, .resource = Resource::gpu_compute, .duration_s = rank.update_s, .device = gpu});
-      add_group_chains(
-          g, rank.groups, [last](const GradientGroup&) { return last; }, step, gpu, communicator);
-      chain(step);
-    };
-    int backwards = 0;
-    for (const auto& op : pipeline_ops(*plan.schedule, p, m, v, r)) {
-      const int stage = op.chunk * p + r;
-      if (op.forward && stage == 0) // the copy goes first on the compute stream
-        chain(h2d[static_cast<std::size_t>(op.micro_batch)]);
-      const double predict = op.forward ? rank.predict_forward_s : rank.predict_backward_s;
-      if (predict > 0)
-        kernel(predict, op, stage);
-      const auto run = pass(stage, op.micro_batch, op.forward);
-      chain(run.first);
-      previous = run.last;
-      if (predict > 0 && rank.restore_s > 0)
-        kernel(rank.restore_s, op, stage);
-      if (!op.forward && plan.update_every > 0 && ++backwards % plan.update_every == 0)
-        update();
-    }
-    if (plan.update_every == 0)
-      update();
-  }
+  void add_tensor_groups();
+  void add_passes(int stage);
+  Pass add_chain(int stage, TaskKind kind, const std::vector<PassPart>& parts, double extra, int i);
+  void add_transfers();
+  void add_transfer(int stage, int to, int i, Pass from, Pass into);
+  void add_input();
+  void add_rank(int r);
+
+  const PipelinePlan& plan_;
+  const int p_, v_, m_;
+  const int last_stage_;
+  IterationGraph g_;
+  std::vector<int> tensor_; // the rank's tensor group, registered (-1: none)
+  // Passes by virtual stage and micro-batch: the first and the last task of each (one task, or a chain of parts).
+  std::vector<std::vector<Pass>> fwd_, bwd_;
+  std::vector<Id> h2d_; // micro-batch i's input copy
+};
+
+IterationGraph PipelineBuilder::build() {
+  add_tensor_groups();
+  fwd_.resize(static_cast<std::size_t>(p_ * v_));
+  bwd_.resize(static_cast<std::size_t>(p_ * v_));
+  for (int stage = 0; stage <= last_stage_; ++stage)
+    add_passes(stage);
+  add_transfers();
+  add_input();
+  for (int r = 0; r < p_; ++r)
+    add_rank(r);
 
   std::vector<IterationGraph::ReplicaGroup> replicas;
-  for (const auto& rank : plan.ranks)
-    replicas.push_back({rank.gpu, g.add_communicator(rank.data_parallel),
-                        tensor[static_cast<std::size_t>(&rank - plan.ranks.data())]});
-  g.replicate(replicas, plan.gpus_per_node);
-  return g;
+  for (const auto& rank : plan_.ranks)
+    replicas.push_back({rank.gpu, g_.add_communicator(rank.data_parallel),
+                        tensor_[static_cast<std::size_t>(&rank - plan_.ranks.data())]});
+  g_.replicate(replicas, plan_.gpus_per_node);
+  return std::move(g_);
+}
+
+void PipelineBuilder::add_tensor_groups() {
+  tensor_.assign(static_cast<std::size_t>(p_), -1);
+  for (int r = 0; r < p_; ++r)
+    if (plan_.ranks[static_cast<std::size_t>(r)].tensor.ranks.size() > 1)
+      tensor_[static_cast<std::size_t>(r)] = g_.add_communicator(plan_.ranks[static_cast<std::size_t>(r)].tensor);
+}
+
+// The stage's forward and backward pass of each micro-batch.
+void PipelineBuilder::add_passes(int stage) {
+  const auto& vs = plan_.stages[static_cast<std::size_t>(stage)];
+  const Task pass = stage_task(stage);
+  for (int i = 0; i < m_; ++i) {
+    const bool recomputes = i + 1 < m_ || vs.recompute_last;
+    if (vs.forward_parts.empty()) {
+      auto f = pass, b = pass;
+      f.micro_batch = b.micro_batch = i;
+      f.kind = TaskKind::forward;
+      f.duration_s = vs.forward_s;
+      b.kind = TaskKind::backward;
+      b.duration_s = vs.backward_s + (recomputes ? vs.recompute_s : 0.0);
+      const Id fi = g_.add(f), bi = g_.add(b);
+      fwd_[static_cast<std::size_t>(stage)].push_back({fi, fi});
+      bwd_[static_cast<std::size_t>(stage)].push_back({bi, bi});
+      continue;
+    }
+    fwd_[static_cast<std::size_t>(stage)].push_back(add_chain(stage, TaskKind::forward, vs.forward_parts, 0, i));
+    auto parts = recomputes ? vs.recompute_parts : std::vector<PassPart>{};
+    parts.insert(parts.end(), vs.backward_parts.begin(), vs.backward_parts.end());
+    const double extra = recomputes && vs.recompute_parts.empty() ? vs.recompute_s : 0.0;
+    bwd_[static_cast<std::size_t>(stage)].push_back(add_chain(stage, TaskKind::backward, parts, extra, i));
+  }
+}
+
+// The parts as a chain: compute tasks of `kind`, each followed by its collective (none of zero duration).
+PipelineBuilder::Pass PipelineBuilder::add_chain(int stage, TaskKind kind, const std::vector<PassPart>& parts,
+                                                 double extra, int i) {
+  const Task pass = stage_task(stage);
+  const int comm = tensor_[static_cast<std::size_t>(rank_of(stage))];
+  std::optional<Pass> out;
+  if (plan_.fold_tensor_parts) {
+    auto folded = pass;
+    folded.kind = kind;
+    folded.micro_batch = i;
+    folded.duration_s = extra;
+    for (const auto& part : parts)
+      folded.duration_s += part.compute_s + part.collective_s;
+    const Id id = g_.add(folded);
+    return Pass{id, id};
+  }
+  const auto link = [&](Id next) {
+    if (out) {
+      g_.depend(out->last, next);
+      out->last = next;
+    } else {
+      out = Pass{next, next};
+    }
+  };
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    auto compute = pass;
+    compute.kind = kind;
+    compute.micro_batch = i;
+    compute.duration_s = parts[k].compute_s + (k == 0 ? extra : 0.0);
+    if (compute.duration_s > 0 || parts[k].collective == Collective::none)
+      link(g_.add(compute));
+    if (parts[k].collective == Collective::none)
+      continue;
+    if (comm < 0)
+      throw std::logic_error(fmt::format("build_pipeline: stage {} has tensor collectives and no tensor group", stage));
+    auto c = pass;
+    c.kind = TaskKind::communication;
+    c.micro_batch = i;
+    c.collective = parts[k].collective;
+    c.bytes = parts[k].bytes;
+    c.communicator = comm;
+    link(g_.add(c));
+  }
+  if (!out)
+    throw std::logic_error(fmt::format("build_pipeline: stage {} has a pass of no parts", stage));
+  return *out;
+}
+
+void PipelineBuilder::add_transfers() {
+  for (int stage = 0; stage <= last_stage_; ++stage)
+    for (int i = 0; i < m_; ++i) {
+      if (stage < last_stage_) {
+        add_transfer(stage, stage + 1, i, pass_of(stage, i, true), pass_of(stage + 1, i, true));
+        add_transfer(stage + 1, stage, i, pass_of(stage + 1, i, false), pass_of(stage, i, false));
+      } else {
+        g_.depend(pass_of(stage, i, true).last, pass_of(stage, i, false).first);
+      }
+    }
+}
+
+// A transfer from `stage`'s GPU to `to`'s between `before` and `after` (a direct edge when both are on one GPU).
+void PipelineBuilder::add_transfer(int stage, int to, int i, Pass from, Pass into) {
+  const Id before = from.last, after = into.first;
+  const Device src = gpu_of(stage), dst = gpu_of(to);
+  if (src == dst) {
+    g_.depend(before, after);
+    return;
+  }
+  const auto send = g_.add({.kind = TaskKind::communication,
+                            .resource = Resource::p2p,
+                            .collective = Collective::point_to_point,
+                            .bytes = plan_.stages[static_cast<std::size_t>(std::min(stage, to))].activation_bytes,
+                            .device = src,
+                            .communicator = g_.add_communicator({{src.index, dst.index}}),
+                            .src = src.index,
+                            .dst = dst.index,
+                            .micro_batch = i,
+                            .stage = stage});
+  g_.depend(before, send);
+  g_.depend(send, after);
+}
+
+// The input pipeline: micro-batch i's load on the host, its copy on rank 0 right before its first forward.
+void PipelineBuilder::add_input() {
+  h2d_.resize(static_cast<std::size_t>(m_));
+  for (int i = 0; i < m_; ++i) {
+    const auto load = g_.add({.kind = TaskKind::data_load,
+                              .resource = Resource::host_cpu,
+                              .duration_s = plan_.data_load_s,
+                              .device = Device::host(plan_.host_node),
+                              .micro_batch = i});
+    h2d_[static_cast<std::size_t>(i)] = g_.add({.kind = TaskKind::h2d,
+                                                .resource = Resource::gpu_compute,
+                                                .duration_s = plan_.h2d_s,
+                                                .device = gpu_of(0),
+                                                .micro_batch = i});
+    if (!plan_.prefetch)
+      g_.depend(load, h2d_[static_cast<std::size_t>(i)]);
+  }
+}
+
+// Rank r's passes in the schedule's order (SpecTrain's kernels around them); its gradient groups and its update
+// after the flush, or after every update_every-th backward.
+void PipelineBuilder::add_rank(int r) {
+  const auto& rank = plan_.ranks[static_cast<std::size_t>(r)];
+  const Device gpu = Device::gpu(rank.gpu);
+  const int communicator = rank.groups.empty() ? -1 : g_.add_communicator(rank.data_parallel);
+  std::optional<Id> previous; // the last task on the compute stream
+  const auto chain = [&](Id next) {
+    if (previous)
+      g_.depend(*previous, next);
+    previous = next;
+  };
+  const auto kernel = [&](double seconds, const PipelineOp& op, int stage) {
+    chain(g_.add({.kind = TaskKind::prediction,
+                  .resource = Resource::gpu_compute,
+                  .duration_s = seconds,
+                  .device = gpu,
+                  .micro_batch = op.micro_batch,
+                  .stage = stage}));
+  };
+  const auto update = [&] {
+    const Id last = *previous;
+    const auto step = g_.add(
+        {.kind = TaskKind::update, .resource = Resource::gpu_compute, .duration_s = rank.update_s, .device = gpu});
+    add_group_chains(
+        g_, rank.groups, [last](const GradientGroup&) { return last; }, step, gpu, communicator);
+    chain(step);
+  };
+  int backwards = 0;
+  for (const auto& op : pipeline_ops(*plan_.schedule, p_, m_, v_, r)) {
+    const int stage = op.chunk * p_ + r;
+    if (op.forward && stage == 0) // the copy goes first on the compute stream
+      chain(h2d_[static_cast<std::size_t>(op.micro_batch)]);
+    const double predict = op.forward ? rank.predict_forward_s : rank.predict_backward_s;
+    if (predict > 0)
+      kernel(predict, op, stage);
+    const auto run = pass_of(stage, op.micro_batch, op.forward);
+    chain(run.first);
+    previous = run.last;
+    if (predict > 0 && rank.restore_s > 0)
+      kernel(rank.restore_s, op, stage);
+    if (!op.forward && plan_.update_every > 0 && ++backwards % plan_.update_every == 0)
+      update();
+  }
+  if (plan_.update_every == 0)
+    update();
+}
+
+} // namespace
+
+IterationGraph build_pipeline(const PipelinePlan& plan) {
+  const int p = static_cast<int>(plan.ranks.size());
+  const int v = plan.chunks;
+  if (p < 1 || static_cast<int>(plan.stages.size()) != p * v)
+    throw std::logic_error(
+        fmt::format("build_pipeline: {} virtual stages for {} ranks of {} chunks", plan.stages.size(), p, v));
+  return PipelineBuilder(plan).build();
 }
 
 } // namespace ddlsim::dag

@@ -161,42 +161,39 @@ dag::Calibration trace_calibration(const TraceAnalysis& a, const std::vector<std
   return c;
 }
 
-Imported import_trace(const std::string& path, const ImportOptions& options) {
-  Imported im;
-  const KinetoTrace trace = read_kineto(path);
-  im.analysis = analyse(trace);
-  TraceAnalysis& a = im.analysis;
-  const auto& p = a.phases;
-  const std::string stem = [&] {
-    std::string f = std::filesystem::path(path).filename().string();
-    for (const char* ext : {".gz", ".json"})
-      if (f.size() > std::string(ext).size() && f.substr(f.size() - std::string(ext).size()) == ext)
-        f = f.substr(0, f.size() - std::string(ext).size());
-    return f;
-  }();
-  const int batch = a.batch.value_or(1);
-  if (!a.batch)
-    a.notes.push_back("the batch size: no operator carries Input Dims (record_shapes off); batch_per_gpu 1 stands "
-                      "for the traced batch");
+namespace {
 
-  // Gradient sizes when the trace has no weight shapes: one tensor per collective issued in backward.
+/// The trace file's name without .json or .gz.
+std::string file_stem(const std::string& path) {
+  std::string f = std::filesystem::path(path).filename().string();
+  for (const char* ext : {".gz", ".json"})
+    if (f.size() > std::string(ext).size() && f.substr(f.size() - std::string(ext).size()) == ext)
+      f = f.substr(0, f.size() - std::string(ext).size());
+  return f;
+}
+
+/// Gradient sizes when the trace has no weight shapes: one tensor per collective issued in backward.
+void add_gradient_tensors(TraceAnalysis& a) {
   const bool shapes_known =
       std::any_of(a.layers.begin(), a.layers.end(), [](const TracedLayer& l) { return !l.params.empty(); });
-  if (!shapes_known) {
-    int k = 0;
-    for (const auto& c : a.collectives)
-      if (c.phase == "backward" && c.collective == Collective::allreduce && c.bytes && c.layer >= 0) {
-        auto& l = a.layers[static_cast<std::size_t>(c.layer)];
-        const auto n = static_cast<std::int64_t>(*c.bytes / 4);
-        l.params.push_back({fmt::format("{}.grad{}", l.name, k++), {n}, n});
-      }
-    if (k > 0)
-      a.notes.push_back(fmt::format("weight shapes: not in the trace; the workload's {} tensors are the {} gradient "
-                                    "allreduces' sizes (fp32, as allocated: rounded up to 512 B)",
-                                    k, k));
-  }
+  if (shapes_known)
+    return;
+  int k = 0;
+  for (const auto& c : a.collectives)
+    if (c.phase == "backward" && c.collective == Collective::allreduce && c.bytes && c.layer >= 0) {
+      auto& l = a.layers[static_cast<std::size_t>(c.layer)];
+      const auto n = static_cast<std::int64_t>(*c.bytes / 4);
+      l.params.push_back({fmt::format("{}.grad{}", l.name, k++), {n}, n});
+    }
+  if (k > 0)
+    a.notes.push_back(fmt::format("weight shapes: not in the trace; the workload's {} tensors are the {} gradient "
+                                  "allreduces' sizes (fp32, as allocated: rounded up to 512 B)",
+                                  k, k));
+}
 
-  // Names: the zoo's when the shapes match one.
+/// The model and each traced layer's name in it: the zoo's when the shapes match one, else the traced layers.
+std::vector<std::string> layer_names(Imported& im, const std::string& stem) {
+  TraceAnalysis& a = im.analysis;
   std::vector<std::string> names(a.layers.size());
   if (const auto m = match_zoo(a.layers)) {
     im.zoo = m->name;
@@ -223,27 +220,33 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
       im.model.layers.push_back(std::move(l));
     }
   }
-  if (p.h2d_bytes > 0)
-    im.model.input_bytes_per_sample = std::round(p.h2d_bytes / batch);
-  im.calibration = trace_calibration(a, names, options.host_scale);
-  for (const auto& l : im.model.layers)
-    if (!im.calibration.layers.count(l.name))
-      im.calibration.layers[l.name] = dag::LayerTime{0, 0, 0.0, 0.0};
+  return names;
+}
 
-  // Collectives as traced: the gradient collectives of backward, in launch order; the rest reported.
+/// Collectives as traced: the gradient collectives of backward, in launch order.
+OrderedJson traced_collectives(const TraceAnalysis& a, const std::vector<std::string>& names) {
   OrderedJson traced = OrderedJson::array();
+  for (const auto& c : a.collectives) {
+    if (!replayed_collective(c))
+      continue;
+    OrderedJson j;
+    j["collective"] = std::string(collective_name(c.collective));
+    j["bytes"] = fmt::format("{} B", *c.bytes);
+    const std::size_t layer = static_cast<std::size_t>(std::max(c.layer, 0));
+    j["after"] = c.after_backward || names[layer].empty() ? "backward" : names[layer];
+    traced.push_back(std::move(j));
+  }
+  return traced;
+}
+
+/// What the trace lacks or the scenario does not simulate: the analysis' notes, the collectives not replayed, calls
+/// without a size, kernels of other collectives, calls without kernels.
+std::vector<std::string> not_simulated(const TraceAnalysis& a) {
   std::map<std::string, std::pair<int, double>> unsimulated; // kind/phase -> count, bytes
   int unknown_size = 0;
   for (const auto& c : a.collectives) {
-    if (replayed_collective(c)) {
-      OrderedJson j;
-      j["collective"] = std::string(collective_name(c.collective));
-      j["bytes"] = fmt::format("{} B", *c.bytes);
-      const std::size_t layer = static_cast<std::size_t>(std::max(c.layer, 0));
-      j["after"] = c.after_backward || names[layer].empty() ? "backward" : names[layer];
-      traced.push_back(std::move(j));
+    if (replayed_collective(c))
       continue;
-    }
     if (!c.bytes)
       ++unknown_size;
     auto& u = unsimulated[fmt::format("{} in {}", c.kind, c.phase)];
@@ -278,9 +281,14 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
     missing.push_back(fmt::format("NCCL kernel times of the {} calls: no kernels reached from them in the trace (their "
                                   "cost comes from the cluster model)",
                                   fmt::join(untimed, ", ")));
+  return missing;
+}
 
-  // The scenario.
-  const StepSpan& med = a.steps[static_cast<std::size_t>(a.median_step)];
+/// The scenario: the imported workload and calibration on an assumed cluster, replaying the traced collectives.
+OrderedJson scenario_json(const Imported& im, const std::string& stem, const std::string& file_name,
+                          const std::vector<std::string>& missing, OrderedJson traced) {
+  const TraceAnalysis& a = im.analysis;
+  const auto& p = a.phases;
   const StepSpan* first_used = nullptr;
   const StepSpan* last_used = nullptr;
   for (const auto& s : a.steps)
@@ -290,8 +298,6 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
     }
   const std::string step_range =
       fmt::format("{}..{}", first_used->name, last_used->name.substr(last_used->name.find('#') + 1));
-  const std::string file_name = std::filesystem::path(path).filename().string();
-  im.gpu_candidate = gpu_preset_candidate(a.device_name);
   const int world = a.world_size.value_or(1);
   const int per_node = std::min(world, 8);
   const int nodes = (world + per_node - 1) / per_node;
@@ -312,7 +318,7 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
   if (!missing.empty())
     description += " Not in the trace or not simulated: " + fmt::format("{}.", fmt::join(missing, "; "));
   s["description"] = description;
-  s["model"] = {{"workload", "workload.json"}, {"batch_per_gpu", batch}, {"gradient_dtype", "fp32"}};
+  s["model"] = {{"workload", "workload.json"}, {"batch_per_gpu", a.batch.value_or(1)}, {"gradient_dtype", "fp32"}};
   if (!im.gpu_candidate.empty())
     s["gpu"] = {{"preset", im.gpu_candidate}};
   s["calibration"] = "calibration.json";
@@ -336,11 +342,16 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
                    {"timeline", "traced_step.json"},
                    {"source", fmt::format("{}, {}, median", file_name, step_range)},
                    {"steps", std::move(steps)}};
-  im.scenario = std::move(s);
-  im.traced_step = traced_step_events(trace, a);
+  return s;
+}
 
-  // What the user reads.
-  auto& out = im.summary;
+/// What the user reads.
+std::vector<std::string> summary_lines(const Imported& im, const std::string& file_name,
+                                       const std::vector<std::string>& missing) {
+  const TraceAnalysis& a = im.analysis;
+  const auto& p = a.phases;
+  const StepSpan& med = a.steps[static_cast<std::size_t>(a.median_step)];
+  std::vector<std::string> out;
   out.push_back(fmt::format("{}: {} steps ({} used), median step {} (the step written out: {}, {})", file_name,
                             a.steps.size(),
                             std::count_if(a.steps.begin(), a.steps.end(), [](const StepSpan& x) { return x.used; }),
@@ -378,6 +389,38 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
     out.push_back(fmt::format("collectives: {} x {}, {} per step", v.first, k, format_bytes(v.second)));
   for (const auto& m : missing)
     out.push_back("not in the trace / not simulated: " + m);
+  return out;
+}
+
+} // namespace
+
+Imported import_trace(const std::string& path, const ImportOptions& options) {
+  Imported im;
+  const KinetoTrace trace = read_kineto(path);
+  im.analysis = analyse(trace);
+  TraceAnalysis& a = im.analysis;
+  const auto& p = a.phases;
+  const std::string stem = file_stem(path);
+  const int batch = a.batch.value_or(1);
+  if (!a.batch)
+    a.notes.push_back("the batch size: no operator carries Input Dims (record_shapes off); batch_per_gpu 1 stands "
+                      "for the traced batch");
+  add_gradient_tensors(a);
+  const std::vector<std::string> names = layer_names(im, stem);
+  if (p.h2d_bytes > 0)
+    im.model.input_bytes_per_sample = std::round(p.h2d_bytes / batch);
+  im.calibration = trace_calibration(a, names, options.host_scale);
+  for (const auto& l : im.model.layers)
+    if (!im.calibration.layers.count(l.name))
+      im.calibration.layers[l.name] = dag::LayerTime{0, 0, 0.0, 0.0};
+  // Collectives as traced: the gradient collectives of backward, in launch order; the rest reported.
+  OrderedJson traced = traced_collectives(a, names);
+  const std::vector<std::string> missing = not_simulated(a);
+  const std::string file_name = std::filesystem::path(path).filename().string();
+  im.gpu_candidate = gpu_preset_candidate(a.device_name);
+  im.scenario = scenario_json(im, stem, file_name, missing, std::move(traced));
+  im.traced_step = traced_step_events(trace, a);
+  im.summary = summary_lines(im, file_name, missing);
   return im;
 }
 
