@@ -106,6 +106,8 @@ struct StepResult {
   std::string problem;
 };
 
+enum class Phase { data_loading, h2d, forward, backward_marker, optimizer, other };
+
 class StepAnalyser {
 public:
   StepAnalyser(const KinetoTrace& t, const Index& ix, std::size_t main_thread, double from_us, double to_us)
@@ -174,6 +176,17 @@ private:
       sequence_numbers(th, c, out);
   }
 
+  // The phases of run(): a backward unit is an operator (thread, node) of the backward.
+  using Unit = std::pair<std::size_t, int>;
+  std::vector<int> top_level_spans() const;
+  std::vector<Unit> autograd_units();
+  void set_backward_window(std::vector<Unit>& backward_units);
+  void place_by_position(const std::vector<int>& top, bool forward_marker, std::vector<Phase>& phase) const;
+  void time_top_level_spans(const std::vector<int>& top, const std::vector<Phase>& phase, bool marker_backward,
+                            PhaseFigures& p, std::vector<int>& forward_leaves, std::vector<double>& leaf_end);
+  void time_forward_layers(const std::vector<int>& forward_leaves, const std::vector<double>& leaf_end, StepResult& r);
+  void time_backward_units(const std::vector<Unit>& backward_units, StepResult& r);
+  void add_gpu_busy(PhaseFigures& p) const;
   void find_collectives(StepResult& r);
 
   const KinetoTrace& t_;
@@ -193,8 +206,6 @@ private:
   std::vector<Span> spans_;
 };
 
-enum class Phase { data_loading, h2d, forward, backward_marker, optimizer, other };
-
 Phase classify(const Event& e) {
   const std::string n = lower(e.name);
   if (contains(n, "dataloader") || contains(n, "wait_for_batch") || contains(n, "sparse_data_dist"))
@@ -209,7 +220,7 @@ Phase classify(const Event& e) {
     return Phase::backward_marker;
   if (e.cat != Category::cpu_op && contains(n, "forward"))
     return Phase::forward;
-  return Phase::other; // decided by position (StepAnalyser::run)
+  return Phase::other; // decided by position (StepAnalyser::place_by_position)
 }
 
 StepResult StepAnalyser::run() {
@@ -218,33 +229,8 @@ StepResult StepAnalyser::run() {
   PhaseFigures& p = r.phases;
   p.step_s = r.duration_s;
 
-  // The step's own node on the main thread: its children are the top-level spans.
-  const Forest& mf = forests_[main_];
-  int step_node = -1;
-  for (const int root : mf.roots)
-    if (starts_with(ev(main_, root).name, "ProfilerStep#"))
-      step_node = root;
-  std::vector<int> top = step_node >= 0 ? mf.nodes[static_cast<std::size_t>(step_node)].children : mf.roots;
-
-  // Backward: the top-level operators of the other CPU threads that run autograd (sequence numbers or *Backward*).
-  std::vector<std::pair<std::size_t, int>> backward_units;
-  for (std::size_t th = 0; th < forests_.size(); ++th) {
-    if (th == main_ || t_.threads[th].gpu || forests_[th].roots.empty())
-      continue;
-    bool autograd = false;
-    for (const auto& n : forests_[th].nodes) {
-      const Event& e = t_.events[n.ev];
-      if (e.fwd_thread >= 0 || contains(e.name, "Backward") || contains(e.name, "evaluate_function")) {
-        autograd = true;
-        break;
-      }
-    }
-    if (!autograd)
-      continue;
-    backward_threads_.push_back(th);
-    for (const int root : forests_[th].roots)
-      backward_units.emplace_back(th, root);
-  }
+  const std::vector<int> top = top_level_spans();
+  std::vector<Unit> backward_units = autograd_units();
   // A backward marker on the main thread without an autograd thread: backward runs there.
   const bool marker_backward = backward_units.empty();
   std::vector<Phase> phase(top.size(), Phase::other);
@@ -266,18 +252,70 @@ StepResult StepAnalyser::run() {
     r.problem = "no backward pass (no autograd operators)";
     return r;
   }
+  set_backward_window(backward_units);
+  place_by_position(top, forward_marker, phase);
+
+  std::vector<int> forward_leaves;
+  std::vector<double> leaf_end;
+  time_top_level_spans(top, phase, marker_backward, p, forward_leaves, leaf_end);
+  time_forward_layers(forward_leaves, leaf_end, r);
+  time_backward_units(backward_units, r);
+  add_gpu_busy(p);
+
+  find_collectives(r);
+  return r;
+}
+
+// The step's own node on the main thread: its children are the top-level spans.
+std::vector<int> StepAnalyser::top_level_spans() const {
+  const Forest& mf = forests_[main_];
+  int step_node = -1;
+  for (const int root : mf.roots)
+    if (starts_with(ev(main_, root).name, "ProfilerStep#"))
+      step_node = root;
+  return step_node >= 0 ? mf.nodes[static_cast<std::size_t>(step_node)].children : mf.roots;
+}
+
+// Backward: the top-level operators of the other CPU threads that run autograd (sequence numbers or *Backward*).
+std::vector<StepAnalyser::Unit> StepAnalyser::autograd_units() {
+  std::vector<Unit> backward_units;
+  for (std::size_t th = 0; th < forests_.size(); ++th) {
+    if (th == main_ || t_.threads[th].gpu || forests_[th].roots.empty())
+      continue;
+    bool autograd = false;
+    for (const auto& n : forests_[th].nodes) {
+      const Event& e = t_.events[n.ev];
+      if (e.fwd_thread >= 0 || contains(e.name, "Backward") || contains(e.name, "evaluate_function")) {
+        autograd = true;
+        break;
+      }
+    }
+    if (!autograd)
+      continue;
+    backward_threads_.push_back(th);
+    for (const int root : forests_[th].roots)
+      backward_units.emplace_back(th, root);
+  }
+  return backward_units;
+}
+
+// Sorts the backward units by start; the backward window runs from the first's start to the latest end.
+void StepAnalyser::set_backward_window(std::vector<Unit>& backward_units) {
   std::sort(backward_units.begin(), backward_units.end(),
             [&](const auto& a, const auto& b) { return ev(a.first, a.second).ts_us < ev(b.first, b.second).ts_us; });
   backward_from_ = ev(backward_units.front().first, backward_units.front().second).ts_us;
   backward_to_ = backward_from_;
   for (const auto& [th, n] : backward_units)
     backward_to_ = std::max(backward_to_, ev(th, n).end_us());
+}
 
-  // Main-thread spans by position: unclassified spans before the backward are forward (after the data loading and
-  // the input's copy) unless a forward marker names the forward; spans that launch host-to-device copies before the
-  // first layer operator are the copy. Between the first layer operator and the backward everything is forward
-  // (zero_grad called there, the loss): a layer's host time runs to the next layer's first operator, and the last
-  // forward layer's to the backward's.
+// Main-thread spans by position: unclassified spans before the backward are forward (after the data loading and
+// the input's copy) unless a forward marker names the forward; spans that launch host-to-device copies before the
+// first layer operator are the copy. Between the first layer operator and the backward everything is forward
+// (zero_grad called there, the loss): a layer's host time runs to the next layer's first operator, and the last
+// forward layer's to the backward's.
+void StepAnalyser::place_by_position(const std::vector<int>& top, bool forward_marker,
+                                     std::vector<Phase>& phase) const {
   bool seen_layer = false;
   for (std::size_t i = 0; i < top.size(); ++i) {
     const Event& e = ev(main_, top[i]);
@@ -299,11 +337,14 @@ StepResult StepAnalyser::run() {
     if (seen_layer)
       phase[i] = Phase::forward;
   }
+}
 
-  // Host intervals of the top-level spans: from a span's start to the next one's (the last to the step's end); the
-  // main thread's time inside the backward window is waiting for autograd (unless backward runs on it).
-  std::vector<int> forward_leaves;
-  std::vector<double> leaf_end;
+// Host intervals of the top-level spans: from a span's start to the next one's (the last to the step's end); the
+// main thread's time inside the backward window is waiting for autograd (unless backward runs on it). The forward
+// spans' operators go to `forward_leaves`, each with the end of its interval.
+void StepAnalyser::time_top_level_spans(const std::vector<int>& top, const std::vector<Phase>& phase,
+                                        bool marker_backward, PhaseFigures& p, std::vector<int>& forward_leaves,
+                                        std::vector<double>& leaf_end) {
   for (std::size_t i = 0; i < top.size(); ++i) {
     const Event& e = ev(main_, top[i]);
     const double start = i == 0 ? from_ : e.ts_us;
@@ -363,8 +404,13 @@ StepResult StepAnalyser::run() {
       break;
     }
   }
+}
 
-  // Layers: leaf modules when the forward has module annotations, else layer-opening operators (modules.hpp).
+// Layers: leaf modules when the forward has module annotations, else layer-opening operators (modules.hpp).
+void StepAnalyser::time_forward_layers(const std::vector<int>& forward_leaves, const std::vector<double>& leaf_end,
+                                       StepResult& r) {
+  const Forest& mf = forests_[main_];
+  PhaseFigures& p = r.phases;
   std::vector<ForwardLeaf> fl(forward_leaves.size());
   for (std::size_t k = 0; k < forward_leaves.size(); ++k) {
     fl[k].event = &ev(main_, forward_leaves[k]);
@@ -398,7 +444,11 @@ StepResult StepAnalyser::run() {
       layer_of_sequence_.emplace(s, leaf_layer[k]);
     spans_.push_back({e.ts_us, leaf_end[k], leaf_layer[k], "forward"});
   }
-  // Backward: each unit's interval to the next unit's start; its layer by sequence number, else the previous one's.
+}
+
+// Backward: each unit's interval to the next unit's start; its layer by sequence number, else the previous one's.
+void StepAnalyser::time_backward_units(const std::vector<Unit>& backward_units, StepResult& r) {
+  PhaseFigures& p = r.phases;
   int current = static_cast<int>(r.layers.size()) - 1;
   for (std::size_t k = 0; k < backward_units.size(); ++k) {
     const auto [th, n] = backward_units[k];
@@ -427,7 +477,10 @@ StepResult StepAnalyser::run() {
       r.launch_per_task.push_back(host / w.tasks);
     spans_.push_back({e.ts_us, end, current, "backward"});
   }
-  // GPU busy time: the union of every activity launched in the step.
+}
+
+// GPU busy time: the union of every activity launched in the step.
+void StepAnalyser::add_gpu_busy(PhaseFigures& p) const {
   std::vector<std::pair<double, double>> busy;
   for (std::size_t th = 0; th < forests_.size(); ++th)
     for (std::size_t n = 0; n < forests_[th].nodes.size(); ++n)
@@ -448,9 +501,6 @@ StepResult StepAnalyser::run() {
     reach = b;
   }
   p.gpu_busy_s = covered * kUs;
-
-  find_collectives(r);
-  return r;
 }
 
 struct CollectiveKind {

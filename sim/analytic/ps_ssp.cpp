@@ -23,60 +23,56 @@ struct Step {
   std::size_t gate = kNone; ///< a pull: the task that applies its key's push of iteration - s (every worker's)
 };
 
-} // namespace
+// Iterations and keys of the DAG; each iteration's end (its last backward, of layer 0), as ps-sync reads it; per
+// (key, iteration) the task that applies a worker's push (the server's update, else the push) and the pull.
+struct SspIndex {
+  int iterations = 0, keys = 0;
+  std::vector<std::size_t> iteration_end, applied, pulled;
 
-SspRun ssp_run(int measured, int staleness_bound, double speed_ratio, bool drawn) {
-  // Free running (the bound never binds): the first worker ends its last iteration I - 1 at I times its period, the
-  // slowest has then done I / ratio (a quarter fewer for drawn times drifting apart); a lead of I (1 - 1/ratio) at
-  // most.
-  constexpr int kWarmup = 10, kPerBound = 50;
-  const double ratio = std::max(1.0, speed_ratio);
-  const double free = std::ceil((kWarmup + measured + 2.0) * ratio * 1.25) + 2;
-  const double reach = drawn ? free : free * (1 - 1 / ratio);
-  if (reach < staleness_bound)
-    return {kWarmup, static_cast<int>(free)};
-  // Bounded: when the first worker ends its last iteration I - 1, the slowest has applied its pushes of I - 2 - s, so
-  // at least I - 3 - s - warmup of its iterations lie in the window.
-  const int warmup = kWarmup + kPerBound * staleness_bound;
-  return {warmup, warmup + measured + staleness_bound + 3};
+  std::size_t at(int key, int iteration) const {
+    return static_cast<std::size_t>(key) * static_cast<std::size_t>(iterations) + static_cast<std::size_t>(iteration);
+  }
+};
+
+SspIndex index_of(const dag::IterationGraph& g) {
+  const std::size_t n = g.size();
+  SspIndex ix;
+  for (std::size_t v = 0; v < n; ++v) {
+    ix.iterations = std::max(ix.iterations, g.task(v).iteration + 1);
+    ix.keys = std::max(ix.keys, g.task(v).group + 1);
+  }
+  ix.iteration_end.assign(static_cast<std::size_t>(ix.iterations), kNone);
+  ix.applied.assign(static_cast<std::size_t>(ix.keys) * static_cast<std::size_t>(ix.iterations), kNone);
+  ix.pulled = ix.applied;
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto& t = g.task(v);
+    if (t.kind == dag::TaskKind::backward && t.layer == 0)
+      ix.iteration_end[static_cast<std::size_t>(t.iteration)] = v;
+    else if (t.collective == dag::Collective::ps_pull)
+      ix.pulled[ix.at(t.group, t.iteration)] = v;
+    else if (t.collective == dag::Collective::ps_push && ix.applied[ix.at(t.group, t.iteration)] == kNone)
+      ix.applied[ix.at(t.group, t.iteration)] = v;
+  }
+  for (std::size_t v = 0; v < n; ++v) // the server's update, where there is one, applies the push
+    if (const auto& t = g.task(v); t.kind == dag::TaskKind::delay && t.group >= 0)
+      ix.applied[ix.at(t.group, t.iteration)] = v;
+  if (ix.iterations < 2 || std::count(ix.iteration_end.begin(), ix.iteration_end.end(), kNone) > 0)
+    throw std::logic_error("ps-ssp: the DAG is not ps-sync's unrolled over two or more iterations");
+  return ix;
 }
 
-SspResult simulate_ps_ssp(const SspInput& in) {
+// Every copy's end (task by task, p copies each), and the pulls' starts: when they read the parameters.
+struct Replay {
+  std::vector<double> end;
+  std::vector<std::size_t> pull_slot;
+  std::vector<double> pull_start;
+};
+
+Replay replay(const SspInput& in, const SspIndex& ix) {
   const auto& g = *in.graph;
   const std::size_t n = g.size();
   const std::size_t p = in.worker_scale.size();
   const int bound = in.staleness_bound;
-  if (p == 0 || n == 0)
-    throw std::logic_error("ps-ssp: no workers or an empty DAG");
-
-  // Iterations and keys of the DAG; each iteration's end (its last backward, of layer 0), as ps-sync reads it; per
-  // (key, iteration) the task that applies a worker's push (the server's update, else the push) and the pull.
-  int iterations = 0, keys = 0;
-  for (std::size_t v = 0; v < n; ++v) {
-    iterations = std::max(iterations, g.task(v).iteration + 1);
-    keys = std::max(keys, g.task(v).group + 1);
-  }
-  const auto at = [iterations](int key, int iteration) {
-    return static_cast<std::size_t>(key) * static_cast<std::size_t>(iterations) + static_cast<std::size_t>(iteration);
-  };
-  std::vector<std::size_t> iteration_end(static_cast<std::size_t>(iterations), kNone);
-  std::vector<std::size_t> applied(static_cast<std::size_t>(keys) * static_cast<std::size_t>(iterations), kNone),
-      pulled(applied);
-  for (std::size_t v = 0; v < n; ++v) {
-    const auto& t = g.task(v);
-    if (t.kind == dag::TaskKind::backward && t.layer == 0)
-      iteration_end[static_cast<std::size_t>(t.iteration)] = v;
-    else if (t.collective == dag::Collective::ps_pull)
-      pulled[at(t.group, t.iteration)] = v;
-    else if (t.collective == dag::Collective::ps_push && applied[at(t.group, t.iteration)] == kNone)
-      applied[at(t.group, t.iteration)] = v;
-  }
-  for (std::size_t v = 0; v < n; ++v) // the server's update, where there is one, applies the push
-    if (const auto& t = g.task(v); t.kind == dag::TaskKind::delay && t.group >= 0)
-      applied[at(t.group, t.iteration)] = v;
-  if (iterations < 2 || std::count(iteration_end.begin(), iteration_end.end(), kNone) > 0)
-    throw std::logic_error("ps-ssp: the DAG is not ps-sync's unrolled over two or more iterations");
-
   const Dependencies deps = with_stream_order(g, in.timing);
   const auto order = topological_order(deps);
   const auto preds = predecessors_in_order(deps, order);
@@ -87,7 +83,7 @@ SspResult simulate_ps_ssp(const SspInput& in) {
     step.duration_s = t.duration_s;
     step.worker_side = t.collective == dag::Collective::none && t.kind != dag::TaskKind::delay;
     if (t.collective == dag::Collective::ps_pull && t.iteration - bound >= 0)
-      step.gate = applied[at(t.group, t.iteration - bound)];
+      step.gate = ix.applied[ix.at(t.group, t.iteration - bound)];
   }
   // Draws (one sample: the whole run), worker by worker as the copies are timed.
   std::optional<CopyDraws> copy_draws;
@@ -100,13 +96,16 @@ SspResult simulate_ps_ssp(const SspInput& in) {
 
   // The replay: every copy of a task once its predecessors' copies have ended; a gated pull also once every worker's
   // push of its key in iteration - s has been applied.
-  std::vector<double> end(n * p, 0.0), ready(p);
-  std::vector<std::size_t> pull_slot(n, kNone); // pulls' starts: when they read the parameters
+  Replay out;
+  std::vector<double>& end = out.end;
+  end.assign(n * p, 0.0);
+  std::vector<double> ready(p);
+  out.pull_slot.assign(n, kNone);
   std::size_t pulls = 0;
   for (std::size_t v = 0; v < n; ++v)
     if (g.task(v).collective == dag::Collective::ps_pull)
-      pull_slot[v] = pulls++;
-  std::vector<double> pull_start(pulls * p, 0.0);
+      out.pull_slot[v] = pulls++;
+  out.pull_start.assign(pulls * p, 0.0);
   for (std::size_t v : order) {
     const auto& step = steps[v];
     std::fill(ready.begin(), ready.end(), 0.0);
@@ -131,15 +130,28 @@ SspResult simulate_ps_ssp(const SspInput& in) {
         factor *= copy_draws->factor(v, c, *draws);
       }
       ev[c] = start + step.duration_s * factor;
-      if (pull_slot[v] != kNone)
-        pull_start[pull_slot[v] * p + c] = start;
+      if (out.pull_slot[v] != kNone)
+        out.pull_start[out.pull_slot[v] * p + c] = start;
     }
   }
+  return out;
+}
 
-  // The window: from every worker's end of warm-up to the first worker's last iteration.
-  const auto finish = [&](std::size_t c, int it) { return end[iteration_end[static_cast<std::size_t>(it)] * p + c]; };
-  const int warmup = std::clamp(in.warmup, 1, iterations - 1);
+struct Window {
   double from = 0, to = std::numeric_limits<double>::infinity();
+};
+
+// The window (from every worker's end of warm-up to the first worker's last iteration, into `window`) and each
+// worker's iterations in it.
+SspResult rates_in_window(const SspIndex& ix, const std::vector<double>& end, std::size_t p, int warmup_iterations,
+                          Window& window) {
+  const int iterations = ix.iterations;
+  const auto finish = [&](std::size_t c, int it) {
+    return end[ix.iteration_end[static_cast<std::size_t>(it)] * p + c];
+  };
+  const int warmup = std::clamp(warmup_iterations, 1, iterations - 1);
+  double& from = window.from;
+  double& to = window.to;
   for (std::size_t c = 0; c < p; ++c) {
     from = std::max(from, finish(c, warmup - 1));
     to = std::min(to, finish(c, iterations - 1));
@@ -163,28 +175,34 @@ SspResult simulate_ps_ssp(const SspInput& in) {
     for (int it = first + 1; it <= last; ++it)
       r.iteration_s.push_back(finish(c, it) - finish(c, it - 1));
   }
+  return r;
+}
 
-  // Staleness of each (update, key) applied in the window: the other workers' updates of the key applied after the
-  // pull that read the parameters its gradient was computed on (iteration 0: the initial ones) and before it.
-  // The lead at each pull after iteration i: i + 1 - (iterations of the key every worker has applied by then).
+// Staleness of each (update, key) applied in the window: the other workers' updates of the key applied after the
+// pull that read the parameters its gradient was computed on (iteration 0: the initial ones) and before it.
+// The lead at each pull after iteration i: i + 1 - (iterations of the key every worker has applied by then).
+void add_staleness(const SspIndex& ix, const Replay& rp, std::size_t p, const Window& window, SspResult& r) {
+  const int iterations = ix.iterations;
+  const auto& end = rp.end;
+  const double from = window.from, to = window.to;
   long updates = 0;
   double staleness_sum = 0;
   std::vector<double> times, all_applied(static_cast<std::size_t>(iterations));
-  for (int key = 0; key < keys; ++key) {
-    if (applied[at(key, 0)] == kNone)
+  for (int key = 0; key < ix.keys; ++key) {
+    if (ix.applied[ix.at(key, 0)] == kNone)
       continue;
     times.clear();
     for (int it = 0; it < iterations; ++it) {
-      const double* e = end.data() + applied[at(key, it)] * p;
+      const double* e = end.data() + ix.applied[ix.at(key, it)] * p;
       times.insert(times.end(), e, e + p);
       all_applied[static_cast<std::size_t>(it)] = *std::max_element(e, e + p);
     }
     std::sort(times.begin(), times.end());
     for (int it = 0; it < iterations; ++it)
       for (std::size_t c = 0; c < p; ++c) {
-        const double t_apply = end[applied[at(key, it)] * p + c];
+        const double t_apply = end[ix.applied[ix.at(key, it)] * p + c];
         if (t_apply > from && t_apply <= to) {
-          const double t_read = it == 0 ? 0.0 : pull_start[pull_slot[pulled[at(key, it - 1)]] * p + c];
+          const double t_read = it == 0 ? 0.0 : rp.pull_start[rp.pull_slot[ix.pulled[ix.at(key, it - 1)]] * p + c];
           const auto stale = static_cast<int>(std::lower_bound(times.begin(), times.end(), t_apply) -
                                               std::upper_bound(times.begin(), times.end(), t_read));
           ++r.staleness[std::max(0, stale)];
@@ -192,12 +210,42 @@ SspResult simulate_ps_ssp(const SspInput& in) {
           staleness_sum += std::max(0, stale);
           r.staleness_max = std::max(r.staleness_max, stale);
         }
-        const double t_pull = pull_start[pull_slot[pulled[at(key, it)]] * p + c];
+        const double t_pull = rp.pull_start[rp.pull_slot[ix.pulled[ix.at(key, it)]] * p + c];
         const auto complete = std::upper_bound(all_applied.begin(), all_applied.end(), t_pull) - all_applied.begin();
         r.clock_lead_max = std::max(r.clock_lead_max, it + 1 - static_cast<int>(complete));
       }
   }
   r.staleness_mean = updates > 0 ? staleness_sum / static_cast<double>(updates) : 0.0;
+}
+
+} // namespace
+
+SspRun ssp_run(int measured, int staleness_bound, double speed_ratio, bool drawn) {
+  // Free running (the bound never binds): the first worker ends its last iteration I - 1 at I times its period, the
+  // slowest has then done I / ratio (a quarter fewer for drawn times drifting apart); a lead of I (1 - 1/ratio) at
+  // most.
+  constexpr int kWarmup = 10, kPerBound = 50;
+  const double ratio = std::max(1.0, speed_ratio);
+  const double free = std::ceil((kWarmup + measured + 2.0) * ratio * 1.25) + 2;
+  const double reach = drawn ? free : free * (1 - 1 / ratio);
+  if (reach < staleness_bound)
+    return {kWarmup, static_cast<int>(free)};
+  // Bounded: when the first worker ends its last iteration I - 1, the slowest has applied its pushes of I - 2 - s, so
+  // at least I - 3 - s - warmup of its iterations lie in the window.
+  const int warmup = kWarmup + kPerBound * staleness_bound;
+  return {warmup, warmup + measured + staleness_bound + 3};
+}
+
+SspResult simulate_ps_ssp(const SspInput& in) {
+  const std::size_t n = in.graph->size();
+  const std::size_t p = in.worker_scale.size();
+  if (p == 0 || n == 0)
+    throw std::logic_error("ps-ssp: no workers or an empty DAG");
+  const SspIndex ix = index_of(*in.graph);
+  const Replay rp = replay(in, ix);
+  Window window;
+  SspResult r = rates_in_window(ix, rp.end, p, in.warmup, window);
+  add_staleness(ix, rp, p, window, r);
   return r;
 }
 

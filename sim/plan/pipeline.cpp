@@ -349,16 +349,15 @@ std::vector<dag::StageSpan> partition_stages(const Scenario& s, const dag::Worke
   return spans;
 }
 
-void prepare_pipeline(const Scenario& s, Prepared& p) {
-  RunResult& r = p.result;
+namespace {
+
+// The schedule's settings and the virtual stages: their layers, costs, activations sent on and tensor-parallel parts.
+dag::PipelinePlan pipeline_plan(const Scenario& s, const dag::WorkerCosts& costs,
+                                const std::vector<dag::StageSpan>& spans) {
   const auto& pl = *s.pipeline;
   const auto& par = s.parallelism;
   const int stages = par.pipeline;
-  const auto spans = partition_stages(s, p.costs.worker);
   const auto cut = dag::cut_activation_bytes(s.model);
-  // One tensor rank's work (the DAG holds tensor rank 0 of each stage; its peers run the same).
-  const auto tensor_costs = tensor_rank_costs(s, p.costs.worker);
-  const auto& costs = tensor_costs;
   const auto roles = par.tensor > 1 ? tensor_roles(s.model) : std::vector<TensorRole>{};
   // Megatron-Core sends each tensor rank's whole activation to its peer on the next stage, or its sequence shard
   // with sequence parallelism (schedules.py, get_tensor_shapes: seq_length // tp_size).
@@ -398,108 +397,125 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     }
     plan.stages.push_back(vs);
   }
-  for (int rank = 0; rank < stages; ++rank) {
-    dag::PipelineRank pr;
-    pr.gpu = par.gpu(rank, 0);
-    for (int k = 0; k < par.data; ++k)
-      pr.data_parallel.ranks.push_back(par.gpu(rank, k));
-    if (par.tensor > 1)
-      for (int j = 0; j < par.tensor; ++j)
-        pr.tensor.ranks.push_back(par.gpu(rank, 0, j));
-    auto sub = rank_model(s, costs, spans, rank, stages);
-    pr.update_s = sub.costs.update_s;
-    if (pl.schedule->predicts_weights) {
-      // W' = W - s lr v reads W and v and writes W' (3 words per parameter); the restore copies W back (2 words):
-      // memory-bound kernels, costed like the compression kernels (dag/compression.hpp).
-      const auto steps = dag::prediction_steps(pl.weight_prediction, stages, rank);
-      const double weights = static_cast<double>(sub.model.param_count()) * 4;
-      const double predict = dag::KernelCost{3 * weights, 1}.seconds(costs.memory_bandwidth);
-      pr.predict_forward_s = steps.forward > 0 ? predict : 0;
-      pr.predict_backward_s = steps.backward > 0 ? predict : 0;
-      pr.restore_s = dag::KernelCost{2 * weights, 1}.seconds(costs.memory_bandwidth);
-    }
-    if (par.data > 1) {
-      const auto layout = layout_of(pr.data_parallel.ranks, s.cluster);
-      const auto allreduce = group_allreduce(s, layout);
-      const dag::CommCost allreduce_time = [&](double bytes) { return allreduce->cost(bytes).time_s; };
-      std::optional<LinearLoweringCost> allgather;
-      const dag::CommCost allgather_time = [&](double bytes) {
-        if (!allgather)
-          allgather.emplace(collective_lowering(s, dag::Collective::allgather), layout.shape, layout.net);
-        return (*allgather)(bytes);
-      };
-      const dag::StrategyInput input{
-          sub.model, sub.costs,      dtype_bytes(s.gradient_dtype), allreduce_time, s.strategy.options,
-          par.data,  allgather_time, affine_cost(*allreduce)};
-      pr.groups = s.strategy.entry().plan(input);
-      for (auto& g : pr.groups) { // back to the whole model's tensors and layers
-        for (int& t : g.tensors)
-          t = sub.tensors[static_cast<std::size_t>(t)];
-        g.ready_layer = sub.layers[static_cast<std::size_t>(g.ready_layer)];
-      }
-    }
-    r.groups.insert(r.groups.end(), pr.groups.begin(), pr.groups.end());
-    plan.ranks.push_back(std::move(pr));
-  }
-  // The analytic engine folds each pass's tensor collectives into it (PipelinePlan::fold_tensor_parts), costed here
-  // by the closed forms cost_communication would give their tasks; what they take and send is kept for the report.
-  std::vector<FoldedTensor> folded;
-  std::vector<double> folded_sent(static_cast<std::size_t>(stages), 0.0); // per rank, per iteration
-  if (par.tensor > 1 && capabilities(r.engine).folds_tensor_collectives) {
-    plan.fold_tensor_parts = true;
-    CollectiveCoster coster(s, *p.allreduce);
-    std::vector<std::optional<CommunicatorLayout>> layouts(static_cast<std::size_t>(stages));
-    for (std::size_t vs = 0; vs < plan.stages.size(); ++vs) {
-      const auto rank = vs % static_cast<std::size_t>(stages);
-      auto& layout = layouts[rank];
-      if (!layout)
-        layout = layout_of(plan.ranks[rank].tensor.ranks, s.cluster);
-      auto& stage = plan.stages[vs];
-      FoldedTensor f{.recompute_last = stage.recompute_last};
-      const auto cost = [&](std::vector<dag::PassPart>& parts, double& time_s) {
-        double sent = 0;
-        for (auto& part : parts) {
-          if (part.collective == dag::Collective::none)
-            continue;
-          const auto c = coster(dag::Task{.collective = part.collective, .bytes = part.bytes}, *layout);
-          part.collective_s = c.time_s;
-          time_s += c.time_s;
-          sent += c.bytes_sent;
-        }
-        return sent;
-      };
-      const double m = plan.micro_batches;
-      const double recomputed = stage.recompute_last ? m : m - 1;
-      folded_sent[rank] += m * cost(stage.forward_parts, f.forward_s) + m * cost(stage.backward_parts, f.backward_s) +
-                           recomputed * cost(stage.recompute_parts, f.recompute_s);
-      folded.push_back(f);
-    }
-  }
-  r.graph = dag::build_pipeline(plan);
+  return plan;
+}
 
-  // The reference for scaling efficiency: the same model on one GPU over the iteration's m micro-batches (gradient
-  // accumulation), one update, no recomputation.
+// A rank's gradient groups over its data-parallel group `ranks`, planned by the strategy on the rank's own layers and
+// mapped back to the whole model's tensors and layers.
+std::vector<dag::GradientGroup> data_parallel_groups(const Scenario& s, const RankModel& sub,
+                                                     const std::vector<int>& ranks) {
+  const auto layout = layout_of(ranks, s.cluster);
+  const auto allreduce = group_allreduce(s, layout);
+  const dag::CommCost allreduce_time = [&](double bytes) { return allreduce->cost(bytes).time_s; };
+  std::optional<LinearLoweringCost> allgather;
+  const dag::CommCost allgather_time = [&](double bytes) {
+    if (!allgather)
+      allgather.emplace(collective_lowering(s, dag::Collective::allgather), layout.shape, layout.net);
+    return (*allgather)(bytes);
+  };
+  const dag::StrategyInput input{
+      sub.model,          sub.costs,      dtype_bytes(s.gradient_dtype), allreduce_time, s.strategy.options,
+      s.parallelism.data, allgather_time, affine_cost(*allreduce)};
+  auto groups = s.strategy.entry().plan(input);
+  for (auto& g : groups) { // back to the whole model's tensors and layers
+    for (int& t : g.tensors)
+      t = sub.tensors[static_cast<std::size_t>(t)];
+    g.ready_layer = sub.layers[static_cast<std::size_t>(g.ready_layer)];
+  }
+  return groups;
+}
+
+// One rank of the replica: its GPU, its data-parallel and tensor groups, its update, weight prediction and gradient
+// groups.
+dag::PipelineRank pipeline_rank(const Scenario& s, const dag::WorkerCosts& costs,
+                                const std::vector<dag::StageSpan>& spans, int rank) {
+  const auto& pl = *s.pipeline;
+  const auto& par = s.parallelism;
+  const int stages = par.pipeline;
+  dag::PipelineRank pr;
+  pr.gpu = par.gpu(rank, 0);
+  for (int k = 0; k < par.data; ++k)
+    pr.data_parallel.ranks.push_back(par.gpu(rank, k));
+  if (par.tensor > 1)
+    for (int j = 0; j < par.tensor; ++j)
+      pr.tensor.ranks.push_back(par.gpu(rank, 0, j));
+  auto sub = rank_model(s, costs, spans, rank, stages);
+  pr.update_s = sub.costs.update_s;
+  if (pl.schedule->predicts_weights) {
+    // W' = W - s lr v reads W and v and writes W' (3 words per parameter); the restore copies W back (2 words):
+    // memory-bound kernels, costed like the compression kernels (dag/compression.hpp).
+    const auto steps = dag::prediction_steps(pl.weight_prediction, stages, rank);
+    const double weights = static_cast<double>(sub.model.param_count()) * 4;
+    const double predict = dag::KernelCost{3 * weights, 1}.seconds(costs.memory_bandwidth);
+    pr.predict_forward_s = steps.forward > 0 ? predict : 0;
+    pr.predict_backward_s = steps.backward > 0 ? predict : 0;
+    pr.restore_s = dag::KernelCost{2 * weights, 1}.seconds(costs.memory_bandwidth);
+  }
+  if (par.data > 1)
+    pr.groups = data_parallel_groups(s, sub, pr.data_parallel.ranks);
+  return pr;
+}
+
+// Costs the tensor collectives of each pass (the closed forms cost_communication would give their tasks) into the
+// plan's parts and `folded`; adds what each rank sends per iteration to `sent_by_rank`.
+void fold_tensor_collectives(const Scenario& s, const CollectiveModel& whole_cluster, dag::PipelinePlan& plan,
+                             std::vector<FoldedTensor>& folded, std::vector<double>& sent_by_rank) {
+  const auto stages = static_cast<std::size_t>(s.parallelism.pipeline);
+  plan.fold_tensor_parts = true;
+  CollectiveCoster coster(s, whole_cluster);
+  std::vector<std::optional<CommunicatorLayout>> layouts(stages);
+  for (std::size_t vs = 0; vs < plan.stages.size(); ++vs) {
+    const auto rank = vs % stages;
+    auto& layout = layouts[rank];
+    if (!layout)
+      layout = layout_of(plan.ranks[rank].tensor.ranks, s.cluster);
+    auto& stage = plan.stages[vs];
+    FoldedTensor f{.recompute_last = stage.recompute_last};
+    const auto cost = [&](std::vector<dag::PassPart>& parts, double& time_s) {
+      double sent = 0;
+      for (auto& part : parts) {
+        if (part.collective == dag::Collective::none)
+          continue;
+        const auto c = coster(dag::Task{.collective = part.collective, .bytes = part.bytes}, *layout);
+        part.collective_s = c.time_s;
+        time_s += c.time_s;
+        sent += c.bytes_sent;
+      }
+      return sent;
+    };
+    const double m = plan.micro_batches;
+    const double recomputed = stage.recompute_last ? m : m - 1;
+    sent_by_rank[rank] += m * cost(stage.forward_parts, f.forward_s) + m * cost(stage.backward_parts, f.backward_s) +
+                          recomputed * cost(stage.recompute_parts, f.recompute_s);
+    folded.push_back(f);
+  }
+}
+
+// The reference for scaling efficiency: the same model on one GPU over the iteration's m micro-batches (gradient
+// accumulation), one update, no recomputation.
+double single_gpu_reference_s(const Scenario& s, const dag::WorkerCosts& worker, const dag::PipelinePlan& plan) {
   dag::PipelinePlan alone = plan;
   alone.schedule = &dag::pipeline_schedule("1f1b");
-  alone.micro_batches = pl.micro_batches;
+  alone.micro_batches = s.pipeline->micro_batches;
   alone.chunks = 1;
   alone.update_every = 0;
   alone.stages = {{.first_layer = 0, .end_layer = static_cast<int>(s.model.layers.size())}};
   for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
-    alone.stages[0].forward_s += p.costs.worker.fwd_s[l];
-    alone.stages[0].backward_s += p.costs.worker.bwd_s[l];
+    alone.stages[0].forward_s += worker.fwd_s[l];
+    alone.stages[0].backward_s += worker.bwd_s[l];
   }
-  alone.ranks = {{.gpu = plan.ranks[0].gpu,
-                  .groups = {},
-                  .update_s = p.costs.worker.update_s,
-                  .data_parallel = {{plan.ranks[0].gpu}}}};
+  alone.ranks = {
+      {.gpu = plan.ranks[0].gpu, .groups = {}, .update_s = worker.update_s, .data_parallel = {{plan.ranks[0].gpu}}}};
   auto alone_graph = dag::build_pipeline(alone);
-  add_pipeline_host_tasks(alone_graph, p.costs.worker, alone);
-  r.single_gpu_iteration_s = makespan_of(schedule(alone_graph));
+  add_pipeline_host_tasks(alone_graph, worker, alone);
+  return makespan_of(schedule(alone_graph));
+}
 
-  // Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported.
+// Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported.
+void cost_pipeline_communication(const Scenario& s, const CollectiveModel& whole_cluster, const dag::PipelinePlan& plan,
+                                 const std::vector<double>& folded_sent, RunResult& r) {
   std::vector<double> sent;
-  cost_communication(s, *p.allreduce, r.graph, &sent, measured_collectives_notes(s, r));
+  cost_communication(s, whole_cluster, r.graph, &sent, measured_collectives_notes(s, r));
   std::map<dag::Device, double> by_gpu;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
     by_gpu[r.graph.task(v).device] += sent[v];
@@ -507,9 +523,56 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     by_gpu[dag::Device::gpu(plan.ranks[rank].gpu)] += folded_sent[rank];
   for (const auto& [device, bytes] : by_gpu)
     r.communication_bytes_per_worker = std::max(r.communication_bytes_per_worker, bytes);
-  add_pipeline_host_tasks(r.graph, p.costs.worker, plan);
+}
 
-  r.data_parallel = par.data;
+// One stage's report before timing: its layers, transfers, weight versions, micro-batches in flight and memory.
+PipelineStageReport stage_report(const Scenario& s, const dag::PipelinePlan& plan,
+                                 const std::vector<dag::StageSpan>& spans, const dag::IterationGraph& graph, int rank) {
+  const auto& pl = *s.pipeline;
+  const auto& par = s.parallelism;
+  const int stages = par.pipeline;
+  PipelineStageReport st;
+  st.first_layer = static_cast<int>(s.model.layers.size());
+  for (std::size_t vs = static_cast<std::size_t>(rank); vs < spans.size(); vs += static_cast<std::size_t>(stages)) {
+    st.layers += spans[vs].end - spans[vs].first;
+    st.first_layer = std::min(st.first_layer, spans[vs].first);
+    st.last_layer = std::max(st.last_layer, spans[vs].end - 1);
+  }
+  const auto gpu = dag::Device::gpu(par.gpu(rank, 0));
+  for (std::size_t v = 0; v < graph.size(); ++v)
+    if (graph.task(v).device == gpu && graph.task(v).collective == dag::Collective::point_to_point)
+      st.p2p_bytes += graph.task(v).bytes;
+  const auto ops = dag::pipeline_ops(*pl.schedule, stages, plan.micro_batches, pl.virtual_stages, rank);
+  const auto& pr = plan.ranks[static_cast<std::size_t>(rank)];
+  st.weight_versions =
+      pl.schedule->weight_versions(stages, rank, pr.predict_forward_s > 0 || pr.predict_backward_s > 0);
+  st.in_flight_micro_batches = dag::in_flight_passes(ops);
+  // Memory: its chunks' weights, gradients and optimizer state, and the activations held at its peak.
+  dag::StageMemoryInput memory{.chunks = {},
+                               .activations = {.micro_batch = s.batch_per_gpu,
+                                               .tensor_parallel = par.tensor,
+                                               .sequence_parallel = par.sequence_parallel,
+                                               .recompute = pl.recompute,
+                                               .dtype = s.gradient_dtype},
+                               .optimizer = s.optimizer,
+                               .optimizer_shards = 1,
+                               .extra_weight_versions = st.weight_versions - 1};
+  const auto held = in_flight_at_peak(ops, pl.virtual_stages);
+  for (int c = 0; c < pl.virtual_stages; ++c) {
+    const auto& span = spans[static_cast<std::size_t>(c * stages + rank)];
+    memory.chunks.push_back({span.first, span.end - 1, held[static_cast<std::size_t>(c)]});
+  }
+  st.peak_memory_bytes = dag::stage_memory(s.model, memory).total_bytes();
+  st.exceeds_gpu_memory = s.gpu.memory_bytes > 0 && st.peak_memory_bytes > s.gpu.memory_bytes;
+  return st;
+}
+
+// The pipeline's report before timing (its schedule and each stage's), the peak memory per GPU, and a note on the
+// stages that need more than the GPU's memory.
+PipelineReport pipeline_report(const Scenario& s, const dag::PipelinePlan& plan,
+                               const std::vector<dag::StageSpan>& spans, RunResult& r) {
+  const auto& pl = *s.pipeline;
+  const int stages = s.parallelism.pipeline;
   PipelineReport report;
   report.schedule = std::string(pl.schedule->name);
   report.stages = stages;
@@ -519,41 +582,8 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   report.partition = std::string(partition_name(pl.partition));
   report.bubble_fraction_closed_form =
       dag::bubble_fraction_closed_form(*pl.schedule, stages, pl.micro_batches, pl.virtual_stages);
-  p.folded_tensor = std::move(folded);
   for (int rank = 0; rank < stages; ++rank) {
-    PipelineStageReport st;
-    st.first_layer = static_cast<int>(s.model.layers.size());
-    for (std::size_t vs = static_cast<std::size_t>(rank); vs < spans.size(); vs += static_cast<std::size_t>(stages)) {
-      st.layers += spans[vs].end - spans[vs].first;
-      st.first_layer = std::min(st.first_layer, spans[vs].first);
-      st.last_layer = std::max(st.last_layer, spans[vs].end - 1);
-    }
-    const auto gpu = dag::Device::gpu(par.gpu(rank, 0));
-    for (std::size_t v = 0; v < r.graph.size(); ++v)
-      if (r.graph.task(v).device == gpu && r.graph.task(v).collective == dag::Collective::point_to_point)
-        st.p2p_bytes += r.graph.task(v).bytes;
-    const auto ops = dag::pipeline_ops(*pl.schedule, stages, plan.micro_batches, pl.virtual_stages, rank);
-    const auto& pr = plan.ranks[static_cast<std::size_t>(rank)];
-    st.weight_versions =
-        pl.schedule->weight_versions(stages, rank, pr.predict_forward_s > 0 || pr.predict_backward_s > 0);
-    st.in_flight_micro_batches = dag::in_flight_passes(ops);
-    // Memory: its chunks' weights, gradients and optimizer state, and the activations held at its peak.
-    dag::StageMemoryInput memory{.chunks = {},
-                                 .activations = {.micro_batch = s.batch_per_gpu,
-                                                 .tensor_parallel = par.tensor,
-                                                 .sequence_parallel = par.sequence_parallel,
-                                                 .recompute = pl.recompute,
-                                                 .dtype = s.gradient_dtype},
-                                 .optimizer = s.optimizer,
-                                 .optimizer_shards = 1,
-                                 .extra_weight_versions = st.weight_versions - 1};
-    const auto held = in_flight_at_peak(ops, pl.virtual_stages);
-    for (int c = 0; c < pl.virtual_stages; ++c) {
-      const auto& span = spans[static_cast<std::size_t>(c * stages + rank)];
-      memory.chunks.push_back({span.first, span.end - 1, held[static_cast<std::size_t>(c)]});
-    }
-    st.peak_memory_bytes = dag::stage_memory(s.model, memory).total_bytes();
-    st.exceeds_gpu_memory = s.gpu.memory_bytes > 0 && st.peak_memory_bytes > s.gpu.memory_bytes;
+    const auto st = stage_report(s, plan, spans, r.graph, rank);
     r.peak_memory_bytes_per_gpu = std::max(r.peak_memory_bytes_per_gpu, st.peak_memory_bytes);
     report.per_stage.push_back(st);
   }
@@ -565,18 +595,28 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
     r.notes.push_back(fmt::format("pipeline: stage{} {} need{} more than the GPU's {} of memory",
                                   over.size() > 1 ? "s" : "", fmt::join(over, ", "), over.size() > 1 ? "" : "s",
                                   format_bytes(s.gpu.memory_bytes)));
-  r.pipeline = std::move(report);
-  if (par.tensor > 1)
-    r.notes.push_back(fmt::format(
-        "tensor parallelism: {} GPUs per stage, each computing 1/{} of every layer{}; per transformer block and "
-        "micro-batch {} of b s h = {} on the compute stream over the tensor group (recomputation repeats the "
-        "forward's); the DAG holds tensor rank 0 of each stage, its peers run the same tasks",
-        par.tensor, par.tensor, par.sequence_parallel ? "" : " but LayerNorm (repeated on every rank)",
-        par.sequence_parallel ? "2 allgathers and 2 reduce-scatters in forward and in backward (sequence parallelism)"
-                              : "2 allreduces in forward and 2 in backward",
-        format_bytes(static_cast<double>(s.batch_per_gpu) * s.model.transformer->sequence *
-                     s.model.transformer->hidden * dtype_bytes(s.gradient_dtype))));
-  r.notes.push_back(fmt::format(
+  return report;
+}
+
+std::string tensor_parallel_note(const Scenario& s) {
+  const auto& par = s.parallelism;
+  return fmt::format(
+      "tensor parallelism: {} GPUs per stage, each computing 1/{} of every layer{}; per transformer block and "
+      "micro-batch {} of b s h = {} on the compute stream over the tensor group (recomputation repeats the "
+      "forward's); the DAG holds tensor rank 0 of each stage, its peers run the same tasks",
+      par.tensor, par.tensor, par.sequence_parallel ? "" : " but LayerNorm (repeated on every rank)",
+      par.sequence_parallel ? "2 allgathers and 2 reduce-scatters in forward and in backward (sequence parallelism)"
+                            : "2 allreduces in forward and 2 in backward",
+      format_bytes(static_cast<double>(s.batch_per_gpu) * s.model.transformer->sequence * s.model.transformer->hidden *
+                   dtype_bytes(s.gradient_dtype)));
+}
+
+std::string pipeline_note(const Scenario& s, const dag::PipelinePlan& plan) {
+  const auto& pl = *s.pipeline;
+  const auto& par = s.parallelism;
+  const int stages = par.pipeline;
+  const bool async = pl.schedule->asynchronous;
+  return fmt::format(
       "pipeline: {} over {} stages{} of {} partitioned layers, {} micro-batches of {} per replica, {} data-parallel "
       "replica{}; activations and their gradients cross between stages as point-to-point transfers in {} on a "
       "stream of their own; each stage's gradients are reduced by {} over its data-parallel group {}, then its "
@@ -599,7 +639,42 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
                                           "memory bandwidth)",
                                           pl.weight_prediction == dag::WeightPrediction::v1 ? "v1" : "v2")
                             : std::string())
-          : std::string()));
+          : std::string());
+}
+
+} // namespace
+
+void prepare_pipeline(const Scenario& s, Prepared& p) {
+  RunResult& r = p.result;
+  const auto& par = s.parallelism;
+  const int stages = par.pipeline;
+  const auto spans = partition_stages(s, p.costs.worker);
+  // One tensor rank's work (the DAG holds tensor rank 0 of each stage; its peers run the same).
+  const auto tensor_costs = tensor_rank_costs(s, p.costs.worker);
+  const auto& costs = tensor_costs;
+  dag::PipelinePlan plan = pipeline_plan(s, costs, spans);
+  for (int rank = 0; rank < stages; ++rank) {
+    auto pr = pipeline_rank(s, costs, spans, rank);
+    r.groups.insert(r.groups.end(), pr.groups.begin(), pr.groups.end());
+    plan.ranks.push_back(std::move(pr));
+  }
+  // The analytic engine folds each pass's tensor collectives into it (PipelinePlan::fold_tensor_parts), costed here
+  // by the closed forms cost_communication would give their tasks; what they take and send is kept for the report.
+  std::vector<FoldedTensor> folded;
+  std::vector<double> folded_sent(static_cast<std::size_t>(stages), 0.0); // per rank, per iteration
+  if (par.tensor > 1 && capabilities(r.engine).folds_tensor_collectives)
+    fold_tensor_collectives(s, *p.allreduce, plan, folded, folded_sent);
+  r.graph = dag::build_pipeline(plan);
+  r.single_gpu_iteration_s = single_gpu_reference_s(s, p.costs.worker, plan);
+  cost_pipeline_communication(s, *p.allreduce, plan, folded_sent, r);
+  add_pipeline_host_tasks(r.graph, p.costs.worker, plan);
+
+  r.data_parallel = par.data;
+  p.folded_tensor = std::move(folded);
+  r.pipeline = pipeline_report(s, plan, spans, r);
+  if (par.tensor > 1)
+    r.notes.push_back(tensor_parallel_note(s));
+  r.notes.push_back(pipeline_note(s, plan));
 }
 
 void finalize_pipeline(const Scenario& s, Prepared& p) {

@@ -19,58 +19,56 @@ bool slowed_by_communication(const dag::Task& t) {
   return kernel && (t.resource == dag::Resource::gpu_compute || t.resource == dag::Resource::gpu_compression);
 }
 
-std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, const ScheduleOptions& options) {
-  // Events in time order: a task's end (ends first at one instant, as the list scheduler commits a task's end
-  // before its successors compete), then ready tasks by (time, id). A ready task takes its resource's lane once the
-  // tasks that took it before have ended (the list scheduler's order); a compute task's remaining work runs at
-  // 1 / (1 + s) while its GPU communicates, and its end moves when a collective starts or ends beside it.
-  using dag::Resource;
-  using dag::TaskKind;
-  const std::size_t n = g.size();
-  const auto devices = g.devices();
-  const auto device_of = [&](const dag::Task& t) {
-    return static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), t.device) - devices.begin());
-  };
-  const auto slot_of = [&](const dag::Task& t) {
-    return device_of(t) * dag::kResourceCount + static_cast<std::size_t>(t.resource);
-  };
-  const double slow_rate = 1 / (1 + options.compute_slowdown);
-  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+namespace {
 
-  std::vector<TaskTiming> timing(n);
-  std::vector<std::size_t> missing(n);
-  std::vector<double> ready_at(n, 0);
-  std::vector<char> ended(n, 0);
-  std::vector<int> blockers(n, 0);
-  std::vector<std::vector<std::size_t>> unblocks(n);
-  std::vector<std::map<int, std::size_t>> last_in_lane(devices.size() * dag::kResourceCount);
-  std::vector<std::size_t> last_barrier(devices.size() * dag::kResourceCount, kNone);
-  // Slowed tasks in progress: work left (s at full speed) as of `since`, at `rate`; `version` invalidates old ends.
-  std::vector<double> work_left(n, 0), since(n, 0), rate(n, 1);
-  std::vector<unsigned> version(n, 0);
-  std::vector<int> communicating(devices.size(), 0);
-  std::vector<std::vector<std::size_t>> running(devices.size());
-  // ByteScheduler (Task::priority): per slot, the ready prioritised tasks by (priority, arrival), and the bytes handed
-  // to the resource and not finished; a task is handed over while those are below the credit (bytecore.py's loop).
-  using Queued = std::tuple<int, std::size_t, std::size_t>; // priority, arrival, task
-  std::vector<std::priority_queue<Queued, std::vector<Queued>, std::greater<>>> queued(devices.size() *
-                                                                                       dag::kResourceCount);
-  std::vector<double> handed(devices.size() * dag::kResourceCount, 0.0);
-  std::vector<int> handed_tasks(devices.size() * dag::kResourceCount, 0);
-  std::size_t arrivals = 0;
-  const double credit = g.priority_credit();
-
-  using Ready = std::pair<double, std::size_t>;
-  std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
-  using End = std::tuple<double, std::size_t, unsigned>;
-  std::priority_queue<End, std::vector<End>, std::greater<>> ends;
-  for (std::size_t v = 0; v < n; ++v) {
-    missing[v] = boost::in_degree(v, g.graph());
-    if (missing[v] == 0)
-      ready.emplace(0.0, v);
+// schedule_event_driven's state (its former locals) and steps.
+class EventSchedule {
+public:
+  EventSchedule(const dag::IterationGraph& graph, const ScheduleOptions& opts)
+      : g(graph), options(opts), n(graph.size()), devices(graph.devices()), slots(devices.size() * dag::kResourceCount),
+        slow_rate(1 / (1 + opts.compute_slowdown)), timing(n), missing(n), ready_at(n, 0), ended(n, 0), blockers(n, 0),
+        unblocks(n), last_in_lane(slots), last_barrier(slots, kNone), work_left(n, 0), since(n, 0), rate(n, 1),
+        version(n, 0), communicating(devices.size(), 0), running(devices.size()), queued(slots), handed(slots, 0.0),
+        handed_tasks(slots, 0), credit(graph.priority_credit()) {
+    for (std::size_t v = 0; v < n; ++v) {
+      missing[v] = boost::in_degree(v, g.graph());
+      if (missing[v] == 0)
+        ready.emplace(0.0, v);
+    }
   }
 
-  const auto set_rates = [&](std::size_t d, double now) {
+  std::vector<TaskTiming> run() {
+    std::size_t done = 0;
+    while (!ready.empty() || !ends.empty()) {
+      if (!ends.empty() && (ready.empty() || std::get<0>(ends.top()) <= ready.top().first)) {
+        const auto [now, v, ver] = ends.top();
+        ends.pop();
+        if (ver != version[v] || ended[v])
+          continue;
+        ++done;
+        finish(v, now);
+        continue;
+      }
+      const auto [now, v] = ready.top();
+      ready.pop();
+      take_ready(v, now);
+    }
+    if (done != n)
+      (void)g.topological_order(); // throws, naming a task on the cycle
+    return std::move(timing);
+  }
+
+private:
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+  std::size_t device_of(const dag::Task& t) const {
+    return static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), t.device) - devices.begin());
+  }
+  std::size_t slot_of(const dag::Task& t) const {
+    return device_of(t) * dag::kResourceCount + static_cast<std::size_t>(t.resource);
+  }
+
+  void set_rates(std::size_t d, double now) {
     const double r = communicating[d] > 0 ? slow_rate : 1.0;
     for (const auto v : running[d]) {
       if (rate[v] == r)
@@ -80,8 +78,9 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
       rate[v] = r;
       ends.emplace(now + std::max(0.0, work_left[v]) / r, v, ++version[v]);
     }
-  };
-  const auto start = [&](std::size_t v, double now) {
+  }
+
+  void start(std::size_t v, double now) {
     const auto& task = g.task(v);
     timing[v].start_s = now;
     const std::size_t d = device_of(task);
@@ -94,13 +93,13 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
       return;
     }
     ends.emplace(now + task.duration_s, v, version[v]);
-    if (task.kind == TaskKind::communication && ++communicating[d] == 1)
+    if (task.kind == dag::TaskKind::communication && ++communicating[d] == 1)
       set_rates(d, now);
-  };
+  }
 
   // Hands ready task v to its resource: it waits for the tasks that took its lane (or, for lane -1, every lane)
   // before it, and the last lane -1 task.
-  const auto hand_over = [&](std::size_t v, double now) {
+  void hand_over(std::size_t v, double now) {
     const auto& task = g.task(v);
     const auto r = slot_of(task);
     const auto wait_for = [&](std::size_t u) {
@@ -123,8 +122,9 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
     }
     if (blockers[v] == 0)
       start(v, now);
-  };
-  const auto admit = [&](std::size_t r, double now) {
+  }
+
+  void admit(std::size_t r, double now) {
     while (!queued[r].empty() && (handed_tasks[r] == 0 || handed[r] < credit)) {
       const auto v = std::get<2>(queued[r].top());
       queued[r].pop();
@@ -132,63 +132,98 @@ std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, cons
       ++handed_tasks[r];
       hand_over(v, now);
     }
-  };
+  }
 
-  std::size_t done = 0;
-  while (!ready.empty() || !ends.empty()) {
-    if (!ends.empty() && (ready.empty() || std::get<0>(ends.top()) <= ready.top().first)) {
-      const auto [now, v, ver] = ends.top();
-      ends.pop();
-      if (ver != version[v] || ended[v])
-        continue;
-      ended[v] = 1;
-      ++done;
-      timing[v].end_s = now;
-      const auto& task = g.task(v);
-      const std::size_t d = device_of(task);
-      if (options.compute_slowdown > 0 && slowed_by_communication(task))
-        std::erase(running[d], v);
-      if (task.kind == TaskKind::communication && --communicating[d] == 0)
-        set_rates(d, now);
-      for (auto [it, last] = boost::adjacent_vertices(v, g.graph()); it != last; ++it) {
-        ready_at[*it] = std::max(ready_at[*it], now);
-        if (--missing[*it] == 0)
-          ready.emplace(ready_at[*it], *it);
-      }
-      for (const auto w : unblocks[v])
-        if (--blockers[w] == 0)
-          start(w, now);
-      if (task.priority >= 0 && task.resource != Resource::none) {
-        // The credit it frees is handed out after every task that becomes ready at this instant has queued (a
-        // ready entry after all of them: ids from n on name a slot to hand out).
-        const auto r = slot_of(task);
-        handed[r] = --handed_tasks[r] == 0 ? 0.0 : handed[r] - task.bytes;
-        ready.emplace(now, n + r);
-      }
-      continue;
+  // Task v ends at `now`: its successors become ready, the tasks waiting for its lane start, its credit returns.
+  void finish(std::size_t v, double now) {
+    ended[v] = 1;
+    timing[v].end_s = now;
+    const auto& task = g.task(v);
+    const std::size_t d = device_of(task);
+    if (options.compute_slowdown > 0 && slowed_by_communication(task))
+      std::erase(running[d], v);
+    if (task.kind == dag::TaskKind::communication && --communicating[d] == 0)
+      set_rates(d, now);
+    for (auto [it, last] = boost::adjacent_vertices(v, g.graph()); it != last; ++it) {
+      ready_at[*it] = std::max(ready_at[*it], now);
+      if (--missing[*it] == 0)
+        ready.emplace(ready_at[*it], *it);
     }
-    const auto [now, v] = ready.top();
-    ready.pop();
+    for (const auto w : unblocks[v])
+      if (--blockers[w] == 0)
+        start(w, now);
+    if (task.priority >= 0 && task.resource != dag::Resource::none) {
+      // The credit it frees is handed out after every task that becomes ready at this instant has queued (a
+      // ready entry after all of them: ids from n on name a slot to hand out).
+      const auto r = slot_of(task);
+      handed[r] = --handed_tasks[r] == 0 ? 0.0 : handed[r] - task.bytes;
+      ready.emplace(now, n + r);
+    }
+  }
+
+  // A ready entry at `now`: a task, or (v >= n) a slot whose credit to hand out.
+  void take_ready(std::size_t v, double now) {
     if (v >= n) {
       admit(v - n, now);
-      continue;
+      return;
     }
     const auto& task = g.task(v);
-    if (task.resource == Resource::none) {
+    if (task.resource == dag::Resource::none) {
       start(v, now);
-      continue;
+      return;
     }
     if (task.priority >= 0) { // queued; handed out once every task ready at this instant has queued too
       const auto r = slot_of(task);
       queued[r].emplace(task.priority, arrivals++, v);
       ready.emplace(now, n + r);
-      continue;
+      return;
     }
     hand_over(v, now);
   }
-  if (done != n)
-    (void)g.topological_order(); // throws, naming a task on the cycle
-  return timing;
+
+  const dag::IterationGraph& g;
+  const ScheduleOptions& options;
+  const std::size_t n;
+  const std::vector<dag::Device> devices;
+  const std::size_t slots; // (device, resource) pairs
+  const double slow_rate;
+
+  std::vector<TaskTiming> timing;
+  std::vector<std::size_t> missing;
+  std::vector<double> ready_at;
+  std::vector<char> ended;
+  std::vector<int> blockers;
+  std::vector<std::vector<std::size_t>> unblocks;
+  std::vector<std::map<int, std::size_t>> last_in_lane;
+  std::vector<std::size_t> last_barrier;
+  // Slowed tasks in progress: work left (s at full speed) as of `since`, at `rate`; `version` invalidates old ends.
+  std::vector<double> work_left, since, rate;
+  std::vector<unsigned> version;
+  std::vector<int> communicating;
+  std::vector<std::vector<std::size_t>> running;
+  // ByteScheduler (Task::priority): per slot, the ready prioritised tasks by (priority, arrival), and the bytes handed
+  // to the resource and not finished; a task is handed over while those are below the credit (bytecore.py's loop).
+  using Queued = std::tuple<int, std::size_t, std::size_t>; // priority, arrival, task
+  std::vector<std::priority_queue<Queued, std::vector<Queued>, std::greater<>>> queued;
+  std::vector<double> handed;
+  std::vector<int> handed_tasks;
+  std::size_t arrivals = 0;
+  const double credit;
+
+  using Ready = std::pair<double, std::size_t>;
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
+  using End = std::tuple<double, std::size_t, unsigned>;
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends;
+};
+
+} // namespace
+
+std::vector<TaskTiming> schedule_event_driven(const dag::IterationGraph& g, const ScheduleOptions& options) {
+  // Events in time order: a task's end (ends first at one instant, as the list scheduler commits a task's end
+  // before its successors compete), then ready tasks by (time, id). A ready task takes its resource's lane once the
+  // tasks that took it before have ended (the list scheduler's order); a compute task's remaining work runs at
+  // 1 / (1 + s) while its GPU communicates, and its end moves when a collective starts or ends beside it.
+  return EventSchedule(g, options).run();
 }
 
 std::vector<TaskTiming> schedule(const dag::IterationGraph& g, const ScheduleOptions& options) {

@@ -76,10 +76,8 @@ std::string task_label(const Scenario& s, const dag::Task& t) {
   }
 }
 
-} // namespace
-
-OrderedJson summary_json(const Scenario& s, const RunResult& r) {
-  OrderedJson j;
+// The headline: what ran, the iteration time, throughput, efficiency and breakdown.
+void add_headline(OrderedJson& j, const Scenario& s, const RunResult& r) {
   j["scenario"] = s.name;
   j["engine"] = engine_name(r.engine);
   j["workers"] = r.workers;
@@ -94,6 +92,9 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                       {"exposed_communication", r.breakdown.exposed_communication_s},
                       {"idle", r.breakdown.idle_s}};
   j["communication_bytes_per_worker"] = r.communication_bytes_per_worker;
+}
+
+void add_buckets(OrderedJson& j, const Scenario& s, const RunResult& r) {
   const auto names = tensor_names(s);
   OrderedJson buckets = OrderedJson::array();
   for (std::size_t i = 0; i < r.groups.size(); ++i) {
@@ -109,6 +110,10 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
     buckets.push_back(std::move(b));
   }
   j["buckets"] = std::move(buckets);
+}
+
+// Memory, utilisation, the measurement it is compared with, backup workers, variability and the simulation's cost.
+void add_run(OrderedJson& j, const Scenario& s, const RunResult& r) {
   j["peak_memory_bytes_per_gpu"] = byte_count(r.peak_memory_bytes_per_gpu);
   if (r.model_flops_utilisation)
     j["model_flops_utilisation"] = *r.model_flops_utilisation;
@@ -122,85 +127,86 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                         {"copies", r.variability->copies},
                         {"deterministic_iteration_s", r.variability->deterministic_s}};
   j["sim"] = {{"wall_s", r.sim.wall_s}, {"events", r.sim.events}, {"flows", r.sim.flows}};
-  if (r.pipeline) {
-    const auto& par = s.parallelism;
-    j["parallelism"] = {{"data", par.data}, {"pipeline", par.pipeline}, {"tensor", par.tensor}};
-    const auto& pl = *r.pipeline;
-    OrderedJson stages = OrderedJson::array();
-    for (const auto& st : pl.per_stage)
-      stages.push_back({{"layers", st.layers},
-                        {"first_layer", layer_name(s, st.first_layer)},
-                        {"last_layer", layer_name(s, st.last_layer)},
-                        {"compute_s", st.compute_s},
-                        {"tensor_communication_s", st.tensor_communication_s},
-                        {"idle_s", st.idle_s},
-                        {"p2p_bytes", st.p2p_bytes},
-                        {"in_flight_micro_batches", st.in_flight_micro_batches},
-                        {"weight_versions", st.weight_versions},
-                        {"peak_memory_bytes", byte_count(st.peak_memory_bytes)},
-                        {"exceeds_gpu_memory", st.exceeds_gpu_memory}});
-    j["pipeline"] = {{"schedule", pl.schedule},
-                     {"stages", pl.stages},
-                     {"micro_batches", pl.micro_batches},
-                     {"micro_batches_simulated", pl.micro_batches_simulated},
-                     {"virtual_stages", pl.virtual_stages},
-                     {"partition", pl.partition},
-                     {"bubble_fraction", pl.bubble_fraction},
-                     {"bubble_fraction_closed_form", pl.bubble_fraction_closed_form},
-                     {"per_stage", std::move(stages)}};
-  }
-  if (!r.links.empty()) {
-    OrderedJson links = OrderedJson::array();
-    for (const auto& l : r.links)
-      links.push_back({{"name", l.name},
-                       {"role", l.role},
-                       {"bytes", l.bytes},
-                       {"busy_s", l.busy_s},
-                       {"peak_utilisation", l.peak_utilisation},
-                       {"mean_utilisation", l.mean_utilisation}});
-    j["links"] = std::move(links);
-  }
-  // Extensions: what the prediction rests on.
-  j["model"] = {{"name", s.model.name},
-                {"layers", s.model.layers.size()},
-                {"parameters", s.model.param_count()},
-                {"tensors", s.model.tensor_count()},
-                {"batch_per_gpu", s.batch_per_gpu}};
-  j["strategy"] = std::string(s.strategy.kind());
-  // Compression: what was sent and how many communication rounds a group's collective took.
-  if (const auto c = compression_totals(r.groups); c.groups > 0) {
-    const auto& group = *std::find_if(r.groups.begin(), r.groups.end(), [](const auto& g) {
-      return g.first_collective() == dag::Collective::allgather || g.first_collective() == dag::Collective::global_topk;
-    });
-    const auto& first = group.stages.front();
-    const auto phases = collective_lowering(s, first.collective)
-                            .lower(s.cluster.network().shape(), first.bytes, Granularity::aggregated);
-    if (c.selected > 0) {
-      const auto& sparse = s.strategy.get<dag::SparsificationOptions>();
-      j["sparsification"] = {{"collective", dag::collective_name(first.collective)},
-                             {"selection", dag::selection_name(sparse.selection)},
-                             {"density", sparse.density},
-                             {"groups", c.groups},
-                             {"elements", c.elements},
-                             {"selected_elements", c.selected},
-                             {"achieved_density", static_cast<double>(c.selected) / static_cast<double>(c.elements)},
-                             {"rounds", phases.size()},
-                             {"compress_s", c.compress_s},
-                             {"decompress_s", c.decompress_s}};
-    } else {
-      const auto levels = s.strategy.get<dag::QuantisationOptions>().levels; // qsgd's only
-      j["quantisation"] = {{"scheme", std::string(s.strategy.kind())},
-                           {"collective", dag::collective_name(first.collective)},
-                           {"bits_per_element", c.wire_bits},
-                           {"levels", levels ? OrderedJson(*levels) : OrderedJson()},
+}
+
+void add_pipeline(OrderedJson& j, const Scenario& s, const PipelineReport& pl) {
+  const auto& par = s.parallelism;
+  j["parallelism"] = {{"data", par.data}, {"pipeline", par.pipeline}, {"tensor", par.tensor}};
+  OrderedJson stages = OrderedJson::array();
+  for (const auto& st : pl.per_stage)
+    stages.push_back({{"layers", st.layers},
+                      {"first_layer", layer_name(s, st.first_layer)},
+                      {"last_layer", layer_name(s, st.last_layer)},
+                      {"compute_s", st.compute_s},
+                      {"tensor_communication_s", st.tensor_communication_s},
+                      {"idle_s", st.idle_s},
+                      {"p2p_bytes", st.p2p_bytes},
+                      {"in_flight_micro_batches", st.in_flight_micro_batches},
+                      {"weight_versions", st.weight_versions},
+                      {"peak_memory_bytes", byte_count(st.peak_memory_bytes)},
+                      {"exceeds_gpu_memory", st.exceeds_gpu_memory}});
+  j["pipeline"] = {{"schedule", pl.schedule},
+                   {"stages", pl.stages},
+                   {"micro_batches", pl.micro_batches},
+                   {"micro_batches_simulated", pl.micro_batches_simulated},
+                   {"virtual_stages", pl.virtual_stages},
+                   {"partition", pl.partition},
+                   {"bubble_fraction", pl.bubble_fraction},
+                   {"bubble_fraction_closed_form", pl.bubble_fraction_closed_form},
+                   {"per_stage", std::move(stages)}};
+}
+
+void add_links(OrderedJson& j, const RunResult& r) {
+  OrderedJson links = OrderedJson::array();
+  for (const auto& l : r.links)
+    links.push_back({{"name", l.name},
+                     {"role", l.role},
+                     {"bytes", l.bytes},
+                     {"busy_s", l.busy_s},
+                     {"peak_utilisation", l.peak_utilisation},
+                     {"mean_utilisation", l.mean_utilisation}});
+  j["links"] = std::move(links);
+}
+
+// Compression: what was sent and how many communication rounds a group's collective took.
+void add_compression(OrderedJson& j, const Scenario& s, const RunResult& r) {
+  const auto c = compression_totals(r.groups);
+  if (c.groups == 0)
+    return;
+  const auto& group = *std::find_if(r.groups.begin(), r.groups.end(), [](const auto& g) {
+    return g.first_collective() == dag::Collective::allgather || g.first_collective() == dag::Collective::global_topk;
+  });
+  const auto& first = group.stages.front();
+  const auto phases =
+      collective_lowering(s, first.collective).lower(s.cluster.network().shape(), first.bytes, Granularity::aggregated);
+  if (c.selected > 0) {
+    const auto& sparse = s.strategy.get<dag::SparsificationOptions>();
+    j["sparsification"] = {{"collective", dag::collective_name(first.collective)},
+                           {"selection", dag::selection_name(sparse.selection)},
+                           {"density", sparse.density},
                            {"groups", c.groups},
                            {"elements", c.elements},
+                           {"selected_elements", c.selected},
+                           {"achieved_density", static_cast<double>(c.selected) / static_cast<double>(c.elements)},
                            {"rounds", phases.size()},
                            {"compress_s", c.compress_s},
                            {"decompress_s", c.decompress_s}};
-    }
+  } else {
+    const auto levels = s.strategy.get<dag::QuantisationOptions>().levels; // qsgd's only
+    j["quantisation"] = {{"scheme", std::string(s.strategy.kind())},
+                         {"collective", dag::collective_name(first.collective)},
+                         {"bits_per_element", c.wire_bits},
+                         {"levels", levels ? OrderedJson(*levels) : OrderedJson()},
+                         {"groups", c.groups},
+                         {"elements", c.elements},
+                         {"rounds", phases.size()},
+                         {"compress_s", c.compress_s},
+                         {"decompress_s", c.decompress_s}};
   }
-  // PowerSGD: what the low-rank factors saved on the wire and what their kernels cost.
+}
+
+// PowerSGD: what the low-rank factors saved on the wire and what their kernels cost.
+void add_powersgd(OrderedJson& j, const Scenario& s, const RunResult& r) {
   if (const auto ps = powersgd_totals(r.groups))
     j["powersgd"] = {{"rank", s.strategy.get<dag::PowerSgdOptions>().rank},
                      {"compression_stream",
@@ -211,42 +217,40 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                      {"wire_elements_per_worker", ps->wire_elements},
                      {"compression_ratio", ps->compression_ratio()},
                      {"compress_s", ps->compress_s}};
-  // Parameter server (ps-sync, ps-async, ps-ssp): placement, traffic per iteration, and the asynchronous workers'
-  // figures.
-  if (r.parameter_server) {
-    const auto& ps = *r.parameter_server;
-    OrderedJson o;
-    o["mode"] = ps.async ? "async" : "sync";
-    o["servers"] = ps.servers;
-    o["placement"] = ps.dedicated ? "dedicated" : "colocated";
-    o["bigarray_bound"] = s.strategy.parameter_server()->bigarray_bound;
-    o["push_bytes_per_worker"] = ps.push_bytes_per_worker;
-    o["pull_bytes_per_worker"] = ps.pull_bytes_per_worker;
-    o["server_bytes_received"] = ps.server_bytes_received;
-    o["server_bytes_sent"] = ps.server_bytes_sent;
-    o["iterations_simulated"] = ps.iterations_simulated;
-    o["warmup_iterations"] = ps.warmup_iterations;
-    if (ps.async) {
-      o["worker_speed_spread"] = s.strategy.parameter_server()->worker_speed_spread;
-      o["worker_compute_s"] = ps.worker_compute_s;
-      o["worker_throughput_samples_per_s"] = ps.worker_throughput_samples_per_s;
-      o["aggregate_throughput_samples_per_s"] = ps.aggregate_throughput_samples_per_s;
-      OrderedJson histogram = OrderedJson::object();
-      for (const auto& [staleness, count] : ps.staleness_histogram)
-        histogram[std::to_string(staleness)] = count;
-      o["staleness"] = {{"histogram", std::move(histogram)}, {"mean", ps.staleness_mean}, {"max", ps.staleness_max}};
-      if (ps.staleness_bound >= 0)
-        o["stale_synchronous"] = {{"staleness_bound", ps.staleness_bound}, {"max_lead", ps.clock_lead_max}};
-    }
-    j["parameter_server"] = std::move(o);
+}
+
+// Parameter server (ps-sync, ps-async, ps-ssp): placement, traffic per iteration, and the asynchronous workers'
+// figures.
+void add_parameter_server(OrderedJson& j, const Scenario& s, const ParameterServerReport& ps) {
+  OrderedJson o;
+  o["mode"] = ps.async ? "async" : "sync";
+  o["servers"] = ps.servers;
+  o["placement"] = ps.dedicated ? "dedicated" : "colocated";
+  o["bigarray_bound"] = s.strategy.parameter_server()->bigarray_bound;
+  o["push_bytes_per_worker"] = ps.push_bytes_per_worker;
+  o["pull_bytes_per_worker"] = ps.pull_bytes_per_worker;
+  o["server_bytes_received"] = ps.server_bytes_received;
+  o["server_bytes_sent"] = ps.server_bytes_sent;
+  o["iterations_simulated"] = ps.iterations_simulated;
+  o["warmup_iterations"] = ps.warmup_iterations;
+  if (ps.async) {
+    o["worker_speed_spread"] = s.strategy.parameter_server()->worker_speed_spread;
+    o["worker_compute_s"] = ps.worker_compute_s;
+    o["worker_throughput_samples_per_s"] = ps.worker_throughput_samples_per_s;
+    o["aggregate_throughput_samples_per_s"] = ps.aggregate_throughput_samples_per_s;
+    OrderedJson histogram = OrderedJson::object();
+    for (const auto& [staleness, count] : ps.staleness_histogram)
+      histogram[std::to_string(staleness)] = count;
+    o["staleness"] = {{"histogram", std::move(histogram)}, {"mean", ps.staleness_mean}, {"max", ps.staleness_max}};
+    if (ps.staleness_bound >= 0)
+      o["stale_synchronous"] = {{"staleness_bound", ps.staleness_bound}, {"max_lead", ps.clock_lead_max}};
   }
-  j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : std::string(s.allreduce.algorithm->algorithm);
-  j["compute_source"] = r.compute_source;
-  j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
-  j["critical_path_s"] = r.critical_path_s;
-  j["notes"] = r.notes;
-  // Invariants of every successful run (issue #15): a figure that is not finite or negative, or a breakdown that
-  // does not add up to the iteration, is a bug, reported as one rather than written.
+  j["parameter_server"] = std::move(o);
+}
+
+// Invariants of every successful run (issue #15): a figure that is not finite or negative, or a breakdown that
+// does not add up to the iteration, is a bug, reported as one rather than written.
+void check_invariants(const OrderedJson& j, const Scenario& s, const RunResult& r) {
   check_numbers(j, "");
   double parts = 0;
   if (const auto b = j.find("breakdown_s"); b != j.end())
@@ -262,6 +266,36 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
   if (j.contains("breakdown_s") && std::abs(parts - r.iteration_time_s) > 1e-9 * std::max(1.0, r.iteration_time_s))
     throw std::logic_error(
         fmt::format("summary: the breakdown adds up to {} s, the iteration is {} s", parts, r.iteration_time_s));
+}
+
+} // namespace
+
+OrderedJson summary_json(const Scenario& s, const RunResult& r) {
+  OrderedJson j;
+  add_headline(j, s, r);
+  add_buckets(j, s, r);
+  add_run(j, s, r);
+  if (r.pipeline)
+    add_pipeline(j, s, *r.pipeline);
+  if (!r.links.empty())
+    add_links(j, r);
+  // Extensions: what the prediction rests on.
+  j["model"] = {{"name", s.model.name},
+                {"layers", s.model.layers.size()},
+                {"parameters", s.model.param_count()},
+                {"tensors", s.model.tensor_count()},
+                {"batch_per_gpu", s.batch_per_gpu}};
+  j["strategy"] = std::string(s.strategy.kind());
+  add_compression(j, s, r);
+  add_powersgd(j, s, r);
+  if (r.parameter_server)
+    add_parameter_server(j, s, *r.parameter_server);
+  j["allreduce"] = s.allreduce.measured ? "measured alpha-beta" : std::string(s.allreduce.algorithm->algorithm);
+  j["compute_source"] = r.compute_source;
+  j["single_gpu_iteration_s"] = r.single_gpu_iteration_s;
+  j["critical_path_s"] = r.critical_path_s;
+  j["notes"] = r.notes;
+  check_invariants(j, s, r);
   return j;
 }
 
