@@ -72,14 +72,15 @@ double bubble_fraction_closed_form(const PipelineScheduleInfo& schedule, int sta
 
 namespace {
 
-/// The DAG of one pipeline replica, added phase by phase (build_pipeline).
+/// The DAG of one pipeline replica, added phase by phase into `g` (build_pipeline's, returned without a copy:
+/// Boost's adjacency_list copies its vertices when moved).
 class PipelineBuilder {
 public:
-  explicit PipelineBuilder(const PipelinePlan& plan)
+  PipelineBuilder(const PipelinePlan& plan, IterationGraph& g)
       : plan_(plan), p_(static_cast<int>(plan.ranks.size())), v_(plan.chunks), m_(plan.micro_batches),
-        last_stage_(p_ * v_ - 1) {}
+        last_stage_(p_ * v_ - 1), g_(g) {}
 
-  IterationGraph build();
+  void build();
 
 private:
   using Id = IterationGraph::Id;
@@ -109,14 +110,14 @@ private:
   const PipelinePlan& plan_;
   const int p_, v_, m_;
   const int last_stage_;
-  IterationGraph g_;
+  IterationGraph& g_;
   std::vector<int> tensor_; // the rank's tensor group, registered (-1: none)
   // Passes by virtual stage and micro-batch: the first and the last task of each (one task, or a chain of parts).
   std::vector<std::vector<Pass>> fwd_, bwd_;
   std::vector<Id> h2d_; // micro-batch i's input copy
 };
 
-IterationGraph PipelineBuilder::build() {
+void PipelineBuilder::build() {
   add_tensor_groups();
   fwd_.resize(static_cast<std::size_t>(p_ * v_));
   bwd_.resize(static_cast<std::size_t>(p_ * v_));
@@ -132,7 +133,6 @@ IterationGraph PipelineBuilder::build() {
     replicas.push_back({rank.gpu, g_.add_communicator(rank.data_parallel),
                         tensor_[static_cast<std::size_t>(&rank - plan_.ranks.data())]});
   g_.replicate(replicas, plan_.gpus_per_node);
-  return std::move(g_);
 }
 
 void PipelineBuilder::add_tensor_groups() {
@@ -325,7 +325,9 @@ IterationGraph build_pipeline(const PipelinePlan& plan) {
   if (p < 1 || static_cast<int>(plan.stages.size()) != p * v)
     throw std::logic_error(
         fmt::format("build_pipeline: {} virtual stages for {} ranks of {} chunks", plan.stages.size(), p, v));
-  return PipelineBuilder(plan).build();
+  IterationGraph g;
+  PipelineBuilder(plan, g).build();
+  return g;
 }
 
 } // namespace ddlsim::dag
