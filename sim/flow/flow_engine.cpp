@@ -30,6 +30,7 @@
 #include <simgrid/version.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -91,10 +92,15 @@ std::vector<LinkUsage> link_usage(const CollectivePlan& plan, const flow::Platfo
 }
 
 const CollectiveLowering& lowering_for(const Scenario& s) {
-  if (s.allreduce.measured)
+  if (s.allreduce.measured) {
+    std::vector<std::string_view> algorithms;
+    for (const auto& a : lowerings(Collective::allreduce))
+      algorithms.push_back(a.algorithm);
     throw InputError(s.file, "/collectives/allreduce",
-                     "a measured alpha-beta fit has no network lowering: the flow engine needs an algorithm "
-                     "(ring, tree, halving-doubling, hierarchical); use the analytic engine to replay a fit");
+                     fmt::format("a measured alpha-beta fit has no network lowering: the flow engine needs an "
+                                 "algorithm ({}); use the analytic engine to replay a fit",
+                                 fmt::join(algorithms, ", ")));
+  }
   return *s.allreduce.algorithm;
 }
 
