@@ -146,10 +146,10 @@ void sparsify_group(GradientGroup& g, const StrategyInput& in, Collective collec
   const double wire_bytes = (collective == Collective::allgather ? p : 1.0) * k * pair_bytes(e);
   const double received = collective == Collective::allgather ? p * k : k;
   const SelectionCurve* curve = options.selection_curve ? &*options.selection_curve : nullptr;
-  g.stages = {{.kernel_s = compression_seconds(options.selection, curve, m, k, e, bw),
-               .collective = collective,
-               .bytes = wire_bytes},
-              {.kernel_s = sparse_decompression_cost(m, received, e).seconds(bw)}};
+  g.steps = {{.kernel_s = compression_seconds(options.selection, curve, m, k, e, bw),
+              .collective = collective,
+              .bytes = wire_bytes},
+             {.kernel_s = sparse_decompression_cost(m, received, e).seconds(bw)}};
 }
 
 void quantise_group(GradientGroup& g, const StrategyInput& in, Quantiser q) {
@@ -160,10 +160,10 @@ void quantise_group(GradientGroup& g, const StrategyInput& in, Quantiser q) {
   const auto wire = quantised_wire(q, levels, m, static_cast<int>(g.tensors.size()));
   const double per_worker = wire.bytes(m);
   g.wire_bits = wire.bits;
-  g.stages = {{.kernel_s = quantisation_cost(q, m, per_worker, e).seconds(bw),
-               .collective = Collective::allgather,
-               .bytes = in.workers * per_worker},
-              {.kernel_s = dequantisation_cost(m, per_worker, in.workers, e).seconds(bw)}};
+  g.steps = {{.kernel_s = quantisation_cost(q, m, per_worker, e).seconds(bw),
+              .collective = Collective::allgather,
+              .bytes = in.workers * per_worker},
+             {.kernel_s = dequantisation_cost(m, per_worker, in.workers, e).seconds(bw)}};
 }
 
 std::vector<GradientGroup> plan_quantised_buckets(const StrategyInput& in, Quantiser q) {

@@ -36,14 +36,14 @@ std::string device_name(Device d) {
   return (d.kind == Device::Kind::gpu ? "gpu" : "host") + std::to_string(d.index);
 }
 
-std::vector<GroupStage> GradientGroup::effective_stages() const {
-  if (!stages.empty())
-    return stages;
+std::vector<WireStep> GradientGroup::effective_steps() const {
+  if (!steps.empty())
+    return steps;
   return {{.kernel_s = 0, .collective = Collective::allreduce, .bytes = bytes}};
 }
 
 Collective GradientGroup::first_collective() const {
-  for (const auto& s : effective_stages())
+  for (const auto& s : effective_steps())
     if (s.collective != Collective::none)
       return s.collective;
   return Collective::none;
@@ -51,7 +51,7 @@ Collective GradientGroup::first_collective() const {
 
 double GradientGroup::kernel_s() const {
   double sum = 0;
-  for (const auto& s : stages)
+  for (const auto& s : steps)
     sum += s.kernel_s;
   return sum;
 }

@@ -101,9 +101,9 @@ struct Task {
 };
 
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
-/// a collective that waits for it (none: the stage is only its kernel). `bytes` is the collective's payload in the
+/// a collective that waits for it (none: the step is only its kernel). `bytes` is the collective's payload in the
 /// lowering's convention (sim/network/lowering/lowering.hpp).
-struct GroupStage {
+struct WireStep {
   double kernel_s = 0;
   Collective collective = Collective::none;
   double bytes = 0;
@@ -116,18 +116,18 @@ struct GradientGroup {
   double bytes = 0;
   int ready_layer = -1;      ///< the layer whose backward completes the group (the lowest layer index in it)
   double launch_delay_s = 0; ///< extra wait after the group is ready (Horovod cycle)
-  /// How the group goes on the wire, as a chain of stages run one after the other; empty: one dense allreduce of
+  /// How the group goes on the wire, as a chain of steps run one after the other; empty: one dense allreduce of
   /// `bytes`. Sparsification and quantisation: {compression kernel + sparse collective, decompression kernel};
   /// PowerSGD: the hook's chain (dag/compression.hpp).
-  std::vector<GroupStage> stages{};
-  Resource kernel_resource = Resource::gpu_compute; ///< the stream that runs the stages' kernels
+  std::vector<WireStep> steps{};
+  Resource kernel_resource = Resource::gpu_compute; ///< the stream that runs the steps' kernels
   std::int64_t selected = 0;                        ///< elements sent per worker (sparsification), 0 when dense
   int low_rank_matrices = 0;                        ///< tensors sent as PowerSGD's low-rank factors, 0 when dense
   std::int64_t wire_elements = 0; ///< elements each worker allreduces (PowerSGD), 0 when not compressed
   double wire_bits = 0;           ///< bits per element on the wire (quantisation), 0 otherwise
 
-  /// The stages as built: `stages`, or the dense allreduce of `bytes` when there are none.
-  [[nodiscard]] std::vector<GroupStage> effective_stages() const;
+  /// The steps as built: `steps`, or the dense allreduce of `bytes` when there are none.
+  [[nodiscard]] std::vector<WireStep> effective_steps() const;
   /// The first collective of the chain (Collective::none when the group has none).
   [[nodiscard]] Collective first_collective() const;
   /// Total time of the group's GPU kernels.

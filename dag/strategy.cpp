@@ -215,23 +215,23 @@ void add_group_chains(IterationGraph& g, const std::vector<GradientGroup>& group
     }
     std::optional<IterationGraph::Id> first_comm;
     bool last_is_comm = false;
-    for (const auto& stage : group.effective_stages()) {
-      if (stage.kernel_s > 0) {
+    for (const auto& step : group.effective_steps()) {
+      if (step.kernel_s > 0) {
         const auto kernel = g.add({.kind = TaskKind::compression,
                                    .resource = group.kernel_resource,
                                    .group = static_cast<int>(i),
-                                   .duration_s = stage.kernel_s,
+                                   .duration_s = step.kernel_s,
                                    .device = device});
         g.depend(last, kernel);
         last = kernel;
         last_is_comm = false;
       }
-      if (stage.collective != Collective::none) {
+      if (step.collective != Collective::none) {
         const auto comm = g.add({.kind = TaskKind::communication,
                                  .resource = Resource::comm,
                                  .group = static_cast<int>(i),
-                                 .collective = stage.collective,
-                                 .bytes = stage.bytes,
+                                 .collective = step.collective,
+                                 .bytes = step.bytes,
                                  .device = device,
                                  .communicator = communicator});
         g.depend(last, comm);

@@ -406,7 +406,7 @@ void quantise_group(GradientGroup& group, const StrategyInput& in, Quantiser q);
                                                const CommCost& allreduce_time);
 
 /// Builds the iteration DAG for `groups` (launch order). Without `communicate` no communication tasks are made.
-/// Each group becomes the chain of its stages (GradientGroup::effective_stages): every stage's kernel (a
+/// Each group becomes the chain of its steps (GradientGroup::effective_steps): every step's kernel (a
 /// compression task on the group's kernel_resource) waits for the previous task of the chain, its collective (a
 /// communication task carrying collective and bytes; the engine gives its duration) for the kernel. The groups'
 /// first collectives are launched in plan order (a dependency on the previous group's first collective, as DDP

@@ -57,7 +57,7 @@ std::vector<GradientGroup> plan_bytescheduler(const StrategyInput& in) {
       if (o.ps_backend) { // each partition a key of MXNet's KVStore, pushed then pulled (build_ps_sync)
         const auto shard =
             shard_key(static_cast<int>(groups.size()), g.elements, std::max(1, o.ps.servers), o.ps.bigarray_bound);
-        g.stages = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
+        g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
         g.shard_first = shard.first;
         g.shard_count = shard.count;
       }

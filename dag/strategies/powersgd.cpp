@@ -138,12 +138,12 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
     const double unpack_s = dense > 0 ? time(dense, 4 * dense * e) : 0;
     auto allreduce_of = [&](double elements) { return elements > 0 ? Collective::allreduce : Collective::none; };
     // Empty allreduces (a bucket without dense tensors, or without compressed ones) are left out.
-    g.stages = {{.kernel_s = compress_s, .collective = allreduce_of(dense), .bytes = dense * e},
-                {.kernel_s = unpack_s, .collective = allreduce_of(p_elements), .bytes = p_elements * e},
-                {.kernel_s = p_elements > 0 ? orthogonalise_s : 0,
-                 .collective = allreduce_of(q_elements),
-                 .bytes = q_elements * e},
-                {.kernel_s = decompress_s}};
+    g.steps = {{.kernel_s = compress_s, .collective = allreduce_of(dense), .bytes = dense * e},
+               {.kernel_s = unpack_s, .collective = allreduce_of(p_elements), .bytes = p_elements * e},
+               {.kernel_s = p_elements > 0 ? orthogonalise_s : 0,
+                .collective = allreduce_of(q_elements),
+                .bytes = q_elements * e},
+               {.kernel_s = decompress_s}};
     g.wire_elements = static_cast<std::int64_t>(dense + p_elements + q_elements);
     g.kernel_resource = options.separate_compression_stream ? Resource::gpu_compression : Resource::gpu_compute;
   }

@@ -84,7 +84,7 @@ std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
         auto g = whole;
         g.bytes = part + 1 < parts ? options.partition_bytes : whole.bytes - part * options.partition_bytes;
         g.elements = static_cast<std::int64_t>(std::llround(g.bytes / in.bytes_per_element));
-        g.stages = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
+        g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
         g.shard_first = next_server;
         g.shard_count = 1;
         next_server = (next_server + 1) % servers;
@@ -100,7 +100,7 @@ std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
     const auto shard =
         shard_key(order[k], tensors[static_cast<std::size_t>(order[k])].numel, servers, options.bigarray_bound);
     // A push of the key, then (built by build_ps_sync) its pull.
-    g.stages = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
+    g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
     g.shard_first = shard.first;
     g.shard_count = shard.count;
     groups.push_back(std::move(g));
@@ -127,7 +127,7 @@ IterationGraph build_ps_async_graph(const GraphInput& in, std::vector<std::strin
       g.elements += k.elements;
       g.bytes += k.bytes;
     }
-    g.stages = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
+    g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
     whole.push_back(std::move(g));
   }
   return build_ps_sync(in.model, in.costs, whole, 1);

@@ -69,7 +69,7 @@ std::vector<GradientGroup> plan(const StrategyInput& in) {
     g.bytes = call.bytes;
     g.ready_layer = call.after_layer >= 0 ? call.after_layer : 0;
     if (call.collective != Collective::allreduce)
-      g.stages = {{.kernel_s = 0, .collective = call.collective, .bytes = call.bytes}};
+      g.steps = {{.kernel_s = 0, .collective = call.collective, .bytes = call.bytes}};
     groups.push_back(std::move(g));
   }
   return groups;

@@ -249,8 +249,8 @@ CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& grou
     c.elements += g.elements;
     c.selected += g.selected;
     c.wire_bits = g.wire_bits;
-    c.compress_s += g.stages.front().kernel_s;
-    c.decompress_s += g.kernel_s() - g.stages.front().kernel_s;
+    c.compress_s += g.steps.front().kernel_s;
+    c.decompress_s += g.kernel_s() - g.steps.front().kernel_s;
   }
   return c;
 }

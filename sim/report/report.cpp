@@ -176,7 +176,7 @@ void add_compression(OrderedJson& j, const Scenario& s, const RunResult& r) {
   const auto& group = *std::find_if(r.groups.begin(), r.groups.end(), [](const auto& g) {
     return g.first_collective() == dag::Collective::allgather || g.first_collective() == dag::Collective::global_topk;
   });
-  const auto& first = group.stages.front();
+  const auto& first = group.steps.front();
   const auto phases =
       collective_lowering(s, first.collective).lower(s.cluster.network().shape(), first.bytes, Granularity::aggregated);
   if (c.selected > 0) {

@@ -63,9 +63,9 @@ TEST_CASE("sim::selection algorithms change the compression time, not the traffi
     const auto& g = r.groups.at(0);
     const auto cost = dag::sparsification_cost(s.strategy.get<dag::SparsificationOptions>().selection,
                                                static_cast<double>(g.elements), static_cast<double>(g.selected), 4);
-    CHECK_THAT(g.stages.at(0).kernel_s, WithinRel(cost.seconds(kBandwidth), 1e-12));
-    CHECK(g.stages.at(0).kernel_s > previous_compression);
-    previous_compression = g.stages.at(0).kernel_s;
+    CHECK_THAT(g.steps.at(0).kernel_s, WithinRel(cost.seconds(kBandwidth), 1e-12));
+    CHECK(g.steps.at(0).kernel_s > previous_compression);
+    previous_compression = g.steps.at(0).kernel_s;
     if (comm >= 0)
       CHECK(r.communication_bytes_per_worker == comm);
     comm = r.communication_bytes_per_worker;
@@ -143,12 +143,12 @@ double simulate_omgs_model(const dag::StrategyInput& in, const std::vector<dag::
   for (std::size_t l = in.costs.bwd_s.size(); l-- > 0;) {
     gpu += in.costs.bwd_s[l];
     for (; next < groups.size() && groups[next].ready_layer == static_cast<int>(l); ++next) {
-      const auto& stage = groups[next].stages.at(0);
-      const double pairs_ready = gpu + stage.kernel_s;
+      const auto& step = groups[next].steps.at(0);
+      const double pairs_ready = gpu + step.kernel_s;
       const double before = selected;
       selected += static_cast<double>(groups[next].elements);
       gpu += streaming(selected) - streaming(before);
-      network = std::max(network, pairs_ready) + in.allgather_time(stage.bytes);
+      network = std::max(network, pairs_ready) + in.allgather_time(step.bytes);
     }
   }
   INFO("groups not ready at any layer: " << groups.size() - next);
@@ -294,9 +294,9 @@ TEST_CASE("sim::quantisation allgathers every DDP bucket at its bits per element
                                                : kind == "terngrad" ? dag::Quantiser::terngrad
                                                                     : dag::Quantiser::signsgd,
                                                m, w, 4);
-    CHECK_THAT(g.stages.at(0).kernel_s, WithinRel(encode.seconds(kBandwidth), 1e-12));
+    CHECK_THAT(g.steps.at(0).kernel_s, WithinRel(encode.seconds(kBandwidth), 1e-12));
     // Decoding reads every worker's message and accumulates it: p (w + 2 m e) + 2 m e, p + 1 kernels.
-    CHECK_THAT(g.stages.at(1).kernel_s,
+    CHECK_THAT(g.steps.at(1).kernel_s,
                WithinRel((p * (w + 8 * m) + 8 * m) / kBandwidth + (p + 1) * dag::kKernelLaunchS, 1e-12));
     sent += (p - 1) * w;
   }
@@ -358,7 +358,7 @@ TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "
   const auto& g = r.groups.at(0);
   const double m = static_cast<double>(g.elements), k = static_cast<double>(g.selected);
   // Error feedback keeps its traffic model (4 m e, three kernels); the selection takes the curve.
-  CHECK_THAT(g.stages.at(0).kernel_s,
+  CHECK_THAT(g.steps.at(0).kernel_s,
              WithinRel(4 * m * 4 / kBandwidth + 3 * dag::kKernelLaunchS + 100e-6 + 50e-12 * m + 2e-9 * k, 1e-12));
   bool noted = false;
   for (const auto& n : r.notes)
@@ -370,7 +370,7 @@ TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "
     CHECK_FALSE(t.strategy.get<dag::SparsificationOptions>().selection_curve);
     const auto rt = run_scenario(t);
     const auto& h = rt.groups.at(0);
-    CHECK_THAT(h.stages.at(0).kernel_s,
+    CHECK_THAT(h.steps.at(0).kernel_s,
                WithinRel(dag::sparsification_cost(dag::Selection::threshold, m, k, 4).seconds(kBandwidth), 1e-12));
   }
   SECTION("bad curves exit with the pointer") {
