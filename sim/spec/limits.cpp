@@ -1,0 +1,73 @@
+// Sizes and combinations a run cannot simulate, refused when the scenario is read (sim/spec/limits.hpp).
+#include "sim/spec/limits.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+namespace ddlsim::sim {
+
+// Sizes the engines cannot simulate in this machine's memory or in minutes are refused when the scenario is read,
+// with an estimate, rather than found out by an allocation failure or a run that never ends (issue #15 D13). The
+// per-unit costs were measured on the release build (docs/scenario.md, "Limits").
+void check_feasible(const Scenario& s, const std::string& file) {
+  const auto gib = [](double bytes) { return bytes / 1073741824.0; };
+  const double gpus = static_cast<double>(s.cluster.nodes) * s.cluster.gpus_per_node;
+  if (gpus > static_cast<double>(kMaxGpus))
+    throw InputError(file, "/cluster",
+                     fmt::format("{} nodes x {} GPUs = {:.0f} GPUs; the limit is {} GPUs, about ten times the largest "
+                                 "machines (the strategies that keep ~{:.0f} B per GPU would need ~{:.1f} GiB here)",
+                                 s.cluster.nodes, s.cluster.gpus_per_node, gpus, kMaxGpus, kPerGpuBytes,
+                                 gib(kPerGpuBytes * gpus)));
+  const auto& engine = capabilities(s.engine);
+  const auto analytic = engine_name(Engine::analytic);
+  if (engine.max_hosts > 0) {
+    const double hosts = gpus + s.cluster.server_hosts;
+    if (hosts > static_cast<double>(engine.max_hosts))
+      throw InputError(file, "/cluster",
+                       fmt::format("{:.0f} GPUs (and servers) would need ~{:.0f} GiB on the {} engine (~{:.0f} KiB "
+                                   "each); its limit is {} ({:.0f} GiB): use the {} engine",
+                                   hosts, gib(engine.bytes_per_host * hosts), engine.name, engine.bytes_per_host / 1024,
+                                   engine.max_hosts, gib(engine.bytes_per_host * static_cast<double>(engine.max_hosts)),
+                                   analytic));
+  }
+  if (s.variability && !engine.draws_communication && s.variability->of(VariedClass::communication))
+    throw InputError(file, "/variability/communication",
+                     fmt::format("is not drawn on the {} engine: its collectives take what their flows take; vary "
+                                 "compute and data_loading, or use \"engine\": \"{}\"",
+                                 engine.name, analytic));
+  if (s.variability && !engine.samples_backup_workers && s.backup_workers > 0)
+    throw InputError(file, "/strategy/backup_workers",
+                     fmt::format("with 'variability' are sampled on the {} engine: the {} engine starts a collective "
+                                 "when all its members are ready; use \"engine\": \"{}\"",
+                                 analytic, engine.name, analytic));
+  if (s.variability && s.strategy.asynchronous() && s.strategy.parameter_server()->staleness_bound < 0)
+    throw InputError(file, "/variability",
+                     fmt::format("is not sampled for '{}' (its link-queue simulation draws nothing yet): use ps-ssp "
+                                 "with a staleness_bound no worker reaches, leave 'variability' out, or give the "
+                                 "workers a speed spread",
+                                 s.strategy.kind()));
+  if (s.backup_workers > 0 && s.backup_workers >= data_parallel_degree(s))
+    throw InputError(file, "/strategy/backup_workers",
+                     fmt::format("{} backup worker(s) leave no data-parallel replica to wait for: the run has {} "
+                                 "(b must be below the data-parallel degree)",
+                                 s.backup_workers, data_parallel_degree(s)));
+  if (const auto* ps = s.strategy.parameter_server(); ps != nullptr && !ps->byteps) {
+    const double pairs = gpus * ps->servers;
+    const auto limit = static_cast<double>(engine.max_server_pairs);
+    if (pairs > limit)
+      throw InputError(
+          file, "/strategy/servers",
+          engine.bytes_per_server_pair > 0
+              ? fmt::format("{} servers x {:.0f} workers = {:.0f} server-worker pairs would need ~{:.1f} GiB "
+                            "(~{:.0f} B each); the limit is {:.0f}: use fewer servers (strategy.servers)",
+                            ps->servers, gpus, pairs, gib(engine.bytes_per_server_pair * pairs),
+                            engine.bytes_per_server_pair, limit)
+              : fmt::format("{} servers x {:.0f} workers = {:.0f} server-worker pairs, each a push and a pull of "
+                            "every key on the {} engine (64 x 512 took 47 s); the limit is {:.0f}: use fewer "
+                            "servers, fewer GPUs, or the {} engine",
+                            ps->servers, gpus, pairs, engine.name, limit, analytic));
+  }
+}
+
+} // namespace ddlsim::sim
