@@ -21,7 +21,7 @@ bool slowed_by_communication(const dag::Task& t) {
 
 namespace {
 
-// schedule_event_driven's state (its former locals) and steps.
+// The event-driven list schedule (schedule_event_driven): its per-task, per-slot and per-GPU state, and its steps.
 class EventSchedule {
 public:
   EventSchedule(const dag::IterationGraph& graph, const ScheduleOptions& opts)
