@@ -93,7 +93,7 @@ struct Task {
   int communicator = -1;  ///< collectives: index into IterationGraph::communicators(); -1 for other tasks
   int src = -1, dst = -1; ///< point_to_point: global GPU ranks
   int micro_batch = -1;   ///< pipelines: the micro-batch a forward, backward, transfer or load works on
-  int stage = -1;         ///< pipelines: the virtual stage of a forward or backward, the sender's of a transfer
+  int virtual_stage = -1; ///< pipelines: the virtual stage of a forward or backward, the sender's of a transfer
   /// ByteScheduler: a communication task with a priority (lower first) waits in its resource's priority queue and
   /// is handed to the resource while the bytes handed and not finished are below IterationGraph::priority_credit
   /// (sim/plan/schedule.hpp); -1: handed over as soon as it is ready.

@@ -96,7 +96,7 @@ private:
     return (forward ? fwd_ : bwd_)[static_cast<std::size_t>(stage)][static_cast<std::size_t>(i)];
   }
   [[nodiscard]] Task stage_task(int stage) const {
-    return {.resource = Resource::gpu_compute, .device = gpu_of(stage), .stage = stage};
+    return {.resource = Resource::gpu_compute, .device = gpu_of(stage), .virtual_stage = stage};
   }
 
   void add_tensor_groups();
@@ -245,7 +245,7 @@ void PipelineBuilder::add_transfer(int stage, int to, int i, Pass from, Pass int
                             .src = src.index,
                             .dst = dst.index,
                             .micro_batch = i,
-                            .stage = stage});
+                            .virtual_stage = stage});
   g_.depend(before, send);
   g_.depend(send, after);
 }
@@ -287,7 +287,7 @@ void PipelineBuilder::add_rank(int r) {
                   .duration_s = seconds,
                   .device = gpu,
                   .micro_batch = op.micro_batch,
-                  .stage = stage}));
+                  .virtual_stage = stage}));
   };
   const auto update = [&] {
     const Id last = *previous;

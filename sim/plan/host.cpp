@@ -102,7 +102,7 @@ void add_host_tasks(dag::IterationGraph& g, const HostTimes& times) {
                      .iteration = task.iteration,
                      .device = task.device,
                      .micro_batch = task.micro_batch,
-                     .stage = task.stage};
+                     .virtual_stage = task.virtual_stage};
       const auto launch = g.add(host);
       chain(launch);
       g.depend(launch, v);

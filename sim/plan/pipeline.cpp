@@ -57,11 +57,12 @@ void add_pipeline_host_tasks(dag::IterationGraph& g, const dag::WorkerCosts& w, 
     backward.push_back(b);
   }
   times.issue = [&](const dag::Task& t) {
-    const bool pass = (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward) && t.stage >= 0 &&
-                      static_cast<std::size_t>(t.stage) < forward.size();
+    const bool pass = (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward) && t.virtual_stage >= 0 &&
+                      static_cast<std::size_t>(t.virtual_stage) < forward.size();
     if (!pass)
       return HostTimes::Issue{t.kind == dag::TaskKind::update ? times.update_s : times.launch_s};
-    const Pass& whole = (t.kind == dag::TaskKind::forward ? forward : backward)[static_cast<std::size_t>(t.stage)];
+    const Pass& whole =
+        (t.kind == dag::TaskKind::forward ? forward : backward)[static_cast<std::size_t>(t.virtual_stage)];
     const double share = whole.compute_s > 0 ? std::min(1.0, t.duration_s / whole.compute_s) : 1.0;
     const double before = whole.host_s * share / whole.layers;
     return HostTimes::Issue{before, whole.host_s * share - before};
@@ -300,9 +301,9 @@ std::vector<int> unit_starts(const dag::Model& model) {
 
 // The tensor collectives' time inside a pass task the analytic engine folded (0 for any other task).
 double folded_tensor_s(const std::vector<FoldedTensor>& folded, const dag::Task& t, int micro_batches) {
-  if (folded.empty() || t.stage < 0 || (t.kind != dag::TaskKind::forward && t.kind != dag::TaskKind::backward))
+  if (folded.empty() || t.virtual_stage < 0 || (t.kind != dag::TaskKind::forward && t.kind != dag::TaskKind::backward))
     return 0;
-  const auto& f = folded[static_cast<std::size_t>(t.stage)];
+  const auto& f = folded[static_cast<std::size_t>(t.virtual_stage)];
   if (t.kind == dag::TaskKind::forward)
     return f.forward_s;
   return f.backward_s + (t.micro_batch + 1 < micro_batches || f.recompute_last ? f.recompute_s : 0.0);
@@ -692,9 +693,9 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     std::optional<std::size_t> a, b;
     for (std::size_t v = 0; v < r.graph.size(); ++v) {
       const auto& t = r.graph.task(v);
-      if (t.kind == dag::TaskKind::backward && t.stage == 0 && t.micro_batch == first)
+      if (t.kind == dag::TaskKind::backward && t.virtual_stage == 0 && t.micro_batch == first)
         a = v;
-      if (t.kind == dag::TaskKind::backward && t.stage == 0 && t.micro_batch == last)
+      if (t.kind == dag::TaskKind::backward && t.virtual_stage == 0 && t.micro_batch == last)
         b = v;
     }
     if (!a || !b)

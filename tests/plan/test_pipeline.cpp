@@ -135,7 +135,7 @@ TEST_CASE("pipeline: PipeDream's steady state has no bubble: m (t_f + t_b) per i
     const auto timing = sim::schedule(g);
     std::vector<double> ends(static_cast<std::size_t>(m + 3 * p), -1);
     for (std::size_t v = 0; v < g.size(); ++v)
-      if (g.task(v).kind == TaskKind::backward && g.task(v).stage == 0)
+      if (g.task(v).kind == TaskKind::backward && g.task(v).virtual_stage == 0)
         ends[static_cast<std::size_t>(g.task(v).micro_batch)] = timing[v].end_s;
     const auto first = static_cast<std::size_t>(2 * p - 1);
     CHECK_THAT(ends[first + m] - ends[first], WithinRel(48.0, 1e-9));
