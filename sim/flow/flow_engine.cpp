@@ -331,7 +331,8 @@ const char* maestro_list_name(flow::MaestroActivities::State state) {
     return "off";
   case flow::MaestroActivities::State::found:
     return "kept empty";
-  case flow::MaestroActivities::State::unknown: // no activity was created
+  case flow::MaestroActivities::State::unknown:
+    return "unused"; // built in, but no activity was created: nothing was looked for
   case flow::MaestroActivities::State::unusable:
     break;
   }

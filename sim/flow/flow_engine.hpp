@@ -65,8 +65,9 @@ struct FlowCollectivesResult {
   std::size_t flows = 0; ///< flows simulated
   std::string symmetry;  ///< the node symmetry used (flow/symmetry.hpp), "none" when every flow was simulated
   double wall_s = 0;
-  /// SimGrid's maestro activity list (flow/maestro_activities.hpp): "kept empty", "off" (not built in), or "not
-  /// found" (built in, but SimGrid's private layout changed: every activity's end scans the list, slower).
+  /// SimGrid's maestro activity list (flow/maestro_activities.hpp): "kept empty", "off" (not built in), "unused" (no
+  /// activity created), or "not found" (built in, but SimGrid's private layout changed: every activity's end scans
+  /// the list, slower).
   std::string maestro_list;
 };
 /// One SimGrid simulation per process (its engine is a singleton). `use_symmetry`: simulate node 0's flows on the
