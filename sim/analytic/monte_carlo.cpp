@@ -40,15 +40,15 @@ struct TaskPlan {
 
 } // namespace
 
-void sample_iterations(const Scenario& s, RunResult& r) {
+SampledIterations sample_iterations(const Scenario& s, const dag::IterationGraph& g, const IterationWindow& window,
+                                    const std::vector<TaskTiming>& timing) {
   const auto& spec = *s.variability;
-  const auto& g = r.graph;
   const std::size_t n = g.size();
   check_samplable(s, g);
   const auto copies = static_cast<std::size_t>(g.replicas());
 
   // The order: dependencies plus each stream's order in the deterministic timeline.
-  const Dependencies deps = with_stream_order(g, r.timing);
+  const Dependencies deps = with_stream_order(g, timing);
   const std::vector<std::size_t> order = topological_order(deps);
   const auto preds = predecessors_in_order(deps, order);
   CopyDraws draw_plan(g, order, spec, copies);
@@ -94,13 +94,12 @@ void sample_iterations(const Scenario& s, RunResult& r) {
   std::vector<TaskTiming> first_copy(n);
   std::vector<char> dropped(copies, 0); ///< per copy: dropped from the last data-parallel collective it was in
   Draws draws(spec.seed);
-  auto& report = r.variability.emplace();
+  SampledIterations out;
+  auto& report = out.report;
   report.iterations = spec.iterations;
   report.seed = spec.seed;
   report.copies = static_cast<int>(copies);
-  report.deterministic_s = r.iteration_time_s;
   report.iteration_s.reserve(static_cast<std::size_t>(spec.iterations));
-  Breakdown sum;
 
   for (int sample = 0; sample < spec.iterations; ++sample) {
     std::fill(dropped.begin(), dropped.end(), 0);
@@ -176,14 +175,13 @@ void sample_iterations(const Scenario& s, RunResult& r) {
             m = std::max(m, ev[c]);
         end_max[v] = m;
       }
-    const auto [from, to] = sampled_window(r, end_max);
+    const auto [from, to] = sampled_window(g, window, end_max);
     report.iteration_s.push_back(to - from);
-    add_breakdown(sum, breakdown_in(g, first_copy, from, to));
+    add_breakdown(out.breakdown_sum, breakdown_in(g, first_copy, from, to));
   }
-
-  r.sim.events += static_cast<std::size_t>(work);
-  record_samples(spec, r, sum,
-                 copies == 1 ? std::string("the DAG") : fmt::format("every one of the DAG's {} copies", copies));
+  out.events = static_cast<std::size_t>(work);
+  out.timed = copies == 1 ? std::string("the DAG") : fmt::format("every one of the DAG's {} copies", copies);
+  return out;
 }
 
 } // namespace ddlsim::sim

@@ -5,14 +5,17 @@
 // c + Exp(mu) on p workers the mean iteration is c + mu H_p, with b backups c + mu (H_{d} - H_b).
 #pragma once
 
-#include "sim/plan/result.hpp"
+#include "sim/plan/prepare.hpp"
 #include "sim/spec/scenario.hpp"
+
+#include <vector>
 
 namespace ddlsim::sim {
 
-/// Samples `s.variability`'s iterations of the scheduled result `r` (its graph, timing and window, after finalize)
-/// and writes the mean iteration, its breakdown (copy 0's, averaged), throughput and efficiency into `r`, and the
-/// samples into r.variability. Throws InputError when the scenario asks for what the sampler does not model.
-void sample_iterations(const Scenario& s, RunResult& r);
+/// Samples `s.variability`'s iterations of graph `g` as scheduled (`timing`: each stream's order), each read over the
+/// plan's `window`; finalize averages them into the figures. Throws InputError when the scenario asks for what the
+/// sampler does not model.
+[[nodiscard]] SampledIterations sample_iterations(const Scenario& s, const dag::IterationGraph& g,
+                                                  const IterationWindow& window, const std::vector<TaskTiming>& timing);
 
 } // namespace ddlsim::sim

@@ -51,8 +51,7 @@ OrderedJson layer_entry(const dag::Model& m, const dag::LayerKernel& k) {
 } // namespace
 
 OrderedJson probe_plan(const Scenario& s) {
-  const auto prepared = prepare(s, Engine::analytic);
-  const auto& r = prepared.result;
+  const auto r = prepare(s, Engine::analytic); // the plan: groups and DAG
   OrderedJson plan;
   plan["format"] = "ddlsim-probe-plan";
   plan["version"] = 1;

@@ -166,7 +166,7 @@ std::vector<char> unshared_tensor_collectives(const Scenario& s, const dag::Iter
 
 } // namespace
 
-FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
+FlowGraphRun simulate_graph_flow(const Scenario& s, const dag::IterationGraph& graph,
                                  const std::function<double(const std::vector<TaskTiming>&)>& window,
                                  std::size_t listed, const std::vector<double>* copy_durations,
                                  const std::vector<std::size_t>& barriers) {
@@ -276,7 +276,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
     result.replicas.push_back({static_cast<int>(k), timer.take_timing(k)});
   for (std::size_t v = 0; v < n; ++v)
     if (graph.task(v).collective != dag::Collective::none)
-      graph.task(v).duration_s = result.timing[v].end_s - result.timing[v].start_s;
+      result.durations.emplace_back(v, result.timing[v].end_s - result.timing[v].start_s);
   result.links = link_usage(plan, sim.platform, window ? window(result.timing) : makespan_of(result.timing));
   result.flows = run.flows();
   result.events = run.events() + slots * n; // SimGrid's activities, and every task copy timed
@@ -286,42 +286,42 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
 // Rows of tasks.csv the default flow.report_replicas aims at (a copy's tasks each).
 constexpr std::size_t kReportedRows = 500'000;
 
+namespace {
+// The plan's DAG timed once on the platform; the links' mean utilisation is taken over the plan's window.
+Timings time_flow(const Scenario& s, const Plan& plan, std::size_t listed) {
+  auto run = simulate_graph_flow(
+      s, plan.graph, [&](const std::vector<TaskTiming>& timing) { return window_time_s(plan, timing); }, listed);
+  Timings t;
+  t.timing = std::move(run.timing);
+  t.durations = std::move(run.durations);
+  t.notes.push_back(std::move(run.note));
+  const std::size_t simulated = run.simulated_replicas;
+  const auto reported = std::min(simulated, listed);
+  t.replicas = std::move(run.replicas);
+  if (reported < simulated)
+    t.notes.push_back(reported_replicas_note(plan.graph, reported, simulated));
+  t.links = std::move(run.links);
+  t.sim.flows = run.flows;
+  t.sim.events = run.events;
+  return t;
+}
+} // namespace
+
 RunResult run_flow(const Scenario& scenario) {
   // A measured allreduce over the whole cluster sets the links the algorithm is simulated on (measured_links.hpp).
   const Scenario s = with_measured_links(scenario);
   if (s.strategy.asynchronous())
     throw std::logic_error("flow engine: ps-async is simulated by the analytic engine's queue model (run_scenario)");
   const auto wall_start = std::chrono::steady_clock::now();
-  auto prepared = prepare(s, Engine::flow);
-  RunResult& r = prepared.result;
+  Plan plan = prepare(s, Engine::flow);
   const std::size_t listed =
-      s.flow_report_replicas ? static_cast<std::size_t>(*s.flow_report_replicas)
-                             : std::clamp<std::size_t>(kReportedRows / std::max<std::size_t>(r.graph.size(), 1), 1, 64);
-  if (s.variability)
-    return run_flow_sampled(s, prepared, listed, wall_start);
-  // The links' mean utilisation is taken over the iteration time, which finalize derives from the timing.
-  auto run = simulate_graph_flow(
-      s, r.graph,
-      [&](const std::vector<TaskTiming>& timing) {
-        r.timing = timing;
-        finalize(s, prepared);
-        return r.iteration_time_s;
-      },
-      listed);
-  r.notes.push_back(std::move(run.note));
-  const std::size_t simulated = run.simulated_replicas;
-  const auto reported = std::min(simulated, listed);
-  r.replicas = std::move(run.replicas);
-  if (reported < simulated)
-    r.notes.push_back(fmt::format("tasks.csv and timeline.json list the tasks of the first {} of the {} {} simulated "
-                                  "(flow.report_replicas)",
-                                  reported, simulated,
-                                  r.graph.tensor_peers() > 1 ? "GPUs per stage" : "data-parallel replicas"));
-  r.links = std::move(run.links);
-  r.sim.flows = run.flows;
-  r.sim.events = run.events;
+      s.flow_report_replicas
+          ? static_cast<std::size_t>(*s.flow_report_replicas)
+          : std::clamp<std::size_t>(kReportedRows / std::max<std::size_t>(plan.graph.size(), 1), 1, 64);
+  Timings t = s.variability ? time_flow_sampled(s, plan, listed) : time_flow(s, plan, listed);
+  auto r = finalize(s, std::move(plan), std::move(t));
   r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  return std::move(r);
+  return r;
 }
 
 namespace {

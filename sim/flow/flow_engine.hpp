@@ -20,7 +20,8 @@ namespace ddlsim::sim {
 
 /// What the flow engine measured of one DAG.
 struct FlowGraphRun {
-  std::vector<TaskTiming> timing; ///< by task id: the DAG's own devices (replica 0)
+  std::vector<TaskTiming> timing;                        ///< by task id: the DAG's own devices (replica 0)
+  std::vector<std::pair<std::size_t, double>> durations; ///< (task id, seconds): each collective as simulated
   std::vector<ReplicaTiming>
       replicas;                 ///< other replicas simulated (all, or node 0's under node symmetry), up to `listed`
   std::vector<LinkUsage> links; ///< every link of the cluster
@@ -31,14 +32,14 @@ struct FlowGraphRun {
 };
 /// Simulates `graph` on the scenario's cluster: every data-parallel replica's copy of it (dag::IterationGraph::
 /// replicas; node 0's under node symmetry), each device's streams in the analytic schedule's order, each collective
-/// lowered on its communicator and started when every replica that takes part is ready; the collectives'
-/// durations in `graph` become the simulated ones. `window(timing)` is the time the links' mean
+/// lowered on its communicator and started when every replica that takes part is ready; `durations` of the result
+/// gives the collectives' simulated durations. `window(timing)` is the time the links' mean
 /// utilisation is taken over (default: the makespan). `replicas` of the result lists the timing of the first
 /// `listed` - 1 replicas after replica 0 (every one simulated is timed either way). `copy_durations`: each replica's
 /// time of each task that is not a collective (replica-major, replicas x graph.size(); sampled iterations), which
 /// simulates every replica (no node symmetry); nullptr: the graph's. `barriers`: tasks (no collective, no duration)
 /// whose copies all end when every replica's copy is ready. One simulation per process.
-[[nodiscard]] FlowGraphRun simulate_graph_flow(const Scenario& s, dag::IterationGraph& graph,
+[[nodiscard]] FlowGraphRun simulate_graph_flow(const Scenario& s, const dag::IterationGraph& graph,
                                                const std::function<double(const std::vector<TaskTiming>&)>& window = {},
                                                std::size_t listed = std::numeric_limits<std::size_t>::max(),
                                                const std::vector<double>* copy_durations = nullptr,

@@ -102,79 +102,85 @@ void check_flow_sampling(const Scenario& s, const dag::IterationGraph& g) {
                                  kFlowSampledMaxSeconds, kFlowSampledMaxBytes / 1073741824));
 }
 
-} // namespace
-
-RunResult run_flow_sampled(const Scenario& s, Prepared& prepared, std::size_t listed,
-                           std::chrono::steady_clock::time_point wall_start) {
-  RunResult& r = prepared.result;
-  check_flow_sampling(s, r.graph);
-  const auto slots = static_cast<std::size_t>(r.graph.replicas());
-  auto chain = chain_samples(s, r.graph, slots);
+// Each sampled copy's iteration, read off the latest end of every replica's copy of each task over the plan's window,
+// and copy 0's breakdown in it.
+SampledIterations sample_copies(const Scenario& s, const Plan& plan, const SampledChain& chain,
+                                const std::vector<const std::vector<TaskTiming>*>& by_slot) {
   const std::size_t n = chain.n;
-  auto run = simulate_graph_flow(
-      s, chain.graph,
-      [&](const std::vector<TaskTiming>& timing) {
-        r.timing.assign(timing.begin(), timing.begin() + static_cast<std::ptrdiff_t>(n));
-        for (std::size_t v = 0; v < n; ++v) // the deterministic copy's collectives, as simulated
-          if (r.graph.task(v).collective != dag::Collective::none)
-            r.graph.task(v).duration_s = r.timing[v].end_s - r.timing[v].start_s;
-        finalize(s, prepared);
-        return makespan_of(timing); // the links' utilisation: over every copy
-      },
-      slots, &chain.durations, chain.barriers);
-  r.notes.push_back(std::move(run.note));
-  const auto copies = static_cast<double>(chain.copies);
-  for (auto& l : run.links) { // per iteration: the mean over the copies
-    l.bytes /= copies;
-    l.busy_s /= copies;
-  }
-  r.links = std::move(run.links);
-  // Every replica's timing of every copy: replica 0's, then the others'.
-  std::vector<const std::vector<TaskTiming>*> by_slot{&run.timing};
-  for (const auto& rep : run.replicas)
-    by_slot.push_back(&rep.timing);
-  auto& report = r.variability.emplace();
-  report.iterations = s.variability->iterations;
-  report.seed = s.variability->seed;
-  report.copies = static_cast<int>(slots);
-  report.deterministic_s = r.iteration_time_s;
-  Breakdown sum;
+  const auto& first_slot = *by_slot.front();
+  SampledIterations out;
+  out.report.iterations = s.variability->iterations;
+  out.report.seed = s.variability->seed;
+  out.report.copies = static_cast<int>(by_slot.size());
   std::vector<double> end_max(n);
   std::vector<TaskTiming> first(n);
   for (int k = 1; k < chain.copies; ++k) {
     const std::size_t base = chain.base(k);
-    const double t0 = run.timing[base - 1].end_s; // the barrier: the copy's time origin
+    const double t0 = first_slot[base - 1].end_s; // the barrier: the copy's time origin
     for (std::size_t v = 0; v < n; ++v) {
       double m = 0;
       for (const auto* timing : by_slot)
         m = std::max(m, (*timing)[base + v].end_s - t0);
       end_max[v] = m;
-      first[v] = {run.timing[base + v].start_s - t0, run.timing[base + v].end_s - t0};
+      first[v] = {first_slot[base + v].start_s - t0, first_slot[base + v].end_s - t0};
     }
-    const auto [from, to] = sampled_window(r, end_max);
-    report.iteration_s.push_back(to - from);
-    add_breakdown(sum, breakdown_in(r.graph, first, from, to));
+    const auto [from, to] = sampled_window(plan.graph, plan.window, end_max);
+    out.report.iteration_s.push_back(to - from);
+    add_breakdown(out.breakdown_sum, breakdown_in(plan.graph, first, from, to));
   }
-  record_samples(*s.variability, r, sum, fmt::format("every one of the DAG's {} copies on the platform", slots));
-  r.notes.push_back(fmt::format(
+  out.timed = fmt::format("every one of the DAG's {} copies on the platform", by_slot.size());
+  return out;
+}
+
+} // namespace
+
+std::string reported_replicas_note(const dag::IterationGraph& graph, std::size_t reported, std::size_t simulated) {
+  return fmt::format("tasks.csv and timeline.json list the tasks of the first {} of the {} {} simulated "
+                     "(flow.report_replicas)",
+                     reported, simulated, graph.tensor_peers() > 1 ? "GPUs per stage" : "data-parallel replicas");
+}
+
+Timings time_flow_sampled(const Scenario& s, const Plan& plan, std::size_t listed) {
+  const auto& graph = plan.graph;
+  check_flow_sampling(s, graph);
+  const auto slots = static_cast<std::size_t>(graph.replicas());
+  auto chain = chain_samples(s, graph, slots);
+  const std::size_t n = chain.n;
+  auto run = simulate_graph_flow(
+      s, chain.graph, [](const std::vector<TaskTiming>& timing) { return makespan_of(timing); }, // over every copy
+      slots, &chain.durations, chain.barriers);
+  Timings t;
+  t.timing.assign(run.timing.begin(), run.timing.begin() + static_cast<std::ptrdiff_t>(n));
+  for (const auto& [v, seconds] : run.durations) // the deterministic copy's collectives, as simulated
+    if (v < n)
+      t.durations.emplace_back(v, seconds);
+  t.notes.push_back(std::move(run.note));
+  const auto copies = static_cast<double>(chain.copies);
+  for (auto& l : run.links) { // per iteration: the mean over the copies
+    l.bytes /= copies;
+    l.busy_s /= copies;
+  }
+  t.links = std::move(run.links);
+  // Every replica's timing of every copy: replica 0's, then the others'.
+  std::vector<const std::vector<TaskTiming>*> by_slot{&run.timing};
+  for (const auto& rep : run.replicas)
+    by_slot.push_back(&rep.timing);
+  t.samples = sample_copies(s, plan, chain, by_slot);
+  t.notes.push_back(fmt::format(
       "flow engine with variability: the deterministic iteration and the {} sampled ones ran one after another in one "
       "simulation (a barrier between them), every replica simulated with its own draws; collectives take what their "
       "flows take; link statistics are the mean per iteration over all {} iterations",
       s.variability->iterations, chain.copies));
   const auto reported = std::min(slots, listed);
   for (std::size_t k = 1; k < reported; ++k)
-    r.replicas.push_back(
+    t.replicas.push_back(
         {static_cast<int>(k),
          std::vector<TaskTiming>(by_slot[k]->begin(), by_slot[k]->begin() + static_cast<std::ptrdiff_t>(n))});
   if (reported < slots)
-    r.notes.push_back(fmt::format("tasks.csv and timeline.json list the tasks of the first {} of the {} {} simulated "
-                                  "(flow.report_replicas)",
-                                  reported, slots,
-                                  r.graph.tensor_peers() > 1 ? "GPUs per stage" : "data-parallel replicas"));
-  r.sim.flows = run.flows;
-  r.sim.events = run.events;
-  r.sim.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  return std::move(r);
+    t.notes.push_back(reported_replicas_note(graph, reported, slots));
+  t.sim.flows = run.flows;
+  t.sim.events = run.events;
+  return t;
 }
 
 } // namespace ddlsim::sim

@@ -7,14 +7,17 @@
 #include "sim/plan/result.hpp"
 #include "sim/spec/scenario.hpp"
 
-#include <chrono>
 #include <cstddef>
+#include <string>
 
 namespace ddlsim::sim {
 
-/// run_flow for a scenario with `variability`, after prepare: the deterministic iteration into `prepared` (finalized),
-/// then the samples; `listed` replicas go to tasks.csv.
-[[nodiscard]] RunResult run_flow_sampled(const Scenario& s, Prepared& prepared, std::size_t listed,
-                                         std::chrono::steady_clock::time_point wall_start);
+/// The flow engine's timings of a plan with `variability`: the deterministic iteration (copy 0) and the samples;
+/// `listed` replicas go to tasks.csv.
+[[nodiscard]] Timings time_flow_sampled(const Scenario& s, const Plan& plan, std::size_t listed);
+
+/// The note when tasks.csv and timeline.json list fewer replicas than were simulated (flow.report_replicas).
+[[nodiscard]] std::string reported_replicas_note(const dag::IterationGraph& graph, std::size_t reported,
+                                                 std::size_t simulated);
 
 } // namespace ddlsim::sim

@@ -62,14 +62,15 @@ void CopyDraws::next_sample(Draws& draws) {
       f = draws.factor(*comm);
 }
 
-std::pair<double, double> sampled_window(const RunResult& r, const std::vector<double>& end_max) {
-  switch (r.window.kind) {
+std::pair<double, double> sampled_window(const dag::IterationGraph& g, const IterationWindow& window,
+                                         const std::vector<double>& end_max) {
+  switch (window.kind) {
   case IterationWindow::Kind::makespan:
     return {0.0, end_max.empty() ? 0.0 : *std::max_element(end_max.begin(), end_max.end())};
   case IterationWindow::Kind::between_tasks:
-    return {end_max[r.window.from_task], end_max[r.window.to_task]};
+    return {end_max[window.from_task], end_max[window.to_task]};
   case IterationWindow::Kind::between_iterations: {
-    const auto ends = iteration_ends(r.graph, end_max);
+    const auto ends = iteration_ends(g, end_max);
     return {ends[ends.size() - 2], ends.back()};
   }
   }

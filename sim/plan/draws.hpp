@@ -120,8 +120,9 @@ private:
 };
 
 /// A sampled iteration's window [from, to], read off the latest end of every task's copies (end_max, by task id of
-/// r.graph, in any time origin) as finalize reads the deterministic timeline (r.window).
-[[nodiscard]] std::pair<double, double> sampled_window(const RunResult& r, const std::vector<double>& end_max);
+/// `g`, in any time origin) as finalize reads the deterministic timeline over the plan's `window`.
+[[nodiscard]] std::pair<double, double> sampled_window(const dag::IterationGraph& g, const IterationWindow& window,
+                                                       const std::vector<double>& end_max);
 
 /// Refuses (InputError at /variability) what sampled iterations cannot replay on either engine: priority scheduling
 /// under a credit (it reorders transfers at run time) and compute slowed beside communication.

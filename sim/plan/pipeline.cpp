@@ -514,16 +514,16 @@ double single_gpu_reference_s(const Scenario& s, const dag::WorkerCosts& worker,
 
 // Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported.
 void cost_pipeline_communication(const Scenario& s, const CollectiveModel& whole_cluster, const dag::PipelinePlan& plan,
-                                 const std::vector<double>& folded_sent, RunResult& r) {
+                                 const std::vector<double>& folded_sent, Plan& p) {
   std::vector<double> sent;
-  cost_communication(s, whole_cluster, r.graph, &sent, measured_collectives_notes(s, r));
+  cost_communication(s, whole_cluster, p.graph, &sent, measured_collectives_notes(s, p));
   std::map<dag::Device, double> by_gpu;
-  for (std::size_t v = 0; v < r.graph.size(); ++v)
-    by_gpu[r.graph.task(v).device] += sent[v];
+  for (std::size_t v = 0; v < p.graph.size(); ++v)
+    by_gpu[p.graph.task(v).device] += sent[v];
   for (std::size_t rank = 0; rank < folded_sent.size(); ++rank)
     by_gpu[dag::Device::gpu(plan.ranks[rank].gpu)] += folded_sent[rank];
   for (const auto& [device, bytes] : by_gpu)
-    r.communication_bytes_per_worker = std::max(r.communication_bytes_per_worker, bytes);
+    p.communication_bytes_per_worker = std::max(p.communication_bytes_per_worker, bytes);
 }
 
 // One stage's report before timing: its layers, transfers, weight versions, micro-batches in flight and memory.
@@ -571,7 +571,7 @@ PipelineStageReport stage_report(const Scenario& s, const dag::PipelinePlan& pla
 // The pipeline's report before timing (its schedule and each stage's), the peak memory per GPU, and a note on the
 // stages that need more than the GPU's memory.
 PipelineReport pipeline_report(const Scenario& s, const dag::PipelinePlan& plan,
-                               const std::vector<dag::StageSpan>& spans, RunResult& r) {
+                               const std::vector<dag::StageSpan>& spans, Plan& p) {
   const auto& pl = *s.pipeline;
   const int stages = s.parallelism.pipeline;
   PipelineReport report;
@@ -584,8 +584,8 @@ PipelineReport pipeline_report(const Scenario& s, const dag::PipelinePlan& plan,
   report.bubble_fraction_closed_form =
       dag::bubble_fraction_closed_form(*pl.schedule, stages, pl.micro_batches, pl.virtual_stages);
   for (int rank = 0; rank < stages; ++rank) {
-    const auto st = stage_report(s, plan, spans, r.graph, rank);
-    r.peak_memory_bytes_per_gpu = std::max(r.peak_memory_bytes_per_gpu, st.peak_memory_bytes);
+    const auto st = stage_report(s, plan, spans, p.graph, rank);
+    p.peak_memory_bytes_per_gpu = std::max(p.peak_memory_bytes_per_gpu, st.peak_memory_bytes);
     report.per_stage.push_back(st);
   }
   std::vector<std::string> over;
@@ -593,7 +593,7 @@ PipelineReport pipeline_report(const Scenario& s, const dag::PipelinePlan& plan,
     if (report.per_stage[i].exceeds_gpu_memory)
       over.push_back(fmt::format("{} ({})", i, format_bytes(report.per_stage[i].peak_memory_bytes)));
   if (!over.empty())
-    r.notes.push_back(fmt::format("pipeline: stage{} {} need{} more than the GPU's {} of memory",
+    p.notes.push_back(fmt::format("pipeline: stage{} {} need{} more than the GPU's {} of memory",
                                   over.size() > 1 ? "s" : "", fmt::join(over, ", "), over.size() > 1 ? "" : "s",
                                   format_bytes(s.gpu.memory_bytes)));
   return report;
@@ -643,10 +643,29 @@ std::string pipeline_note(const Scenario& s, const dag::PipelinePlan& plan) {
           : std::string());
 }
 
+// The window an iteration is read over. Flushing schedules: the whole DAG (the bubble over the passes, from the
+// replica's first forward to its last backward, finalize_pipeline). Asynchronous ones: between the ends of stage 0's
+// backwards of micro-batches 2p - 1 and 2p - 1 + m, in the steady state.
+IterationWindow pipeline_window(const Scenario& s, const dag::IterationGraph& graph) {
+  if (!s.pipeline->schedule->asynchronous)
+    return {};
+  const int first = 2 * s.parallelism.pipeline - 1, last = first + s.pipeline->micro_batches;
+  std::optional<std::size_t> a, b;
+  for (std::size_t v = 0; v < graph.size(); ++v) {
+    const auto& t = graph.task(v);
+    if (t.kind == dag::TaskKind::backward && t.virtual_stage == 0 && t.micro_batch == first)
+      a = v;
+    if (t.kind == dag::TaskKind::backward && t.virtual_stage == 0 && t.micro_batch == last)
+      b = v;
+  }
+  if (!a || !b)
+    throw std::logic_error(fmt::format("pipeline: no backward of micro-batches {} and {} on stage 0", first, last));
+  return {IterationWindow::Kind::between_tasks, *a, *b};
+}
+
 } // namespace
 
-void prepare_pipeline(const Scenario& s, Prepared& p) {
-  RunResult& r = p.result;
+void prepare_pipeline(const Scenario& s, Plan& p) {
   const auto& par = s.parallelism;
   const int stages = par.pipeline;
   const auto spans = partition_stages(s, p.costs.worker);
@@ -656,56 +675,42 @@ void prepare_pipeline(const Scenario& s, Prepared& p) {
   dag::PipelinePlan plan = pipeline_plan(s, costs, spans);
   for (int rank = 0; rank < stages; ++rank) {
     auto pr = pipeline_rank(s, costs, spans, rank);
-    r.groups.insert(r.groups.end(), pr.groups.begin(), pr.groups.end());
+    p.groups.insert(p.groups.end(), pr.groups.begin(), pr.groups.end());
     plan.ranks.push_back(std::move(pr));
   }
   // The analytic engine folds each pass's tensor collectives into it (PipelinePlan::fold_tensor_parts), costed here
   // by the closed forms cost_communication would give their tasks; what they take and send is kept for the report.
   std::vector<FoldedTensor> folded;
   std::vector<double> folded_sent(static_cast<std::size_t>(stages), 0.0); // per rank, per iteration
-  if (par.tensor > 1 && capabilities(r.engine).folds_tensor_collectives)
+  if (par.tensor > 1 && capabilities(p.engine).folds_tensor_collectives)
     fold_tensor_collectives(s, *p.allreduce, plan, folded, folded_sent);
-  r.graph = dag::build_pipeline(plan);
-  r.single_gpu_iteration_s = single_gpu_reference_s(s, p.costs.worker, plan);
-  cost_pipeline_communication(s, *p.allreduce, plan, folded_sent, r);
-  add_pipeline_host_tasks(r.graph, p.costs.worker, plan);
+  p.graph = dag::build_pipeline(plan);
+  p.single_gpu_iteration_s = single_gpu_reference_s(s, p.costs.worker, plan);
+  cost_pipeline_communication(s, *p.allreduce, plan, folded_sent, p);
+  add_pipeline_host_tasks(p.graph, p.costs.worker, plan);
 
-  r.data_parallel = par.data;
+  p.data_parallel = par.data;
   p.folded_tensor = std::move(folded);
-  r.pipeline = pipeline_report(s, plan, spans, r);
+  p.pipeline = pipeline_report(s, plan, spans, p);
   if (par.tensor > 1)
-    r.notes.push_back(tensor_parallel_note(s));
-  r.notes.push_back(pipeline_note(s, plan));
+    p.notes.push_back(tensor_parallel_note(s));
+  p.notes.push_back(pipeline_note(s, plan));
+  p.window = pipeline_window(s, p.graph);
 }
 
-void finalize_pipeline(const Scenario& s, Prepared& p) {
-  RunResult& r = p.result;
+void finalize_pipeline(const Scenario& s, const std::vector<FoldedTensor>& folded_tensor, RunResult& r) {
   auto& report = *r.pipeline;
   const auto& par = s.parallelism;
   const int stages = par.pipeline;
-  // The window an iteration is measured over. Flushing schedules: the whole DAG (the bubble over the passes, from the
-  // replica's first forward to its last backward). Asynchronous ones: between the ends of stage 0's backwards of
-  // micro-batches 2p - 1 and 2p - 1 + m, in the steady state.
-  const bool async = s.pipeline->schedule->asynchronous;
+  const bool async = r.window.kind == IterationWindow::Kind::between_tasks;
   double from = 0, to = 0;
   if (async) {
-    const int first = 2 * stages - 1, last = first + report.micro_batches;
-    std::optional<std::size_t> a, b;
-    for (std::size_t v = 0; v < r.graph.size(); ++v) {
-      const auto& t = r.graph.task(v);
-      if (t.kind == dag::TaskKind::backward && t.virtual_stage == 0 && t.micro_batch == first)
-        a = v;
-      if (t.kind == dag::TaskKind::backward && t.virtual_stage == 0 && t.micro_batch == last)
-        b = v;
-    }
-    if (!a || !b)
-      throw std::logic_error(fmt::format("pipeline: no backward of micro-batches {} and {} on stage 0", first, last));
-    from = r.timing[*a].end_s;
-    to = r.timing[*b].end_s;
+    const std::size_t a = r.window.from_task, b = r.window.to_task;
+    from = r.timing[a].end_s;
+    to = r.timing[b].end_s;
     r.iteration_time_s = to - from;
-    r.window = {IterationWindow::Kind::between_tasks, *a, *b};
     const auto longest = longest_finish(r.graph);
-    r.critical_path_s = longest[*b] - longest[*a];
+    r.critical_path_s = longest[b] - longest[a];
   } else {
     r.iteration_time_s = makespan_of(r.timing);
     r.critical_path_s = r.graph.critical_path().length_s;
@@ -732,7 +737,7 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
       const double inside = std::max(0.0, std::min(r.timing[v].end_s, to) - std::max(r.timing[v].start_s, from));
       if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward) {
         // A folded pass holds its tensor collectives: their share of the time inside the window.
-        const double tensor = folded_tensor_s(p.folded_tensor, t, report.micro_batches_simulated) *
+        const double tensor = folded_tensor_s(folded_tensor, t, report.micro_batches_simulated) *
                               (t.duration_s > 0 ? inside / t.duration_s : 0.0);
         st.compute_s += inside - tensor;
         st.tensor_communication_s += tensor;
@@ -743,7 +748,7 @@ void finalize_pipeline(const Scenario& s, Prepared& p) {
     st.idle_s = std::max(0.0, window - st.compute_s - st.tensor_communication_s);
     auto b = async ? breakdown_in(r.graph, r.timing, from, to, gpu)
                    : breakdown_in(r.graph, r.timing, 0, r.iteration_time_s, gpu);
-    if (!p.folded_tensor.empty()) { // folded tensor collectives: exposed communication, not compute
+    if (!folded_tensor.empty()) { // folded tensor collectives: exposed communication, not compute
       // (every pass lies inside the window st was measured over: the passes' own, or the asynchronous one)
       b.compute_s -= st.tensor_communication_s;
       b.exposed_communication_s += st.tensor_communication_s;

@@ -13,10 +13,10 @@ namespace ddlsim::sim {
 /// The layers of each of the p x v virtual stages under the scenario's partition (dag/partition.hpp).
 [[nodiscard]] std::vector<dag::StageSpan> partition_stages(const Scenario& s, const dag::WorkerCosts& costs);
 
-/// prepare() for a scenario with a pipeline: fills p.result.graph, groups and the communication costs.
-void prepare_pipeline(const Scenario& s, Prepared& p);
+/// prepare() for a scenario with a pipeline: the plan's graph, groups, communication costs, window and report.
+void prepare_pipeline(const Scenario& s, Plan& p);
 /// finalize() for a pipeline: iteration time, throughput (b m d samples per iteration), breakdown averaged over the
-/// stages' GPUs, and result.pipeline.
-void finalize_pipeline(const Scenario& s, Prepared& p);
+/// stages' GPUs, and result.pipeline's timed figures. `folded_tensor`: the plan's.
+void finalize_pipeline(const Scenario& s, const std::vector<FoldedTensor>& folded_tensor, RunResult& r);
 
 } // namespace ddlsim::sim

@@ -7,6 +7,7 @@
 #include "sim/network/communicator.hpp"
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/contention.hpp"
+#include "sim/plan/draws.hpp"
 #include "sim/plan/host.hpp"
 #include "sim/plan/measured_links.hpp"
 #include "sim/plan/pipeline.hpp"
@@ -59,22 +60,21 @@ dag::IterationGraph::Placement worker_placement(const Scenario& s) {
   return {.gpu = 0, .node = 0, .gpus_per_node = s.cluster.gpus_per_node, .data_parallel = data_parallel_group(s)};
 }
 
-void prepare_parameter_server(const Scenario& s, Prepared& p) {
-  RunResult& r = p.result;
+void prepare_parameter_server(const Scenario& s, Plan& p) {
   const auto& o = *s.strategy.parameter_server();
   ParameterServerReport ps;
   ps.servers = o.servers;
   ps.dedicated = o.dedicated_servers;
   const LoweringShape shape = server_shape(s, s.cluster.network().shape());
-  const auto shard = server_shard_bytes(r.groups, o.servers);
-  for (const auto& g : r.groups)
+  const auto shard = server_shard_bytes(p.groups, o.servers);
+  for (const auto& g : p.groups)
     ps.push_bytes_per_worker += g.bytes;
   ps.pull_bytes_per_worker = ps.push_bytes_per_worker;
   // Who pushes to a server: every worker, or (BytePS) every node once, none with one node; a co-located server's
   // own worker (node) sends nothing over the network.
-  const int pushers = !o.byteps ? r.workers : s.cluster.nodes > 1 ? s.cluster.nodes : 0;
+  const int pushers = !o.byteps ? p.workers : s.cluster.nodes > 1 ? s.cluster.nodes : 0;
   for (int k = 0; k < o.servers && pushers > 0; ++k) {
-    const int local = shape.server_rank(k) < r.workers ? 1 : 0;
+    const int local = shape.server_rank(k) < p.workers ? 1 : 0;
     ps.server_bytes_received =
         std::max(ps.server_bytes_received, (pushers - local) * shard[static_cast<std::size_t>(k)]);
   }
@@ -82,15 +82,15 @@ void prepare_parameter_server(const Scenario& s, Prepared& p) {
   if (runs_ps_sync_dag(s)) {
     ps.iterations_simulated = kPsSyncIterations;
     ps.warmup_iterations = kPsSyncIterations - 1;
-    for (std::size_t v = 0; v < r.graph.size(); ++v) {
-      const auto& t = r.graph.task(v);
+    for (std::size_t v = 0; v < p.graph.size(); ++v) {
+      const auto& t = p.graph.task(v);
       if (t.kind == dag::TaskKind::backward && t.layer == 0)
         ps.iteration_end.push_back(v);
     }
     if (s.strategy.asynchronous()) {
       // ps-ssp: the engine replays the workers on this DAG (sim/analytic/ps_ssp.hpp) and says so.
     } else if (o.byteps)
-      r.notes.push_back(fmt::format(
+      p.notes.push_back(fmt::format(
           "ps-sync in BytePS's mode (Jiang et al., OSDI 2020): {} server{} {}; tensors cut into partitions of {}, each "
           "a key whole on one server, round-robin; a node's {} GPUs reduce a key onto GPU 0, which pushes it once to "
           "its server ({}), and after the pull broadcasts it to them; the servers sum the {} nodes' pushes on CPUs at "
@@ -102,31 +102,60 @@ void prepare_parameter_server(const Scenario& s, Prepared& p) {
           s.cluster.nodes > 1 ? "over the node's NIC" : "one node: no server and no network traffic", s.cluster.nodes,
           format_bandwidth(o.server_sum_bandwidth), kPsSyncIterations));
     else
-      r.notes.push_back(fmt::format(
+      p.notes.push_back(fmt::format(
           "ps-sync: {}; each tensor is pushed as soon as its gradient is ready, the servers aggregate all {} workers' "
           "pushes, and it is pulled back while the next forward runs (a layer's forward waits for its pull); {} "
           "iterations are unrolled and the iteration time is the steady-state period between the ends of the last "
           "two backward passes; each server applies the update to its shard of a key before it is pulled, at the "
           "worker's optimizer rate (the worker's update time for the key's share of the parameters, split over its "
           "servers); the aggregation of the pushes is not costed",
-          parameter_server_placement(s), r.workers, kPsSyncIterations));
+          parameter_server_placement(s), p.workers, kPsSyncIterations));
   }
   // ps-async: the engine simulates the asynchronous workers (sim/analytic/ps_async.hpp) and fills in the rest.
-  r.parameter_server = std::move(ps);
+  p.parameter_server = std::move(ps);
 }
+
+// The window an iteration is read over, chosen once: ps-sync's (and ps-ssp's lockstep timeline) steady-state period
+// between the last two unrolled iterations' ends of backward; with host times given, the period between the last two
+// iterations' ends; else the makespan. (Pipelines choose theirs: sim/plan/pipeline.cpp.)
+IterationWindow iteration_window(const Plan& p) {
+  if (p.parameter_server && p.parameter_server->iteration_end.size() >= 2) {
+    const auto& ends = p.parameter_server->iteration_end;
+    return {IterationWindow::Kind::between_tasks, ends[ends.size() - 2], ends[ends.size() - 1]};
+  }
+  int iterations = 0;
+  for (std::size_t v = 0; v < p.graph.size(); ++v)
+    iterations = std::max(iterations, p.graph.task(v).iteration + 1);
+  if (!p.parameter_server && iterations >= 2)
+    return {IterationWindow::Kind::between_iterations, 0, 0};
+  return {};
+}
+
+// The same worker alone, without communication: the reference for scaling efficiency.
+double single_gpu_iteration_s(const Scenario& s, const ComputeCosts& costs) {
+  const HostTimes host(costs.worker);
+  auto alone = dag::build_iteration(s.model, costs.worker, {}, false);
+  if (host.steady_state())
+    alone = dag::unroll_iterations(alone, kSteadyStateIterations);
+  add_host_tasks(alone, host);
+  const auto alone_timing = schedule(alone);
+  const auto alone_ends = iteration_ends(alone, alone_timing);
+  return alone_ends.size() >= 2 ? alone_ends.back() - alone_ends[alone_ends.size() - 2] : makespan_of(alone_timing);
+}
+
 } // namespace
 
 // The flow engine simulates the algorithms on the platform: on links derived from a measured allreduce over the
 // whole cluster (measured_links.hpp), or on the scenario's; it says which.
-std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResult& r) {
+std::vector<std::string>* measured_collectives_notes(const Scenario& s, Plan& p) {
   if (!s.gpu.calibration || s.gpu.calibration->collectives.empty())
     return nullptr;
-  if (capabilities(r.engine).replays_measured_collectives)
-    return &r.notes;
+  if (capabilities(p.engine).replays_measured_collectives)
+    return &p.notes;
   if (const auto links = measured_links(s))
-    r.notes.push_back(links->note);
+    p.notes.push_back(links->note);
   else
-    r.notes.push_back(fmt::format("the flow engine simulates the collective algorithms on the scenario's links; the "
+    p.notes.push_back(fmt::format("the flow engine simulates the collective algorithms on the scenario's links; the "
                                   "measured collectives of {} are replayed by the analytic engine only (the flow "
                                   "engine derives its links from a measured allreduce over every GPU of the cluster, "
                                   "for a ring allreduce on a star with a NIC per node)",
@@ -134,13 +163,12 @@ std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResul
   return nullptr;
 }
 
-Prepared prepare(const Scenario& s, Engine engine) {
-  Prepared p;
-  RunResult& r = p.result;
-  r.engine = engine;
-  r.workers = s.cluster.workers();
+Plan prepare(const Scenario& s, Engine engine) {
+  Plan p;
+  p.engine = engine;
+  p.workers = s.cluster.workers();
   p.costs = compute_costs(s);
-  r.compute_source = p.costs.source;
+  p.compute_source = p.costs.source;
   const Network net = s.cluster.network();
   // links whose transport (or the scenario) scales their rate (network/cluster.hpp: transport_efficiency)
   const std::pair<const char*, const LinkSpec*> links[] = {
@@ -148,13 +176,13 @@ Prepared prepare(const Scenario& s, Engine engine) {
       {"inter-node", s.cluster.nodes > 1 ? &s.cluster.inter : nullptr}};
   for (const auto& [name, link] : links)
     if (link && link->efficiency != 1)
-      r.notes.push_back(
+      p.notes.push_back(
           fmt::format("{} links: {} at {:.1f} % of the rate the scenario gives ({} of {})", name,
                       link->transport.empty() ? "the scenario's efficiency" : link->transport + " transport",
                       100 * link->efficiency, format_bandwidth(link->bandwidth),
                       format_bandwidth(link->bandwidth / link->efficiency)));
   if (const auto slowdown = comm_slowdown(s); slowdown.factor > 0)
-    r.notes.push_back(fmt::format("compute on a GPU runs {:.3g} x slower while a collective runs on it ({}{}; "
+    p.notes.push_back(fmt::format("compute on a GPU runs {:.3g} x slower while a collective runs on it ({}{}; "
                                   "docs/engines.md)",
                                   1 + slowdown.factor, slowdown.source == "gpu.comm_slowdown" ? "" : "calibration ",
                                   slowdown.source));
@@ -175,37 +203,37 @@ Prepared prepare(const Scenario& s, Engine engine) {
     return (*allgather)(bytes);
   };
   const dag::StrategyInput input{s.model,        p.costs.worker,     dtype_bytes(s.gradient_dtype),
-                                 allreduce_time, s.strategy.options, r.workers,
+                                 allreduce_time, s.strategy.options, p.workers,
                                  allgather_time, affine_cost(model)};
   const bool ps = s.strategy.parameter_server() != nullptr;
   // A single worker communicates only with a dedicated server.
-  const bool communicate = r.workers > 1 || (ps && s.strategy.parameter_server()->dedicated_servers);
-  r.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
+  const bool communicate = p.workers > 1 || (ps && s.strategy.parameter_server()->dedicated_servers);
+  p.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
   // The family's DAG shape (its registry entry's builder), the data-parallel iteration by default.
   const dag::GraphInput graph_input{
-      s.model, p.costs.worker, r.groups, s.strategy.options, dtype_bytes(s.gradient_dtype), communicate};
+      s.model, p.costs.worker, p.groups, s.strategy.options, dtype_bytes(s.gradient_dtype), communicate};
   const auto build = s.strategy.entry().build;
-  r.graph = build != nullptr ? build(graph_input, r.notes)
-                             : dag::build_iteration(s.model, p.costs.worker, r.groups, communicate);
+  p.graph = build != nullptr ? build(graph_input, p.notes)
+                             : dag::build_iteration(s.model, p.costs.worker, p.groups, communicate);
   if (!s.strategy.entry().traits.own_iterations && HostTimes(p.costs.worker).steady_state()) {
-    r.graph = dag::unroll_iterations(r.graph, kSteadyStateIterations);
-    r.notes.push_back(fmt::format(
+    p.graph = dag::unroll_iterations(p.graph, kSteadyStateIterations);
+    p.notes.push_back(fmt::format(
         "host times given: {} iterations are unrolled, each GPU's host thread issuing the next iteration's work "
         "while its GPU finishes the last, and the iteration time is the steady-state period between the last two "
         "iterations' ends",
         kSteadyStateIterations));
   }
-  r.graph.place(worker_placement(s));
-  r.communication_bytes_per_worker =
-      cost_communication(s, *p.allreduce, r.graph, nullptr, measured_collectives_notes(s, r));
-  add_host_tasks(r.graph, HostTimes(p.costs.worker));
+  p.graph.place(worker_placement(s));
+  p.communication_bytes_per_worker =
+      cost_communication(s, *p.allreduce, p.graph, nullptr, measured_collectives_notes(s, p));
+  add_host_tasks(p.graph, HostTimes(p.costs.worker));
   if (ps)
     prepare_parameter_server(s, p);
-  if (const auto c = compression_totals(r.groups); c.groups > 0) {
+  if (const auto c = compression_totals(p.groups); c.groups > 0) {
     const double bw = p.costs.worker.memory_bandwidth / 1e9;
     if (c.selected > 0) {
       const auto& sparse = s.strategy.get<dag::SparsificationOptions>();
-      r.notes.push_back(fmt::format(
+      p.notes.push_back(fmt::format(
           "{}: {} of {} gradient elements sent per worker in {} group{} (density {}), {} selection{}; compression {} "
           "and decompression {} per iteration on the GPU (memory traffic at {:.0f} GB/s and {} us per kernel launch)",
           s.strategy.kind(), c.selected, c.elements, c.groups, c.groups > 1 ? "s" : "", sparse.density,
@@ -213,7 +241,7 @@ Prepared prepare(const Scenario& s, Engine engine) {
           sparse.selection_curve ? " (its time from the calibration's cost curve)" : "", format_time(c.compress_s),
           format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
     } else {
-      r.notes.push_back(fmt::format(
+      p.notes.push_back(fmt::format(
           "{}: {} bits per gradient element on the wire, {} DDP bucket{} allgathered and decoded on every worker; "
           "quantisation {} and decoding {} per iteration on the GPU (memory traffic at {:.0f} GB/s and {} us per "
           "kernel launch)",
@@ -221,10 +249,10 @@ Prepared prepare(const Scenario& s, Engine engine) {
           format_time(c.decompress_s), bw, dag::kKernelLaunchS * 1e6));
     }
   }
-  if (const auto low_rank = powersgd_totals(r.groups)) {
+  if (const auto low_rank = powersgd_totals(p.groups)) {
     const auto& w = p.costs.worker;
     const auto& low_rank_options = s.strategy.get<dag::PowerSgdOptions>();
-    r.notes.push_back(fmt::format(
+    p.notes.push_back(fmt::format(
         "powersgd: rank {}, {} weight matrices sent as low-rank factors and {} tensors dense; {} of {} gradient "
         "elements allreduced per worker (compression ratio {:.1f}); compression kernels {} per iteration "
         "(roofline at {:.1f} TFLOPS, {:.0f} GB/s) on {}",
@@ -234,6 +262,12 @@ Prepared prepare(const Scenario& s, Engine engine) {
             ? "a separate GPU stream, assumed to overlap with backward without slowing it"
             : "the compute stream"));
   }
+  p.window = iteration_window(p);
+  p.single_gpu_iteration_s = single_gpu_iteration_s(s, p.costs);
+  double largest = 0;
+  for (const auto& g : p.groups)
+    largest = std::max(largest, g.bytes);
+  p.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
   return p;
 }
 
@@ -517,20 +551,21 @@ void count_backup_workers(const Scenario& s, RunResult& r) {
                                 s.backup_workers, d - s.backup_workers, d, d - s.backup_workers));
 }
 
-namespace {
-
-// The window an iteration is read over, chosen once: ps-sync's (and ps-ssp's lockstep timeline) steady-state period
-// between the last two unrolled iterations' ends of backward; with host times given, the period between the last two
-// iterations' ends; else the makespan.
-IterationWindow iteration_window(const RunResult& r) {
-  if (r.parameter_server && r.parameter_server->iteration_end.size() >= 2) {
-    const auto& ends = r.parameter_server->iteration_end;
-    return {IterationWindow::Kind::between_tasks, ends[ends.size() - 2], ends[ends.size() - 1]};
+double window_time_s(const Plan& p, const std::vector<TaskTiming>& timing) {
+  switch (p.window.kind) {
+  case IterationWindow::Kind::makespan:
+    return makespan_of(timing);
+  case IterationWindow::Kind::between_tasks:
+    return timing[p.window.to_task].end_s - timing[p.window.from_task].end_s;
+  case IterationWindow::Kind::between_iterations: {
+    const auto ends = iteration_ends(p.graph, timing);
+    return ends.back() - ends[ends.size() - 2];
   }
-  if (!r.parameter_server && iteration_ends(r.graph, r.timing).size() >= 2)
-    return {IterationWindow::Kind::between_iterations, 0, 0};
-  return {};
+  }
+  return 0;
 }
+
+namespace {
 
 // The iteration time, its breakdown and the critical path of r.window.
 void read_window(RunResult& r) {
@@ -563,51 +598,72 @@ void read_window(RunResult& r) {
 // ps-async: the workers' mean iteration, from the aggregate throughput; worker 0's timeline is padded with idle.
 // (ps-ssp: the timeline is ps-sync's lockstep iteration at worker 0's speed.)
 void mean_async_iteration(const Scenario& s, RunResult& r) {
-  r.iteration_time_s = r.workers * s.batch_per_gpu / r.parameter_server->aggregate_throughput_samples_per_s;
+  const auto& async = *r.parameter_server->async;
+  r.iteration_time_s = r.workers * s.batch_per_gpu / async.aggregate_throughput_samples_per_s;
   auto& b = r.breakdown;
   b.exposed_communication_s =
       std::min(b.exposed_communication_s, std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s));
   b.idle_s = std::max(0.0, r.iteration_time_s - b.compute_s - b.compression_s - b.exposed_communication_s);
 }
 
-} // namespace
-
-void finalize(const Scenario& s, Prepared& p) {
-  RunResult& r = p.result;
-  if (r.pipeline) {
-    finalize_pipeline(s, p);
-    count_backup_workers(s, r);
-    set_model_flops_utilisation(s, r);
-    note_host_bound(s, p.costs, r);
-    return;
-  }
-  r.window = iteration_window(r);
-  read_window(r);
-  if (r.parameter_server && r.parameter_server->async)
-    mean_async_iteration(s, r);
-  // The same worker alone: the reference for scaling efficiency.
-  const HostTimes host(p.costs.worker);
-  auto alone = dag::build_iteration(s.model, p.costs.worker, {}, false);
-  if (host.steady_state())
-    alone = dag::unroll_iterations(alone, kSteadyStateIterations);
-  add_host_tasks(alone, host);
-  const auto alone_timing = schedule(alone);
-  const auto alone_ends = iteration_ends(alone, alone_timing);
-  r.single_gpu_iteration_s =
-      alone_ends.size() >= 2 ? alone_ends.back() - alone_ends[alone_ends.size() - 2] : makespan_of(alone_timing);
-  r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;
-  r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
-  count_backup_workers(s, r);
-  double largest = 0;
-  for (const auto& g : r.groups)
-    largest = std::max(largest, g.bytes);
-  r.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
-  set_model_flops_utilisation(s, r);
-  note_host_bound(s, p.costs, r);
+// What the plan knows: the DAG (with the durations the engine timed), groups, reports and planned figures.
+RunResult result_of(Plan&& p, Timings& t) {
+  RunResult r;
+  r.engine = p.engine;
+  r.workers = p.workers;
+  r.data_parallel = p.data_parallel;
+  r.groups = std::move(p.groups);
+  r.graph = std::move(p.graph);
+  for (const auto& [v, seconds] : t.durations)
+    r.graph.task(v).duration_s = seconds;
+  r.window = p.window;
+  r.communication_bytes_per_worker = p.communication_bytes_per_worker;
+  r.peak_memory_bytes_per_gpu = p.peak_memory_bytes_per_gpu;
+  r.single_gpu_iteration_s = p.single_gpu_iteration_s;
+  r.compute_source = std::move(p.compute_source);
+  r.notes = std::move(p.notes);
+  r.parameter_server = std::move(p.parameter_server);
+  if (r.parameter_server && t.async_workers)
+    r.parameter_server->async = std::move(t.async_workers);
+  r.pipeline = std::move(p.pipeline);
+  r.timing = std::move(t.timing);
+  r.replicas = std::move(t.replicas);
+  r.links = std::move(t.links);
+  r.sim = t.sim;
+  return r;
 }
 
-dag::IterationGraph unrolled_ps_sync(const Scenario& s, const Prepared& p, int iterations) {
-  auto g = dag::build_ps_sync(s.model, p.costs.worker, p.result.groups, iterations);
+} // namespace
+
+RunResult finalize(const Scenario& s, Plan&& p, Timings&& t) {
+  const ComputeCosts costs = p.costs;
+  const std::vector<FoldedTensor> folded = std::move(p.folded_tensor);
+  RunResult r = result_of(std::move(p), t);
+  if (r.pipeline) {
+    finalize_pipeline(s, folded, r);
+  } else {
+    read_window(r);
+    if (r.parameter_server && r.parameter_server->async)
+      mean_async_iteration(s, r);
+    r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;
+    r.scaling_efficiency = r.single_gpu_iteration_s / r.iteration_time_s;
+  }
+  count_backup_workers(s, r);
+  set_model_flops_utilisation(s, r);
+  note_host_bound(s, costs, r);
+  if (t.samples) { // averaged in: throughput and efficiency follow the mean iteration
+    r.variability = std::move(t.samples->report);
+    r.variability->deterministic_s = r.iteration_time_s;
+    record_samples(*s.variability, r, t.samples->breakdown_sum, t.samples->timed);
+  }
+  if (t.async_variability)
+    r.variability = std::move(t.async_variability);
+  r.notes.insert(r.notes.end(), std::make_move_iterator(t.notes.begin()), std::make_move_iterator(t.notes.end()));
+  return r;
+}
+
+dag::IterationGraph unrolled_ps_sync(const Scenario& s, const Plan& p, int iterations) {
+  auto g = dag::build_ps_sync(s.model, p.costs.worker, p.groups, iterations);
   g.place(worker_placement(s));
   (void)cost_communication(s, *p.allreduce, g);
   add_host_tasks(g, HostTimes(p.costs.worker));

@@ -29,22 +29,66 @@ struct FoldedTensor {
   bool recompute_last = true; ///< whether the last micro-batch's backward recomputes
 };
 
-/// What both engines share, the planning layer's API: prepare() gives the costs, the collective cost model (also
-/// the one MG-WFBP plans with), the strategy's groups and the DAG (in `result`), whose communication tasks carry
-/// their closed-form durations; an engine times the DAG (result.timing); finalize() derives the figures once.
-struct Prepared {
+/// A plan: what both engines share, and what can be known before timing. prepare() gives the costs, the collective
+/// cost model (also the one MG-WFBP plans with), the strategy's groups and the DAG, whose communication tasks carry
+/// their closed-form durations; the window an iteration is read over; the figures that do not depend on the timing
+/// (traffic, memory, the single-GPU reference) and the notes. No engine changes a plan: an engine times its DAG and
+/// returns Timings, and finalize(plan, timings) builds the result once.
+struct Plan {
+  Engine engine = Engine::analytic;
+  int workers = 1;
+  int data_parallel = 1; ///< data-parallel replicas (workers / GPUs per replica)
   ComputeCosts costs;
   std::unique_ptr<CollectiveModel> allreduce;
-  RunResult result;
+  std::vector<dag::GradientGroup> groups;
+  dag::IterationGraph graph;
   std::vector<FoldedTensor> folded_tensor; ///< pipelines, analytic engine: by virtual stage; empty: not folded
+  IterationWindow window;                  ///< how the iteration is read off the timeline
+  double communication_bytes_per_worker = 0;
+  double peak_memory_bytes_per_gpu = 0;
+  double single_gpu_iteration_s = 0; ///< the same model on one GPU, no communication
+  std::string compute_source;
+  std::vector<std::string> notes;
+  std::optional<ParameterServerReport> parameter_server; ///< placement and traffic
+  std::optional<PipelineReport> pipeline;                ///< layout, closed form and memory; finalize adds the timing's
 };
-[[nodiscard]] Prepared prepare(const Scenario& s, Engine engine);
+[[nodiscard]] Plan prepare(const Scenario& s, Engine engine);
+
+/// `variability` sampled by an engine on a synchronous strategy: finalize averages the samples into the figures.
+struct SampledIterations {
+  VariabilityReport report; ///< iterations, seed, copies and each sample (finalize: deterministic_s, percentiles)
+  Breakdown breakdown_sum;  ///< copy 0's breakdown in each sample's window, summed
+  std::string timed;        ///< what a sample timed, for the note
+  std::size_t events = 0;   ///< task copies timed
+};
+
+/// What an engine measured of a plan.
+struct Timings {
+  std::vector<TaskTiming> timing; ///< by task id: the plan's DAG on its own devices (replica 0)
+  /// Tasks the engine timed at other than their planned duration, (task id, seconds): the flow engine's collectives
+  /// as their flows took, ps-async's push and pull at the queue model's means.
+  std::vector<std::pair<std::size_t, double>> durations;
+  std::vector<ReplicaTiming> replicas; ///< flow engine: the other replicas it reports
+  std::vector<LinkUsage> links;        ///< flow engine
+  SimStats sim;
+  std::vector<std::string> notes;                     ///< how the engine timed the plan
+  std::optional<AsyncWorkersReport> async_workers;    ///< ps-async, ps-ssp
+  std::optional<SampledIterations> samples;           ///< `variability` on a synchronous strategy
+  std::optional<VariabilityReport> async_variability; ///< ps-ssp's replay with `variability`, reported as drawn
+};
+
+/// The iteration time the plan's window reads off `timing` (the deterministic iteration: before backup workers,
+/// samples or an asynchronous aggregate).
+[[nodiscard]] double window_time_s(const Plan& p, const std::vector<TaskTiming>& timing);
+
+/// The result: the plan's DAG with the durations the engine timed, the iteration time, breakdown and critical path
+/// read over the plan's window, throughput, efficiency and the notes (the plan's, those on the figures, then the
+/// engine's).
+[[nodiscard]] RunResult finalize(const Scenario& s, Plan&& p, Timings&& t);
+
 /// ps-sync's DAG of one worker (as prepare builds it for ps-sync and ps-ssp) unrolled over `iterations`: placed,
 /// its transfers costed, its host tasks added (ps-ssp's replay, sim/analytic/ps_ssp.hpp).
-[[nodiscard]] dag::IterationGraph unrolled_ps_sync(const Scenario& s, const Prepared& p, int iterations);
-/// Derives the figures from result.graph and result.timing: chooses the window an iteration is read over
-/// (result.window) once, then the iteration time, breakdown, critical path, efficiency, memory and notes.
-void finalize(const Scenario& s, Prepared& p);
+[[nodiscard]] dag::IterationGraph unrolled_ps_sync(const Scenario& s, const Plan& p, int iterations);
 
 /// Compressed gradient groups (sparsified or quantised) summed over an iteration.
 struct CompressionTotals {
@@ -118,9 +162,10 @@ private:
   std::vector<std::unique_ptr<Measured>> measured_;
 };
 
-/// Where cost_communication should put its notes on measured collectives for `r`'s engine: r.notes for the analytic
-/// engine; nullptr (with a note that they are not used) for the flow engine, or when the scenario measures none.
-[[nodiscard]] std::vector<std::string>* measured_collectives_notes(const Scenario& s, RunResult& r);
+/// Where cost_communication should put its notes on measured collectives for the plan's engine: p.notes for the
+/// analytic engine; nullptr (with a note that they are not used) for the flow engine, or when the scenario measures
+/// none.
+[[nodiscard]] std::vector<std::string>* measured_collectives_notes(const Scenario& s, Plan& p);
 
 /// Sets the duration of every communication task of `graph` from its communicator's closed form (allreduce;
 /// `whole_cluster` when it spans the cluster) or its lowering's phase-synchronous time, and returns the bytes the

@@ -49,20 +49,11 @@ struct LinkUsage {
   double mean_utilisation = 0; ///< bytes / (bandwidth x iteration time)
 };
 
-/// Parameter-server strategies (ps-sync, ps-async): placement, traffic, and for ps-async what the asynchronous
-/// workers achieved (sim/analytic/ps_async.hpp).
-struct ParameterServerReport {
-  int servers = 0;
-  bool dedicated = false;
-  int iterations_simulated = 0;           ///< ps-sync: iterations unrolled in the DAG; ps-async: per slowest worker
-  int warmup_iterations = 0;              ///< excluded from the figures
-  std::vector<std::size_t> iteration_end; ///< ps-sync: task id of each unrolled iteration's last backward
-  double push_bytes_per_worker = 0;       ///< per iteration
-  double pull_bytes_per_worker = 0;
-  double server_bytes_received = 0; ///< per iteration, busiest server
-  double server_bytes_sent = 0;
-  // ps-async
-  bool async = false;
+/// ps-async and ps-ssp: what the asynchronous workers achieved, as the analytic engine simulated them
+/// (sim/analytic/ps_async.hpp, ps_ssp.hpp).
+struct AsyncWorkersReport {
+  int iterations_simulated = 0; ///< per slowest worker (ps-async), or unrolled (ps-ssp)
+  int warmup_iterations = 0;    ///< excluded from the figures
   std::vector<double> worker_throughput_samples_per_s;
   std::vector<double> worker_compute_s; ///< one iteration's compute per worker (speed spread applied)
   std::map<int, long> staleness_histogram;
@@ -72,6 +63,21 @@ struct ParameterServerReport {
   // ps-ssp
   int staleness_bound = -1;
   int clock_lead_max = 0; ///< the largest lead in iterations of a reading worker over the slowest (<= the bound)
+};
+
+/// Parameter-server strategies (ps-sync, ps-async, ps-ssp): placement and traffic, planned; for the asynchronous
+/// ones what the workers achieved.
+struct ParameterServerReport {
+  int servers = 0;
+  bool dedicated = false;
+  int iterations_simulated = 0;           ///< ps-sync: iterations unrolled in the DAG
+  int warmup_iterations = 0;              ///< excluded from the figures
+  std::vector<std::size_t> iteration_end; ///< ps-sync: task id of each unrolled iteration's last backward
+  double push_bytes_per_worker = 0;       ///< per iteration
+  double pull_bytes_per_worker = 0;
+  double server_bytes_received = 0; ///< per iteration, busiest server
+  double server_bytes_sent = 0;
+  std::optional<AsyncWorkersReport> async; ///< ps-async, ps-ssp
 };
 
 /// A pipeline's figures (summary.pipeline: docs/pipelines.md, "Report"), measured from the simulated replica.

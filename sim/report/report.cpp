@@ -231,19 +231,19 @@ void add_parameter_server(OrderedJson& j, const Scenario& s, const ParameterServ
   o["pull_bytes_per_worker"] = ps.pull_bytes_per_worker;
   o["server_bytes_received"] = ps.server_bytes_received;
   o["server_bytes_sent"] = ps.server_bytes_sent;
-  o["iterations_simulated"] = ps.iterations_simulated;
-  o["warmup_iterations"] = ps.warmup_iterations;
-  if (ps.async) {
+  o["iterations_simulated"] = ps.async ? ps.async->iterations_simulated : ps.iterations_simulated;
+  o["warmup_iterations"] = ps.async ? ps.async->warmup_iterations : ps.warmup_iterations;
+  if (const auto& a = ps.async) {
     o["worker_speed_spread"] = s.strategy.parameter_server()->worker_speed_spread;
-    o["worker_compute_s"] = ps.worker_compute_s;
-    o["worker_throughput_samples_per_s"] = ps.worker_throughput_samples_per_s;
-    o["aggregate_throughput_samples_per_s"] = ps.aggregate_throughput_samples_per_s;
+    o["worker_compute_s"] = a->worker_compute_s;
+    o["worker_throughput_samples_per_s"] = a->worker_throughput_samples_per_s;
+    o["aggregate_throughput_samples_per_s"] = a->aggregate_throughput_samples_per_s;
     OrderedJson histogram = OrderedJson::object();
-    for (const auto& [staleness, count] : ps.staleness_histogram)
+    for (const auto& [staleness, count] : a->staleness_histogram)
       histogram[std::to_string(staleness)] = count;
-    o["staleness"] = {{"histogram", std::move(histogram)}, {"mean", ps.staleness_mean}, {"max", ps.staleness_max}};
-    if (ps.staleness_bound >= 0)
-      o["stale_synchronous"] = {{"staleness_bound", ps.staleness_bound}, {"max_lead", ps.clock_lead_max}};
+    o["staleness"] = {{"histogram", std::move(histogram)}, {"mean", a->staleness_mean}, {"max", a->staleness_max}};
+    if (a->staleness_bound >= 0)
+      o["stale_synchronous"] = {{"staleness_bound", a->staleness_bound}, {"max_lead", a->clock_lead_max}};
   }
   j["parameter_server"] = std::move(o);
 }

@@ -235,7 +235,7 @@ TEST_CASE("sim::variability with ps-ssp: the barrier's c + mu H_p at bound 0, c 
     CHECK(r.variability->copies == p);
     CHECK(r.variability->iteration_s.size() >= static_cast<std::size_t>(2000 * p));
     CHECK_THAT(r.variability->deterministic_s, WithinRel(c, 1e-6));
-    CHECK(r.parameter_server->clock_lead_max <= bound);
+    CHECK(r.parameter_server->async->clock_lead_max <= bound);
     CHECK(r.iteration_time_s < previous);
     previous = r.iteration_time_s;
     if (bound == 0)
@@ -243,7 +243,7 @@ TEST_CASE("sim::variability with ps-ssp: the barrier's c + mu H_p at bound 0, c 
     if (bound == 1000000)
       CHECK_THAT(r.iteration_time_s, WithinRel(c + mu, 0.02));
     if (bound == 4) // the bound binds: some worker reaches it
-      CHECK(r.parameter_server->clock_lead_max == 4);
+      CHECK(r.parameter_server->async->clock_lead_max == 4);
   }
   // ps-sync's Monte Carlo of the same stragglers agrees with the barrier
   Json sync = doc;

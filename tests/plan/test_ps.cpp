@@ -289,7 +289,8 @@ TEST_CASE("sim::ps-async reports per-worker throughput and staleness, and the sp
   const auto s = parse_scenario(doc, "ps.json");
   const auto r = run_scenario(s);
   REQUIRE(r.parameter_server);
-  const auto& ps = *r.parameter_server;
+  REQUIRE(r.parameter_server->async);
+  const auto& ps = *r.parameter_server->async;
   REQUIRE(ps.worker_throughput_samples_per_s.size() == 4);
   CHECK(ps.worker_compute_s[3] == 2 * ps.worker_compute_s[0]);
   for (std::size_t w = 1; w < 4; ++w)
@@ -352,7 +353,7 @@ TEST_CASE("sim::ps-ssp with two workers, one twice as slow: lockstep at any boun
     CAPTURE(bound);
     doc["strategy"]["staleness_bound"] = bound;
     const auto r = run_scenario(parse_scenario(doc, "ssp.json"));
-    const auto& ps = *r.parameter_server;
+    const auto& ps = *r.parameter_server->async;
     CHECK(ps.clock_lead_max == bound);
     CHECK(ps.staleness_max <= 1 + bound);
     for (double rate : ps.worker_throughput_samples_per_s)
@@ -366,7 +367,7 @@ TEST_CASE("sim::ps-ssp with two workers, one twice as slow: lockstep at any boun
   }
   doc["strategy"]["staleness_bound"] = 1000;
   const auto free = run_scenario(parse_scenario(doc, "ssp.json"));
-  const auto& ps = *free.parameter_server;
+  const auto& ps = *free.parameter_server->async;
   CHECK(ps.clock_lead_max < 1000);
   CHECK(ps.clock_lead_max > 8);
   CHECK_THAT(ps.worker_throughput_samples_per_s[0], WithinRel(16 / c, 1e-4));
@@ -399,7 +400,7 @@ TEST_CASE("sim::ps-ssp with equal workers is ps-sync, communication included, at
       const auto ssp = run_scenario(parse_scenario(doc, "ps.json"));
       CHECK_THAT(ssp.iteration_time_s, WithinRel(sync.iteration_time_s, 1e-9));
       CHECK_THAT(ssp.throughput_samples_per_s, WithinRel(sync.throughput_samples_per_s, 1e-9));
-      CHECK(ssp.parameter_server->clock_lead_max == 0);
+      CHECK(ssp.parameter_server->async->clock_lead_max == 0);
     }
     CHECK(sync.iteration_time_s > 1.01 * sync.single_gpu_iteration_s); // communication shows
   }

@@ -103,8 +103,8 @@ TEST_CASE("schedule: the event-driven pass without slowdown is the list schedule
     const auto s = load_scenario(entry.path().string());
     if (s.strategy.asynchronous())
       continue;
-    const auto prepared = prepare(s, Engine::analytic);
-    const auto& g = prepared.result.graph;
+    const auto plan = prepare(s, Engine::analytic);
+    const auto& g = plan.graph;
     const auto list = schedule(g);
     const auto events = schedule_event_driven(g, {});
     REQUIRE(list.size() == events.size());

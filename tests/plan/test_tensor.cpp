@@ -43,9 +43,9 @@ Json gpt(int nodes, int pipeline, int tensor, bool sequence_parallel = false, co
 constexpr double kBsh = 2.0 * 1024 * 1024 * 2; // b s h elements in bf16: bytes of every tensor-group collective
 
 // The tensor-group collectives of the DAG the flow engine lowers, by kind, on `gpu`.
-std::map<Collective, int> tensor_collectives(const Prepared& p, int gpu) {
+std::map<Collective, int> tensor_collectives(const Plan& p, int gpu) {
   std::map<Collective, int> out;
-  const auto& g = p.result.graph;
+  const auto& g = p.graph;
   for (std::size_t v = 0; v < g.size(); ++v) {
     const auto& t = g.task(v);
     if (t.collective == Collective::none || t.resource != dag::Resource::gpu_compute || t.device.index != gpu)
@@ -68,15 +68,15 @@ TEST_CASE("tensor parallelism: 2 + 2 collectives of b s h per block and micro-ba
   CHECK(tensor_collectives(p, 0) == std::map<Collective, int>{{Collective::allreduce, 4 * blocks * m}});
   CHECK(tensor_collectives(p, 4) == std::map<Collective, int>{{Collective::allreduce, 4 * blocks * m}});
   // Their communicator is the stage's tensor group; the DAG stands for its 4 GPUs.
-  for (std::size_t v = 0; v < p.result.graph.size(); ++v) {
-    const auto& t = p.result.graph.task(v);
+  for (std::size_t v = 0; v < p.graph.size(); ++v) {
+    const auto& t = p.graph.task(v);
     if (t.collective == Collective::allreduce && t.resource == dag::Resource::gpu_compute)
-      CHECK(p.result.graph.communicator(t.communicator).ranks ==
+      CHECK(p.graph.communicator(t.communicator).ranks ==
             (t.device.index == 0 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{4, 5, 6, 7}));
   }
-  CHECK(p.result.graph.replicas() == 4);
-  CHECK(p.result.graph.tensor_peers() == 4);
-  CHECK(p.result.graph.replica_device(3, dag::Device::gpu(4)) == dag::Device::gpu(7));
+  CHECK(p.graph.replicas() == 4);
+  CHECK(p.graph.tensor_peers() == 4);
+  CHECK(p.graph.replica_device(3, dag::Device::gpu(4)) == dag::Device::gpu(7));
 
   // Full recomputation repeats the forward's 2; sequence parallelism turns each allreduce into a reduce-scatter and an
   // allgather; selective recomputation repeats none.
@@ -88,9 +88,9 @@ TEST_CASE("tensor parallelism: 2 + 2 collectives of b s h per block and micro-ba
   // Megatron-Core sends each tensor rank's whole activation to the next stage, its sequence shard with sequence
   // parallelism: b s h elements, or b s h / t.
   for (const auto* run : {&p, &sp})
-    for (std::size_t v = 0; v < run->result.graph.size(); ++v)
-      if (run->result.graph.task(v).collective == Collective::point_to_point)
-        CHECK(run->result.graph.task(v).bytes == (run == &p ? kBsh : kBsh / 4));
+    for (std::size_t v = 0; v < run->graph.size(); ++v)
+      if (run->graph.task(v).collective == Collective::point_to_point)
+        CHECK(run->graph.task(v).bytes == (run == &p ? kBsh : kBsh / 4));
 }
 
 TEST_CASE("tensor parallelism: 1/t of each layer's compute (LayerNorm whole without sequence parallelism), the "
@@ -161,10 +161,10 @@ TEST_CASE("tensor parallelism: the analytic engine's folded passes time the DAG 
       const auto s = parse_scenario(doc, "t.json");
       const auto folded = run_analytic(s);
       auto separate = prepare(s, Engine::flow);
-      CHECK(separate.result.graph.size() > folded.graph.size());
-      separate.result.timing = schedule(separate.result.graph);
-      finalize(s, separate);
-      const auto& r = separate.result;
+      CHECK(separate.graph.size() > folded.graph.size());
+      Timings timed;
+      timed.timing = schedule(separate.graph);
+      const auto r = finalize(s, std::move(separate), std::move(timed));
       CHECK_THAT(folded.iteration_time_s, WithinRel(r.iteration_time_s, 1e-12));
       CHECK_THAT(folded.breakdown.exposed_communication_s, WithinRel(r.breakdown.exposed_communication_s, 1e-9));
       CHECK_THAT(folded.breakdown.compute_s, WithinRel(r.breakdown.compute_s, 1e-9));
@@ -232,7 +232,7 @@ TEST_CASE("tensor parallelism: what the scenario may ask", "[pipeline][tensor][s
 TEST_CASE("tensor parallelism: the DAG's copies and the instances of its collectives", "[pipeline][tensor][graph]") {
   // 4 nodes x 4 GPUs, 2 stages, t = 4, d = 2: stage 0 is replica 0 on GPUs 0-3 and replica 1 on GPUs 4-7.
   const auto p = prepare(parse_scenario(gpt(4, 2, 4), "t.json"), Engine::flow);
-  const auto& g = p.result.graph;
+  const auto& g = p.graph;
   CHECK(g.replicas() == 8); // d x t copies
   CHECK(g.tensor_peers() == 4);
   CHECK(g.replica_device(1, dag::Device::gpu(0)) == dag::Device::gpu(1)); // copy 1: tensor rank 1 of replica 0
