@@ -34,7 +34,7 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
   std::vector<std::string> all = overrides;
   if (!engine.empty())
     all.push_back("engine=" + engine);
-  const auto scenario = sim::load_scenario(scenario_path, all);
+  const auto scenario = sim::load_scenario(scenario_path, all, sim::SweepBlock::ignored); // runs the base only
   const std::string dir = out_dir.empty() ? (std::filesystem::path("out") / scenario.name).string() : out_dir;
   prepare_output_dir(dir); // an unusable --out fails before the simulation, not after
   const auto result = sim::run_scenario(scenario);

@@ -118,7 +118,7 @@ OrderedJson probe_plan(const Scenario& s) {
 }
 
 int probe_plan_command(const std::string& path, const std::vector<std::string>& overrides, const std::string& out) {
-  const auto s = load_scenario(path, overrides);
+  const auto s = load_scenario(path, overrides, SweepBlock::ignored);
   const auto plan = probe_plan(s);
   write_file_atomic(out, plan.dump(2) + "\n");
   int convolutions = 0, gemms = 0, memory = 0;

@@ -649,7 +649,7 @@ SweepKeyOrder sweep_key_order(std::string_view text) {
   return order;
 }
 
-Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKeyOrder& order) {
+Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKeyOrder& order, SweepBlock sweep) {
   ObjectReader r(doc, file, "");
   Scenario s;
   s.file = file;
@@ -704,14 +704,14 @@ Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKey
   }
   if (auto v = r.optional_object("variability"))
     s.variability = parse_variability(std::move(*v), s.measured.steps_s);
-  if (const Json* sw = r.optional("sweep"))
+  if (const Json* sw = r.optional("sweep"); sw != nullptr && sweep == SweepBlock::validated)
     s.sweep = parse_sweep(*sw, doc, file, order);
   r.finish();
   check_feasible(s, file);
   return s;
 }
 
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides, SweepBlock sweep) {
   const std::string text = read_file(path);
   Json doc = parse_json_text(text, path);
   SweepKeyOrder order = sweep_key_order(text);
@@ -723,7 +723,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   for (const auto& o : overrides)
     apply_override(doc, o, path);
   try {
-    return parse_scenario(doc, path, order);
+    return parse_scenario(doc, path, order, sweep);
   } catch (const InputError& e) {
     // Say so when the offending value came from the command line rather than the file.
     for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {

@@ -148,11 +148,17 @@ struct SweepKeyOrder {
 /// The sweep key order of a scenario's JSON text (already validated by parse_json_text); empty without a sweep.
 [[nodiscard]] SweepKeyOrder sweep_key_order(std::string_view text);
 
+/// What parsing does with a scenario's `sweep` block: validate every swept value (check, sweep), or leave it unread
+/// (run, probe-plan: they run the scenario without its sweep, and do not validate what they ignore).
+enum class SweepBlock : std::uint8_t { validated, ignored };
+
 /// Parses a whole scenario document. `file` is used in messages and to resolve relative paths. The sweep's axes run
 /// in `order` (keys not in it, e.g. added by --set, follow in alphabetical order).
-[[nodiscard]] Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKeyOrder& order = {});
+[[nodiscard]] Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKeyOrder& order = {},
+                                      SweepBlock sweep = SweepBlock::validated);
 
 /// Loads a scenario file, applies overrides in order, parses and validates it.
-[[nodiscard]] Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+[[nodiscard]] Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {},
+                                     SweepBlock sweep = SweepBlock::validated);
 
 } // namespace ddlsim::sim
