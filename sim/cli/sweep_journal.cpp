@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 namespace ddlsim::sim::detail {
 
@@ -22,15 +24,45 @@ OrderedJson result_json(const PointResult& r) {
   return j;
 }
 
+namespace {
+
+// A finished point's summary as the sweep wrote it: an object whose figures a results table reads are finite and not
+// negative (an iteration takes time, a run has at least one worker).
+void check_summary(const OrderedJson& summary) {
+  if (!summary.is_object())
+    throw std::invalid_argument("its summary is not an object");
+  for (const char* key : {"iteration_time_s", "throughput_samples_per_s", "workers"}) {
+    const auto it = summary.find(key);
+    if (it == summary.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+      throw std::invalid_argument(fmt::format("its summary's {} is not a finite number >= 0", key));
+  }
+  if (summary.at("iteration_time_s").get<double>() <= 0 || summary.at("workers").get<double>() < 1)
+    throw std::invalid_argument("its summary has no positive iteration time or no worker");
+}
+
+// One journal line, nested at most kMaxJsonDepth levels (a deeper line would exhaust the stack of whatever walks it).
+OrderedJson parse_line(const std::string& line) {
+  return OrderedJson::parse(line, [](int depth, OrderedJson::parse_event_t event, OrderedJson&) {
+    using E = OrderedJson::parse_event_t;
+    if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth)
+      throw std::invalid_argument(fmt::format("nested deeper than {} levels", kMaxJsonDepth));
+    return true;
+  });
+}
+
+} // namespace
+
 PointResult result_from_json(const OrderedJson& j) {
   PointResult r;
   r.index = j.at("index").get<std::size_t>();
   r.params = j.at("params");
   r.ok = j.at("ok").get<bool>();
-  if (r.ok)
+  if (r.ok) {
     r.summary = j.at("summary");
-  else
+    check_summary(r.summary);
+  } else {
     r.error = j.at("error").get<std::string>();
+  }
   return r;
 }
 
@@ -58,11 +90,14 @@ Journal read_journal(const std::string& path) {
       continue;
     OrderedJson doc;
     try {
-      doc = OrderedJson::parse(line);
-    } catch (const std::exception&) {
+      doc = parse_line(line);
+    } catch (const std::exception& e) {
       if (!complete) // the last line of a killed sweep may be cut short: that point is simply not done
         break;
-      throw InputError(path, "", fmt::format("line {}: not a JSON line (the journal is damaged)", line_no));
+      const bool deep = dynamic_cast<const std::invalid_argument*>(&e) != nullptr;
+      throw InputError(path, "",
+                       fmt::format("line {}: not a JSON line{} (the journal is damaged)", line_no,
+                                   deep ? fmt::format(": {}", e.what()) : std::string()));
     }
     try {
       if (line_no == 1) {
@@ -71,6 +106,10 @@ Journal read_journal(const std::string& path) {
         j.keys = doc.at("keys").get<std::vector<std::string>>();
         j.shard = doc.at("shard").get<std::string>();
         j.points = doc.at("points").get<std::size_t>();
+        if (j.points == 0 || j.points > kMaxSweepPoints)
+          throw InputError(path, "",
+                           fmt::format("line 1: {} points: a sweep has 1 to {} (the journal is damaged)", j.points,
+                                       kMaxSweepPoints));
         shard = parse_shard(j.shard);
         continue;
       }

@@ -301,6 +301,55 @@ TEST_CASE("robustness: --resume refuses a journal with points the sweep does not
                 "point " + result.substr(at + 8, 1) + " is recorded twice");
 }
 
+TEST_CASE("robustness: merge and --resume refuse a damaged journal: deep nesting, absurd points, bad summaries "
+          "(#31 R20, R21)",
+          "[cli][robustness]") {
+  TempDir tmp;
+  const std::string sweep = R"(sweep={"cluster.nodes": [1, 2]})";
+  run_ok({"sweep", kQuickstart, "--set", sweep, "--out", tmp / "s", "--no-plots"});
+  const fs::path journal = fs::path(tmp / "s") / "points.jsonl";
+  const auto text = read_text(journal);
+  const auto first = text.find('\n') + 1;
+  const std::string header = text.substr(0, first);
+  const std::string result = text.substr(first, text.find('\n', first) + 1 - first);
+  const auto resume = [&] {
+    return run_ddlsim({"sweep", kQuickstart, "--set", sweep, "--out", tmp / "s", "--resume", "--no-plots"});
+  };
+  const auto merge = [&] { return run_ddlsim({"merge", tmp / "s", "--out", tmp / "m", "--no-plots"}); };
+  SECTION("a line nested 200,000 deep (R21: SIGSEGV before)") {
+    std::string deep = result; // the point's params nested 200,000 arrays deep
+    const auto at = deep.find("\"params\":");
+    REQUIRE(at != std::string::npos);
+    deep.insert(at + 9, std::string(200000, '[') + "0" + std::string(200000, ']') + ",\"was\":");
+    write_text(journal.string(), header + deep);
+    check_refused(resume(), "line 2: not a JSON line: nested deeper than 256 levels");
+    check_refused(merge(), "line 2: not a JSON line: nested deeper than 256 levels");
+  }
+  SECTION("a header with 2^62 points (R20: merge hung before)") {
+    std::string big = header;
+    big.replace(big.find("\"points\":2"), 10, "\"points\":4611686018427387904");
+    write_text(journal.string(), big + result);
+    check_refused(merge(), "4611686018427387904 points: a sweep has 1 to 1000000");
+  }
+  SECTION("null and negative summaries (R20: merged with exit 0 before)") {
+    for (const std::string& summary : {std::string("null"), std::string("-1")}) {
+      INFO(summary);
+      std::string bad = result;
+      const auto at = bad.find("\"summary\":");
+      REQUIRE(at != std::string::npos);
+      bad.replace(at + 10, bad.size() - 2 - (at + 10), summary); // up to the closing brace and newline
+      write_text(journal.string(), header + bad);
+      check_refused(merge(), "its summary is not an object");
+    }
+    std::string negative = result;
+    const auto at = negative.find("\"iteration_time_s\":");
+    REQUIRE(at != std::string::npos);
+    negative.insert(at + 19, "-");
+    write_text(journal.string(), header + negative);
+    check_refused(merge(), "its summary's iteration_time_s is not a finite number >= 0");
+  }
+}
+
 TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {
   TempDir tmp;
   for (const std::string& name : std::vector<std::string>{"..", ".", "/", "/tmp/x", "a/b", std::string(201, 'n')}) {
