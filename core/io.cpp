@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -108,6 +109,10 @@ bool path_exists(const std::string& path) {
   return fs::exists(path, ec) && !ec;
 }
 
+namespace {
+thread_local ReadLog* current_read_log = nullptr;
+} // namespace
+
 std::string read_file(const std::string& path, std::size_t max_bytes) {
   if (path.find('\0') != std::string::npos)
     throw InputError(path, "", "the file name contains a NUL byte");
@@ -134,7 +139,32 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
   }
   if (in.bad())
     throw InputError(path, "", "reading the file failed");
+  if (current_read_log != nullptr)
+    current_read_log->record(path, content);
   return content;
+}
+
+std::string fingerprint(std::string_view bytes) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+ReadLog::ReadLog() : outer_(current_read_log) {
+  current_read_log = this;
+}
+
+ReadLog::~ReadLog() {
+  current_read_log = outer_;
+}
+
+void ReadLog::record(const std::string& path, std::string_view content) {
+  files_[path] = fingerprint(content);
+  if (outer_ != nullptr)
+    outer_->record(path, content);
 }
 
 void ignore_file_size_signal() {

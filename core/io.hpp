@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,27 @@ inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
 /// Reads a whole file; throws InputError(path, "", ...) if it cannot be read, is a directory, has a NUL byte in its
 /// name, is a device (/dev/zero), or is larger than `max_bytes` (a pipe that does not end).
 [[nodiscard]] std::string read_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
+
+/// FNV-1a (64 bits) of `bytes` as 16 hex digits: a fingerprint of a file's content, not a cryptographic hash.
+[[nodiscard]] std::string fingerprint(std::string_view bytes);
+
+/// While one lives, every file read_file reads on this thread is recorded with its fingerprint: a sweep's journal
+/// keeps what its points read (calibrations, workloads), so that --resume and merge notice a file that changed.
+/// Logs nest: an inner one records for itself, then for the one around it.
+class ReadLog {
+public:
+  ReadLog();
+  ~ReadLog();
+  ReadLog(const ReadLog&) = delete;
+  ReadLog& operator=(const ReadLog&) = delete;
+  /// path as read -> fingerprint of its content
+  [[nodiscard]] const std::map<std::string, std::string>& files() const { return files_; }
+  void record(const std::string& path, std::string_view content);
+
+private:
+  std::map<std::string, std::string> files_;
+  ReadLog* outer_;
+};
 
 /// Makes an I/O failure signal-free: SIGXFSZ (file size limit) is ignored, so that the write fails with EFBIG and
 /// the temporary files are cleaned up, instead of the process dying with them left behind. Called once by main().

@@ -83,6 +83,7 @@ int report_sweep(const sim::SweepOutcome& o, const std::string& dir) {
 
 int sweep_command(const std::string& scenario_path, std::string out_dir, const std::vector<std::string>& overrides,
                   int jobs, bool resume, const std::string& shard, bool plots) {
+  ReadLog inputs; // what the scenario and its swept values read: the journal keeps their fingerprints
   const auto s = sim::load_scenario(scenario_path, overrides); // validates the scenario and every swept value
   if (s.sweep.empty())
     throw InputError(scenario_path, "/sweep", "the scenario has no \"sweep\" block to expand (use ddlsim run)");
@@ -93,6 +94,8 @@ int sweep_command(const std::string& scenario_path, std::string out_dir, const s
   if (!shard.empty())
     o.shard = sim::parse_shard(shard);
   o.plots = plots;
+  o.inputs = inputs.files();
+  o.inputs.erase(scenario_path); // the scenario itself: the sweep's identity
   return report_sweep(sim::run_sweep(s, o), o.out_dir);
 }
 

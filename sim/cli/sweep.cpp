@@ -568,16 +568,22 @@ SweepOutcome run_sweep(const Scenario& s, const SweepOptions& options) {
                        fmt::format("--resume: these results come from a different sweep ({} shard {}, this one is "
                                    "{} shard {}); use another --out or run without --resume",
                                    j.identity, j.shard, identity, shard_text));
+    if (const auto changed = changed_input(j.inputs, options.inputs); !changed.empty())
+      throw InputError(journal_path, "",
+                       fmt::format("--resume: an input changed since these results were computed: {}; use another "
+                                   "--out or run without --resume",
+                                   changed));
     results = std::move(j.results);
     outcome.resumed = results.size();
   }
   prepare_output_dir(dir.string());
   // The journal is rewritten from what is kept (a cut-short last line disappears), then appended to.
   {
-    std::string text = OrderedJson{{"sweep", identity},   {"scenario", file},    {"name", tables.scenario},
-                                   {"keys", tables.keys}, {"shard", shard_text}, {"points", points.size()}}
-                           .dump() +
-                       "\n";
+    OrderedJson header{{"sweep", identity},   {"scenario", file},    {"name", tables.scenario},
+                       {"keys", tables.keys}, {"shard", shard_text}, {"points", points.size()}};
+    if (!options.inputs.empty())
+      header["inputs"] = options.inputs;
+    std::string text = header.dump() + "\n";
     for (const auto& [i, r] : results)
       text += result_json(r).dump() + "\n";
     write_file_atomic(journal_path, text);
@@ -713,7 +719,13 @@ SweepOutcome merge_sweeps(const std::vector<std::string>& shard_dirs, const std:
       throw InputError(path, "",
                        fmt::format("merge: this shard belongs to another sweep ({}) than {} ({})", j.identity,
                                    first_path, first->identity));
-    } else if (shard.count != parse_shard(first->shard).count) {
+    } else if (const auto changed = changed_input(first->inputs, j.inputs); !changed.empty()) {
+      throw InputError(path, "",
+                       fmt::format("merge: this shard read other inputs than {}: {}; rerun the shards on the same "
+                                   "files",
+                                   first_path, changed));
+    }
+    if (shard.count != parse_shard(first->shard).count) {
       throw InputError(path, "",
                        fmt::format("merge: this is shard {}, but {} is shard {}: the shards of one sweep split it "
                                    "the same way",

@@ -17,6 +17,7 @@
 #include "sim/spec/scenario.hpp"
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ struct SweepOptions {
   Shard shard;
   bool plots = true;    ///< make the standard plots at the end (not for a shard: its points are a sample)
   bool progress = true; ///< report progress on stderr (a bar on a terminal, plain lines otherwise)
+  /// Files the scenario and its swept values read besides the scenario (calibrations, workloads, timelines), path ->
+  /// fingerprint (core/io.hpp, ReadLog): the journal records them and --resume refuses when one changed.
+  std::map<std::string, std::string> inputs;
 };
 
 struct SweepOutcome {

@@ -67,12 +67,22 @@ PointResult result_from_json(const OrderedJson& j) {
 }
 
 std::string identity_of(const Json& base) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : base.dump()) {
-    h ^= c;
-    h *= 1099511628211ull;
+  return fingerprint(base.dump());
+}
+
+std::string changed_input(const std::map<std::string, std::string>& before,
+                          const std::map<std::string, std::string>& now) {
+  for (const auto& [path, print] : now) {
+    const auto it = before.find(path);
+    if (it == before.end())
+      return fmt::format("{} (not read before)", path);
+    if (it->second != print)
+      return fmt::format("{} (fingerprint {} then, {} now)", path, it->second, print);
   }
-  return fmt::format("{:016x}", h);
+  for (const auto& [path, print] : before)
+    if (!now.contains(path))
+      return fmt::format("{} (read before, not now)", path);
+  return {};
 }
 
 Journal read_journal(const std::string& path) {
@@ -106,6 +116,8 @@ Journal read_journal(const std::string& path) {
         j.keys = doc.at("keys").get<std::vector<std::string>>();
         j.shard = doc.at("shard").get<std::string>();
         j.points = doc.at("points").get<std::size_t>();
+        if (doc.contains("inputs"))
+          j.inputs = doc.at("inputs").get<std::map<std::string, std::string>>();
         if (j.points == 0 || j.points > kMaxSweepPoints)
           throw InputError(path, "",
                            fmt::format("line 1: {} points: a sweep has 1 to {} (the journal is damaged)", j.points,

@@ -20,12 +20,18 @@ namespace ddlsim::sim::detail {
 /// FNV-1a over the scenario as JSON (keys sorted): the sweep's identity for --resume and merge.
 [[nodiscard]] std::string identity_of(const Json& base);
 
+/// The first file whose fingerprint differs between two sets of a sweep's inputs (path -> fingerprint), said with
+/// both fingerprints; empty when they are the same files with the same content.
+[[nodiscard]] std::string changed_input(const std::map<std::string, std::string>& before,
+                                        const std::map<std::string, std::string>& now);
+
 struct Journal {
   std::string identity;
   std::string name;
   std::vector<std::string> keys;
   std::string shard;
   std::size_t points = 0;
+  std::map<std::string, std::string> inputs; ///< files the scenario and its swept values read -> fingerprint
   std::map<std::size_t, PointResult> results;
 };
 

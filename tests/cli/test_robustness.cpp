@@ -350,6 +350,31 @@ TEST_CASE("robustness: merge and --resume refuse a damaged journal: deep nesting
   }
 }
 
+TEST_CASE("robustness: --resume and merge refuse results computed from a calibration that changed since (#31 R27)",
+          "[cli][robustness]") {
+  TempDir tmp;
+  const std::string calibration = tmp / "cal.json";
+  write_text(calibration, R"({"version": 2, "source": "a", "host": {"launch": "5 us"}})");
+  const std::string sweep = R"(sweep={"cluster.nodes": [1, 2]})";
+  const std::string uses = "calibration=\"" + calibration + "\"";
+  const auto shard = [&](const std::string& s) {
+    return run_ddlsim(
+        {"sweep", kQuickstart, "--set", uses, "--set", sweep, "--out", tmp / s, "--shard", s.substr(1), "--no-plots"});
+  };
+  REQUIRE(shard("s0/2").exit_code == 0);
+  const auto journal = read_text(fs::path(tmp / "s0/2") / "points.jsonl");
+  CHECK_THAT(journal.substr(0, journal.find('\n')), Contains(calibration)); // the header records the input
+  write_text(calibration, R"({"version": 2, "source": "b", "host": {"launch": "5 us"}})");
+  // --resume: the results of the old calibration would be mixed with the new one's
+  check_refused(run_ddlsim({"sweep", kQuickstart, "--set", uses, "--set", sweep, "--out", tmp / "s0/2", "--shard",
+                            "0/2", "--resume", "--no-plots"}),
+                "--resume: an input changed since these results were computed: " + calibration + " (fingerprint");
+  // merge: shard 1 ran on the new calibration, shard 0 on the old one
+  REQUIRE(shard("s1/2").exit_code == 0);
+  check_refused(run_ddlsim({"merge", tmp / "s0/2", tmp / "s1/2", "--out", tmp / "m", "--no-plots"}),
+                "merge: this shard read other inputs than");
+}
+
 TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {
   TempDir tmp;
   for (const std::string& name : std::vector<std::string>{"..", ".", "/", "/tmp/x", "a/b", std::string(201, 'n')}) {
