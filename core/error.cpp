@@ -23,21 +23,32 @@ void append_escaped(std::string& out, const std::string& text) {
   }
 }
 
+// The start of `text` (at most `limit` characters) and how long it was.
+std::string clipped(std::string_view text, std::size_t limit) {
+  if (text.size() <= limit)
+    return std::string(text);
+  return std::string(text.substr(0, limit)) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
 std::string format_input_error(const std::string& file, const std::string& pointer, const std::string& message) {
   std::string out;
   if (!file.empty()) {
-    append_escaped(out, file);
+    append_escaped(out, clip_user_text(file));
     out += ": ";
   }
   if (!pointer.empty()) {
-    append_escaped(out, pointer);
+    append_escaped(out, clip_user_text(pointer));
     out += ": ";
   }
-  append_escaped(out, message);
+  append_escaped(out, clipped(message, InputError::kMaxDetail));
   return out;
 }
 
 } // namespace
+
+std::string clip_user_text(std::string_view text) {
+  return clipped(text, kQuotedUserText);
+}
 
 InputError::InputError(std::string file, std::string pointer, const std::string& message)
     : std::runtime_error(format_input_error(file, pointer, message)), file_(std::move(file)),

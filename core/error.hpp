@@ -2,19 +2,31 @@
 // `ddlsim` can print one line and exit 2 (docs/contracts.md, "Exit status").
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ddlsim {
 
+/// How much of one piece of user text (a value, a key, a name, a path) an error message quotes.
+inline constexpr std::size_t kQuotedUserText = 200;
+/// User text as an error quotes it: whole up to kQuotedUserText characters, else its start and its length.
+[[nodiscard]] std::string clip_user_text(std::string_view text);
+
 class InputError : public std::runtime_error {
 public:
-  /// `file` may be empty (e.g. a command-line value), `pointer` may be empty (the whole document).
+  /// `file` may be empty (e.g. a command-line value), `pointer` may be empty (the whole document). The message
+  /// clips the file and the pointer (user text) with clip_user_text, and a detail beyond kMaxDetail characters.
   InputError(std::string file, std::string pointer, const std::string& message);
 
   [[nodiscard]] const std::string& file() const noexcept { return file_; }
   [[nodiscard]] const std::string& pointer() const noexcept { return pointer_; }
   [[nodiscard]] const std::string& detail() const noexcept { return detail_; }
+
+  /// The longest detail a message keeps whole (ddlsim's own wording is shorter; user text in it is clipped where it
+  /// is quoted, this bounds what escaped the clipping).
+  static constexpr std::size_t kMaxDetail = 1000;
 
 private:
   std::string file_;

@@ -287,7 +287,7 @@ std::optional<std::string> ObjectReader::optional_choice(std::string_view key,
   for (const auto& a : allowed)
     if (a == *s)
       return s;
-  fail(key, fmt::format("unknown value '{}' (expected one of: {})", *s, fmt::join(allowed, ", ")));
+  fail(key, fmt::format("unknown value '{}' (expected one of: {})", clip_user_text(*s), fmt::join(allowed, ", ")));
 }
 
 std::string ObjectReader::choice(std::string_view key, const std::vector<std::string>& allowed) {

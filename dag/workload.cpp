@@ -112,7 +112,7 @@ Model parse_layers(const Json& layers, const std::string& file, const std::strin
       const auto it = index.find(input_names[i][k]);
       const std::string ip = json_pointer_append(json_pointer_append(json_pointer_append(pointer, i), "inputs"), k);
       if (it == index.end())
-        throw InputError(file, ip, fmt::format("no layer named '{}'", input_names[i][k]));
+        throw InputError(file, ip, fmt::format("no layer named '{}'", clip_user_text(input_names[i][k])));
       if (it->second == static_cast<int>(i))
         throw InputError(file, ip, "a layer cannot be its own input");
       boost::add_edge(static_cast<std::size_t>(it->second), i, g);

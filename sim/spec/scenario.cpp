@@ -81,7 +81,8 @@ void parse_model(ObjectReader r, Scenario& s) {
     } else {
       auto model = dag::build_zoo_model(zoo);
       if (!model)
-        r.fail("zoo", fmt::format("unknown model '{}' (`ddlsim list models` shows the built-in ones)", zoo));
+        r.fail("zoo",
+               fmt::format("unknown model '{}' (`ddlsim list models` shows the built-in ones)", clip_user_text(zoo)));
       s.model = std::move(*model);
     }
   } else if (has_layers) {
@@ -729,7 +730,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
       const std::string pointer = dotted_key_pointer(it->substr(0, it->find('=')));
       if (e.pointer() == pointer || e.pointer().starts_with(pointer + "/"))
-        throw InputError(e.file(), e.pointer(), fmt::format("{} (from --set {})", e.detail(), *it));
+        throw InputError(e.file(), e.pointer(), fmt::format("{} (from --set {})", e.detail(), clip_user_text(*it)));
     }
     throw;
   }

@@ -375,6 +375,30 @@ TEST_CASE("robustness: --resume and merge refuse results computed from a calibra
                 "merge: this shard read other inputs than");
 }
 
+TEST_CASE("robustness: an error line quotes at most ~200 characters of a user string (#31 R13)", "[cli][robustness]") {
+  TempDir tmp;
+  auto doc = nlohmann::json::parse(read_text(kQuickstart));
+  const std::string huge(1000000, 'x');
+  const auto refused = [&](const nlohmann::json& d, const std::string& phrase) {
+    write_text(tmp / "long.json", d.dump());
+    const auto o = run_ddlsim({"check", tmp / "long.json"});
+    check_refused(o, phrase);
+    CHECK(o.err.size() < 1500); // a 1 MB line before
+  };
+  SECTION("a preset name") {
+    doc["gpu"] = {{"preset", huge}};
+    refused(doc, "unknown value 'xxxx");
+  }
+  SECTION("a key") {
+    doc[huge] = 1;
+    refused(doc, "... (1000001 characters): unknown key");
+  }
+  SECTION("a model name") {
+    doc["model"]["zoo"] = huge;
+    refused(doc, "unknown model 'xxx");
+  }
+}
+
 TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {
   TempDir tmp;
   for (const std::string& name : std::vector<std::string>{"..", ".", "/", "/tmp/x", "a/b", std::string(201, 'n')}) {
