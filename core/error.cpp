@@ -23,17 +23,20 @@ void append_escaped(std::string& out, const std::string& text) {
   }
 }
 
-// The start of `text` (at most `limit` characters) and how long it was.
+// `text` whole up to `limit` characters, else its start and end around how long it was (a path's end names the file,
+// a message's end often says what is wrong).
 std::string clipped(std::string_view text, std::size_t limit) {
   if (text.size() <= limit)
     return std::string(text);
-  return std::string(text.substr(0, limit)) + "... (" + std::to_string(text.size()) + " characters)";
+  const std::size_t tail = limit / 4, head = limit - tail;
+  return std::string(text.substr(0, head)) + "... (" + std::to_string(text.size()) + " characters) ..." +
+         std::string(text.substr(text.size() - tail));
 }
 
 std::string format_input_error(const std::string& file, const std::string& pointer, const std::string& message) {
   std::string out;
   if (!file.empty()) {
-    append_escaped(out, clip_user_text(file));
+    append_escaped(out, clipped(file, kQuotedPath));
     out += ": ";
   }
   if (!pointer.empty()) {

@@ -11,13 +11,16 @@ namespace ddlsim {
 
 /// How much of one piece of user text (a value, a key, a name, a path) an error message quotes.
 inline constexpr std::size_t kQuotedUserText = 200;
-/// User text as an error quotes it: whole up to kQuotedUserText characters, else its start and its length.
+/// A file's path as an error names it (the longest paths of real systems fit).
+inline constexpr std::size_t kQuotedPath = 1000;
+/// User text as an error quotes it: whole up to kQuotedUserText characters, else its start, its length and its end.
 [[nodiscard]] std::string clip_user_text(std::string_view text);
 
 class InputError : public std::runtime_error {
 public:
   /// `file` may be empty (e.g. a command-line value), `pointer` may be empty (the whole document). The message
-  /// clips the file and the pointer (user text) with clip_user_text, and a detail beyond kMaxDetail characters.
+  /// clips the file beyond kQuotedPath characters, the pointer (user text) with clip_user_text, and a detail beyond
+  /// kMaxDetail characters.
   InputError(std::string file, std::string pointer, const std::string& message);
 
   [[nodiscard]] const std::string& file() const noexcept { return file_; }

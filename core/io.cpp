@@ -3,7 +3,9 @@
 
 #include "core/error.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <system_error>
 
 namespace ddlsim {
@@ -87,19 +90,97 @@ void OutputBatch::add(const std::string& path, std::string_view content) {
   staged_.emplace_back(std::move(tmp), path);
 }
 
-void OutputBatch::commit() {
-  // Every file is complete on disk before the first rename; a rename within one directory does not fail for lack
-  // of space, so the files are replaced together.
-  for (std::size_t i = 0; i < staged_.size(); ++i) {
+namespace {
+
+// The old files of a batch, kept until every new one is in place: "<target>.old.<pid>" (a hard link, or a copy
+// where the file system has none); "" for a target that did not exist.
+std::vector<std::string> keep_old_files(const std::vector<std::pair<std::string, std::string>>& staged) {
+  std::vector<std::string> kept;
+  for (const auto& [tmp, target] : staged) {
     std::error_code ec;
-    fs::rename(staged_[i].first, staged_[i].second, ec);
-    if (ec) {
-      const std::string target = staged_[i].second;
-      staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(i)); // those are in place
-      throw InputError(target, "", fmt::format("cannot move the file into place: {}", ec.message()));
+    if (!fs::is_regular_file(target, ec)) {
+      kept.emplace_back();
+      continue;
     }
+    std::string old = fmt::format("{}.old.{}", target, static_cast<long>(::getpid()));
+    fs::remove(old, ec);
+    fs::create_hard_link(target, old, ec);
+    if (ec)
+      fs::copy_file(target, old, fs::copy_options::overwrite_existing, ec);
+    if (ec) {
+      for (const auto& k : kept)
+        if (!k.empty())
+          fs::remove(k, ec);
+      throw InputError(target, "", fmt::format("cannot keep the previous file while replacing it: {}", ec.message()));
+    }
+    kept.push_back(std::move(old));
   }
+  return kept;
+}
+
+} // namespace
+
+void OutputBatch::commit() {
+  // Every file is complete on disk before the first rename. A rename that fails puts back those already done.
+  const auto kept = keep_old_files(staged_);
+  std::error_code ec;
+  for (std::size_t i = 0; i < staged_.size(); ++i) {
+    fs::rename(staged_[i].first, staged_[i].second, ec);
+    if (!ec)
+      continue;
+    const std::string target = staged_[i].second;
+    const std::string reason = ec.message();
+    for (std::size_t j = 0; j < i; ++j) { // put the old files back (or remove a file that was not there)
+      if (!kept[j].empty())
+        fs::rename(kept[j], staged_[j].second, ec);
+      else
+        fs::remove(staged_[j].second, ec);
+    }
+    for (std::size_t j = i; j < kept.size(); ++j)
+      if (!kept[j].empty())
+        fs::remove(kept[j], ec);
+    staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(i)); // moved or put back
+    throw InputError(target, "", fmt::format("cannot move the file into place: {}", reason));
+  }
+  for (const auto& k : kept)
+    if (!k.empty())
+      fs::remove(k, ec);
   staged_.clear();
+}
+
+namespace {
+
+// A temporary a ddlsim process writes in an output directory, named after its pid.
+bool is_temporary(const std::string& name) {
+  static const std::regex pattern(R"(.*\.(tmp|old|gp\.run|gp\.log)\.[0-9]+)");
+  return std::regex_match(name, pattern);
+}
+
+} // namespace
+
+OutputDir::OutputDir(const std::string& dir) {
+  prepare_output_dir(dir);
+  const std::string lock = (fs::path(dir) / ".ddlsim.lock").string();
+  fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw InputError(dir, "", fmt::format("cannot write outputs here: {}", std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    throw InputError(dir, "",
+                     "is in use by another ddlsim command (its lock, .ddlsim.lock, is held): wait for it, or "
+                     "use another --out");
+  }
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file(ec) && is_temporary(it->path().filename().string()) && fs::remove(it->path(), ec))
+      ++stale_removed_;
+}
+
+OutputDir::~OutputDir() {
+  if (fd_ >= 0)
+    ::close(fd_); // releases the lock
 }
 
 bool path_exists(const std::string& path) {

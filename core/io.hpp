@@ -19,9 +19,28 @@ void write_file_atomic(const std::string& path, std::string_view content);
 /// work is done; throws InputError(dir, "", "cannot write outputs here: ...") if not.
 void prepare_output_dir(const std::string& dir);
 
+/// A command's output directory, held while this lives: prepare_output_dir's checks, an exclusive lock against
+/// another ddlsim writing there (flock on <dir>/.ddlsim.lock, released when this ends or the process dies; a second
+/// process gets an InputError naming the directory), and the temporaries a killed run left there removed
+/// (`*.tmp.<pid>`, `*.old.<pid>`, gnuplot's `*.gp.run.<pid>` and `*.gp.log.<pid>`: under the lock, none is in use).
+class OutputDir {
+public:
+  explicit OutputDir(const std::string& dir);
+  ~OutputDir();
+  OutputDir(const OutputDir&) = delete;
+  OutputDir& operator=(const OutputDir&) = delete;
+  /// Temporaries of earlier runs removed when the directory was taken.
+  [[nodiscard]] std::size_t stale_removed() const { return stale_removed_; }
+
+private:
+  int fd_ = -1;
+  std::size_t stale_removed_ = 0;
+};
+
 /// Files replaced all together or not at all: add() writes each to a temporary file beside its target, commit()
 /// renames them all into place; if anything fails before commit() (or commit() is never reached), the temporary
-/// files are removed and the old files stay as they were.
+/// files are removed and the old files stay as they were. A rename that fails inside commit() puts back the files
+/// already renamed (each old file is kept as `<target>.old.<pid>`, a hard link or a copy, until all are in place).
 class OutputBatch {
 public:
   OutputBatch() = default;

@@ -36,7 +36,7 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
     all.push_back("engine=" + engine);
   const auto scenario = sim::load_scenario(scenario_path, all, sim::SweepBlock::ignored); // runs the base only
   const std::string dir = out_dir.empty() ? (std::filesystem::path("out") / scenario.name).string() : out_dir;
-  prepare_output_dir(dir); // an unusable --out fails before the simulation, not after
+  const OutputDir held(dir); // an unusable or busy --out fails before the simulation, not after
   const auto result = sim::run_scenario(scenario);
   sim::write_reports(dir, scenario, result, trace);
   fmt::print("{}  reports in {}/ (summary.json, tasks.csv{}{})\n", sim::human_summary(scenario, result), dir,

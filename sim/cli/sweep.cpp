@@ -561,6 +561,7 @@ SweepOutcome run_sweep(const Scenario& s, const SweepOptions& options) {
 
   std::map<std::size_t, PointResult> results;
   SweepOutcome outcome;
+  const OutputDir held(dir.string()); // locked before the journal is read
   if (options.resume && path_exists(journal_path)) {
     auto j = read_journal(journal_path);
     if (j.identity != identity || j.shard != shard_text)
@@ -576,7 +577,6 @@ SweepOutcome run_sweep(const Scenario& s, const SweepOptions& options) {
     results = std::move(j.results);
     outcome.resumed = results.size();
   }
-  prepare_output_dir(dir.string());
   // The journal is rewritten from what is kept (a cut-short last line disappears), then appended to.
   {
     OrderedJson header{{"sweep", identity},   {"scenario", file},    {"name", tables.scenario},
@@ -756,7 +756,7 @@ SweepOutcome merge_sweeps(const std::vector<std::string>& shard_dirs, const std:
                                  missing.size() == 1 ? "is" : "are"));
   }
   const Tables tables{first->name, first->keys};
-  prepare_output_dir(out_dir);
+  const OutputDir held(out_dir);
   write_tables(out_dir, tables, results);
   SweepOutcome outcome;
   outcome.points = first->points;

@@ -52,7 +52,8 @@ std::vector<std::string> names_of_algorithms() {
 dag::Model parse_workload_file(const std::string& path, const std::string& scenario_file, const std::string& pointer) {
   const std::string resolved = resolve_relative(scenario_file, path);
   if (!path_exists(resolved))
-    throw InputError(scenario_file, pointer, fmt::format("workload file '{}' does not exist", resolved));
+    throw InputError(scenario_file, pointer,
+                     fmt::format("workload file '{}' does not exist", clip_user_text(resolved)));
   return dag::read_workload(resolved);
 }
 
@@ -106,7 +107,7 @@ void read_calibration(ObjectReader& r, Scenario& s) {
   if (c.is_string()) {
     const std::string path = resolve_relative(r.file(), c.get<std::string>());
     if (!path_exists(path))
-      r.fail("calibration", fmt::format("calibration file '{}' does not exist", path));
+      r.fail("calibration", fmt::format("calibration file '{}' does not exist", clip_user_text(path)));
     s.gpu.calibration = dag::parse_calibration(load_json_file(path), path, "");
   } else {
     s.gpu.calibration = dag::parse_calibration(c, r.file(), r.path("calibration"));
@@ -416,7 +417,7 @@ void parse_measured(ObjectReader r, Scenario& s) {
   if (const auto timeline = r.optional_string("timeline")) {
     s.measured.timeline = resolve_relative(r.file(), *timeline);
     if (!path_exists(s.measured.timeline))
-      r.fail("timeline", fmt::format("measured timeline '{}' does not exist", s.measured.timeline));
+      r.fail("timeline", fmt::format("measured timeline '{}' does not exist", clip_user_text(s.measured.timeline)));
   }
   s.measured.source = r.optional_string("source").value_or("");
   if (const Json* steps = r.optional("steps"))

@@ -5,10 +5,13 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -391,11 +394,55 @@ TEST_CASE("robustness: an error line quotes at most ~200 characters of a user st
   }
   SECTION("a key") {
     doc[huge] = 1;
-    refused(doc, "... (1000001 characters): unknown key");
+    refused(doc, "... (1000001 characters) ...xxxx"); // the pointer, then: unknown key
   }
   SECTION("a model name") {
     doc["model"]["zoo"] = huge;
     refused(doc, "unknown model 'xxx");
+  }
+}
+
+TEST_CASE("robustness: a rename that fails puts back the files already replaced (#31 R17)", "[cli][robustness]") {
+  TempDir tmp;
+  const std::string out = tmp / "o";
+  run_ok({"run", kQuickstart, "--out", out});
+  const auto tasks_before = read_text(fs::path(out) / "tasks.csv");
+  // summary.json, renamed last, cannot be replaced: a directory stands there.
+  fs::remove(fs::path(out) / "summary.json");
+  fs::create_directory(fs::path(out) / "summary.json");
+  check_refused(run_ddlsim({"run", kQuickstart, "--out", out, "--set", "cluster.inter_node.latency=\"9 us\""}),
+                "cannot move the file into place");
+  CHECK(read_text(fs::path(out) / "tasks.csv") == tasks_before); // the new one stood beside the old summary before
+  for (const auto& name : files_in(out))
+    CHECK_THAT(name, !Contains(".old.") && !Contains(".tmp."));
+}
+
+TEST_CASE("robustness: an --out in use by another ddlsim is refused; a killed run's temporaries are removed "
+          "(#31 R18, R19)",
+          "[cli][robustness]") {
+  TempDir tmp;
+  const std::string out = tmp / "o";
+  run_ok({"run", kQuickstart, "--out", out});
+  SECTION("in use") {
+    const int fd = ::open((fs::path(out) / ".ddlsim.lock").c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0); // as a sweep writing there holds it
+    check_refused(run_ddlsim({"run", kQuickstart, "--out", out}), "is in use by another ddlsim command");
+    check_refused(
+        run_ddlsim({"sweep", kQuickstart, "--set", R"(sweep={"cluster.nodes": [1, 2]})", "--out", out, "--no-plots"}),
+        "is in use by another ddlsim command");
+    ::close(fd);
+    run_ok({"run", kQuickstart, "--out", out}); // released
+  }
+  SECTION("temporaries") {
+    for (const char* name : {"summary.json.tmp.4194301", "tasks.csv.old.77", "plot.gp.log.12", "plot.gp.run.12"})
+      write_text(fs::path(out) / name, "left by a killed run");
+    write_text(fs::path(out) / "notes.tmp.txt", "not ours");
+    run_ok({"run", kQuickstart, "--out", out});
+    const auto names = files_in(out);
+    CHECK(std::count(names.begin(), names.end(), "notes.tmp.txt") == 1);
+    for (const auto& name : names)
+      CHECK_THAT(name, !Contains(".tmp.4") && !Contains(".old.") && !Contains(".gp."));
   }
 }
 
