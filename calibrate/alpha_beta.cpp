@@ -61,6 +61,129 @@ AlphaBetaSegment make_segment(std::span<const SizeTime> points, std::size_t firs
   return seg;
 }
 
+// Where segments may start and end: `bounds` (indices into the points, 0 and n among them, increasing) and the RSS
+// of one line over points [bounds[i], bounds[j]) for every pair, infinite where that is fewer than m points.
+struct Candidates {
+  std::vector<std::size_t> bounds;
+  std::vector<double> rss; // rss[i * bounds.size() + j]
+
+  [[nodiscard]] double cost(std::size_t i, std::size_t j) const { return rss[i * bounds.size() + j]; }
+};
+
+// Every point a candidate: the exact optimum, n² line fits by QR of up to n rows each.
+Candidates every_point(std::span<const SizeTime> points, std::size_t m) {
+  const std::size_t n = points.size();
+  Candidates c;
+  for (std::size_t i = 0; i <= n; ++i)
+    c.bounds.push_back(i);
+  c.rss.assign((n + 1) * (n + 1), std::numeric_limits<double>::infinity());
+  for (std::size_t i = 0; i + m <= n; ++i)
+    for (std::size_t j = i + m; j <= n; ++j)
+      c.rss[i * (n + 1) + j] = fit_line(points, i, j).rss;
+  return c;
+}
+
+// The sums of the normal equations of fit_line over some points: with w_i = 1 / t_i, the rows are
+// (w_i, s_i w_i) and the right-hand side 1, so A'A = [Σw², Σsw²; Σsw², Σs²w²] and A'1 = [Σw, Σsw]. Extended
+// precision because RSS = count - x'A'1 cancels where the line fits well.
+struct NormalSums {
+  long double ww = 0, sww = 0, ssww = 0, w = 0, sw = 0, count = 0;
+
+  void add(const SizeTime& p) {
+    const long double wi = 1.0L / p.time_s, s = p.size_bytes;
+    ww += wi * wi;
+    sww += s * wi * wi;
+    ssww += s * s * wi * wi;
+    w += wi;
+    sw += s * wi;
+    count += 1;
+  }
+  void add(const NormalSums& o) {
+    ww += o.ww;
+    sww += o.sww;
+    ssww += o.ssww;
+    w += o.w;
+    sw += o.sw;
+    count += o.count;
+  }
+  // The least RSS of a line, sizes scaled by `scale` as fit_line does; where the two columns are collinear to
+  // working precision (sizes too close together), that of α alone, which then fits as well.
+  [[nodiscard]] double rss(double scale) const {
+    const long double s = scale, a11 = ww, a12 = sww / s, a22 = ssww / (s * s), b1 = w, b2 = sw / s;
+    const long double det = a11 * a22 - a12 * a12;
+    long double explained = b1 * b1 / a11;
+    if (det > 1e-15L * a11 * a22)
+      explained = (b1 * (a22 * b1 - a12 * b2) + b2 * (a11 * b2 - a12 * b1)) / det;
+    return static_cast<double>(std::max(count - explained, 0.0L));
+  }
+};
+
+// A point every ceil(n / blocks) a candidate (the last block may be shorter), each pair's RSS from the blocks'
+// normal-equation sums: O(n + blocks²) and blocks² doubles.
+Candidates every_block(std::span<const SizeTime> points, std::size_t m, std::size_t blocks) {
+  const std::size_t n = points.size(), step = (n + blocks - 1) / blocks;
+  Candidates c;
+  std::vector<NormalSums> sums;
+  for (std::size_t first = 0; first < n; first += step) {
+    c.bounds.push_back(first);
+    NormalSums& block = sums.emplace_back();
+    for (std::size_t i = first; i < std::min(first + step, n); ++i)
+      block.add(points[i]);
+  }
+  c.bounds.push_back(n);
+  const std::size_t nb = c.bounds.size();
+  c.rss.assign(nb * nb, std::numeric_limits<double>::infinity());
+  for (std::size_t i = 0; i + 1 < nb; ++i) {
+    NormalSums total;
+    for (std::size_t j = i + 1; j < nb; ++j) {
+      total.add(sums[j - 1]);
+      if (c.bounds[j] - c.bounds[i] >= m)
+        c.rss[i * nb + j] = total.rss(std::max(points[c.bounds[j] - 1].size_bytes, 1.0));
+    }
+  }
+  return c;
+}
+
+// The segmentation of least BIC over the candidates' bounds: for each number of segments K, the dynamic programme of
+// least total RSS; returns the first point of each segment and the BIC.
+std::pair<std::vector<std::size_t>, double> best_segmentation(const Candidates& c, std::size_t n, std::size_t m,
+                                                              double noise_floor) {
+  // best[k][j]: least total RSS of points [0, bounds[j]) in k segments; from[k][j]: the bound its last one starts at.
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const std::size_t nb = c.bounds.size(), max_k = std::min(n / m, nb - 1);
+  std::vector<std::vector<double>> best(max_k + 1, std::vector<double>(nb, inf));
+  std::vector<std::vector<std::size_t>> from(max_k + 1, std::vector<std::size_t>(nb, 0));
+  best[0][0] = 0;
+  double best_bic = inf;
+  std::size_t best_k = 0;
+  const double nd = static_cast<double>(n), floor_sq = noise_floor * noise_floor;
+  for (std::size_t k = 1; k <= max_k; ++k) {
+    for (std::size_t j = 1; j < nb; ++j) {
+      for (std::size_t i = 0; c.bounds[i] + m <= c.bounds[j]; ++i) {
+        const double total = best[k - 1][i] + c.cost(i, j);
+        if (total < best[k][j]) {
+          best[k][j] = total;
+          from[k][j] = i;
+        }
+      }
+    }
+    const double params = 3.0 * static_cast<double>(k) - 1.0;
+    const double bic = nd * std::log(std::max(best[k][nb - 1] / nd, floor_sq)) + params * std::log(nd);
+    if (bic < best_bic) { // strict: on a tie, fewer segments
+      best_bic = bic;
+      best_k = k;
+    }
+  }
+  assert(best_k >= 1 && "one segment over all points always exists");
+  std::vector<std::size_t> starts;
+  for (std::size_t k = best_k, j = nb - 1; k > 0; --k) {
+    starts.push_back(c.bounds[from[k][j]]);
+    j = from[k][j];
+  }
+  std::reverse(starts.begin(), starts.end());
+  return {std::move(starts), best_bic};
+}
+
 } // namespace
 
 PiecewiseFit fit_piecewise(std::span<const dag::SizeTime> points, const FitOptions& options) {
@@ -75,52 +198,15 @@ PiecewiseFit fit_piecewise(std::span<const dag::SizeTime> points, const FitOptio
     throw std::invalid_argument(fmt::format(
         "fit_piecewise: {} point(s), fewer than the {} one segment needs (FitOptions::min_segment_points)", n, m));
 
-  // rss[i * (n + 1) + j]: the RSS of one segment over points [i, j), for j - i >= m.
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> rss((n + 1) * (n + 1), inf);
-  for (std::size_t i = 0; i + m <= n; ++i)
-    for (std::size_t j = i + m; j <= n; ++j)
-      rss[i * (n + 1) + j] = fit_line(points, i, j).rss;
-
-  // best[k][j]: least total RSS of points [0, j) in k segments; from[k][j]: where its last segment starts.
-  const std::size_t max_k = n / m;
-  std::vector<std::vector<double>> best(max_k + 1, std::vector<double>(n + 1, inf));
-  std::vector<std::vector<std::size_t>> from(max_k + 1, std::vector<std::size_t>(n + 1, 0));
-  best[0][0] = 0;
-  double best_bic = inf;
-  std::size_t best_k = 0;
-  const double nd = static_cast<double>(n), floor_sq = options.noise_floor * options.noise_floor;
-  for (std::size_t k = 1; k <= max_k; ++k) {
-    for (std::size_t j = k * m; j <= n; ++j) {
-      for (std::size_t i = (k - 1) * m; i + m <= j; ++i) {
-        const double total = best[k - 1][i] + rss[i * (n + 1) + j];
-        if (total < best[k][j]) {
-          best[k][j] = total;
-          from[k][j] = i;
-        }
-      }
-    }
-    const double params = 3.0 * static_cast<double>(k) - 1.0;
-    const double bic = nd * std::log(std::max(best[k][n] / nd, floor_sq)) + params * std::log(nd);
-    if (bic < best_bic) { // strict: on a tie, fewer segments
-      best_bic = bic;
-      best_k = k;
-    }
-  }
-  assert(best_k >= 1 && "one segment over all points always exists");
-
-  std::vector<std::size_t> starts;
-  for (std::size_t k = best_k, j = n; k > 0; --k) {
-    starts.push_back(from[k][j]);
-    j = from[k][j];
-  }
-  std::reverse(starts.begin(), starts.end());
+  const Candidates candidates =
+      n <= kExactFitPoints ? every_point(points, m) : every_block(points, m, std::min(kCandidateBlocks, n / m));
+  const auto [starts, bic] = best_segmentation(candidates, n, m, options.noise_floor);
   assert(starts.front() == 0);
   std::vector<AlphaBetaSegment> segments;
   for (std::size_t s = 0; s < starts.size(); ++s)
     segments.push_back(make_segment(points, starts[s], s + 1 < starts.size() ? starts[s + 1] : n));
   // Contiguous runs of strictly increasing sizes: in order and not overlapping, as from_segments requires.
-  return {dag::PiecewiseAlphaBeta::from_segments(std::move(segments)), best_bic};
+  return {dag::PiecewiseAlphaBeta::from_segments(std::move(segments)), bic};
 }
 
 } // namespace ddlsim::calibrate

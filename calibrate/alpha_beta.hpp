@@ -22,6 +22,13 @@ struct FitOptions {
   double noise_floor = 1e-3;
 };
 
+/// The most points fitted with every point a candidate breakpoint (fit_piecewise): nccl-tests' sweeps by a factor
+/// (-f 2) print 30 to 40 sizes, every log in tests/data at most 31; 256 sizes take about 0.1 s.
+inline constexpr std::size_t kExactFitPoints = 256;
+/// Beyond kExactFitPoints, the blocks of points whose bounds are the candidate breakpoints: as many candidates as the
+/// exact programme has at kExactFitPoints, so no fit costs more than that one plus a pass over the points.
+inline constexpr std::size_t kCandidateBlocks = kExactFitPoints;
+
 /// A fit: its segments (what a calibration file keeps) and the BIC their count was chosen by.
 struct PiecewiseFit : dag::PiecewiseAlphaBeta {
   double bic = 0;
@@ -37,8 +44,13 @@ struct PiecewiseFit : dag::PiecewiseAlphaBeta {
 /// For each number of segments K, a dynamic programme over the breakpoints finds the segmentation of least total
 /// RSS (every segment at least `min_segment_points` long); K is the one of least
 ///   BIC(K) = n·ln(max(RSS_K / n, noise_floor²)) + (3K - 1)·ln(n)
-/// counting α and β of each segment and the K - 1 breakpoints as parameters. For n points, O(n²) Eigen QR solves of
-/// up to n rows each.
+/// counting α and β of each segment and the K - 1 breakpoints as parameters.
+///
+/// Up to kExactFitPoints points, a breakpoint may fall before any point: the exact optimum, O(n²) QR solves of up to
+/// n rows each and O(n³) steps of the programme. Beyond, before every ceil(n / kCandidateBlocks)-th point only (a
+/// regime switch is placed to within one such block), each candidate segment's RSS from its blocks' sums of the normal
+/// equations, the chosen segments refitted by QR on their points: O(n + kCandidateBlocks³) time and
+/// O(kCandidateBlocks²) memory.
 ///
 /// Throws std::invalid_argument on bad points, fewer than `min_segment_points` of them or bad options.
 [[nodiscard]] PiecewiseFit fit_piecewise(std::span<const dag::SizeTime> points, const FitOptions& options = {});

@@ -8,6 +8,7 @@
 #include "calibrate/nccl_tests_detail.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/units.hpp"
 
 #include <fmt/format.h>
 
@@ -57,6 +58,15 @@ std::optional<NcclCollective> find_nccl_collective(std::string_view name) {
       name.remove_suffix(suffix.size());
   for (const auto& info : kCollectives)
     if (info.name == name)
+      return info.collective;
+  return std::nullopt;
+}
+
+std::optional<NcclCollective> find_measured_collective(std::string_view name) {
+  if (const auto c = find_nccl_collective(name))
+    return c;
+  for (const auto& info : kCollectives)
+    if (const auto c = ddlsim_collective(info.collective); c && collective_name(*c) == name)
       return info.collective;
   return std::nullopt;
 }
@@ -131,8 +141,9 @@ namespace detail {
 
 Communicator resolve_communicator(std::span<const DeviceEntry> listing, int ranks_per_entry, bool listing_cut,
                                   const NcclReadOptions& options, const std::string& origin, const std::string& where) {
-  if (options.ranks && *options.ranks < 1)
-    throw InputError(origin, where, fmt::format("{} ranks given; a communicator has at least 1", *options.ranks));
+  if (options.ranks && (*options.ranks < 1 || *options.ranks > kMaxRanks))
+    throw InputError(origin, where,
+                     fmt::format("{} ranks given; a communicator has 1 to {} ranks", *options.ranks, kMaxRanks));
   if (listing.empty() || listing_cut) {
     if (options.ranks)
       return {*options.ranks, 0};
@@ -152,7 +163,12 @@ Communicator resolve_communicator(std::span<const DeviceEntry> listing, int rank
       throw InputError(origin, where, fmt::format("the device listing names rank {} twice", e.rank));
     hosts.insert(e.host);
   }
-  const Communicator c{static_cast<int>(ranks.size()) * ranks_per_entry, static_cast<int>(hosts.size())};
+  const auto total = static_cast<std::int64_t>(ranks.size()) * ranks_per_entry;
+  if (ranks_per_entry < 1 || total > kMaxRanks)
+    throw InputError(origin, where,
+                     fmt::format("{} ranks ({} listed x {} per entry); a communicator has 1 to {} ranks", total,
+                                 ranks.size(), ranks_per_entry, kMaxRanks));
+  const Communicator c{static_cast<int>(total), static_cast<int>(hosts.size())};
   if (options.ranks && *options.ranks != c.ranks)
     throw InputError(origin, where,
                      fmt::format("the device listing has {} ranks, but {} were given", c.ranks, *options.ranks));
@@ -175,9 +191,9 @@ void check_size(const NcclMeasurement& row, const std::string& origin, const std
   if (row.count == 0 || !bytes)
     return;
   const bool whole = size_is_whole_buffer(row.collective);
-  const std::uint64_t expected =
-      row.count * static_cast<std::uint64_t>(*bytes) * (whole ? static_cast<std::uint64_t>(row.ranks) : 1);
-  if (row.size_bytes == expected)
+  // In doubles: exact up to 2^53, and a product beyond is more than any size read (at most 1 PiB, check_range).
+  const double expected = static_cast<double>(row.count) * *bytes * (whole ? row.ranks : 1);
+  if (static_cast<double>(row.size_bytes) == expected)
     return;
   throw InputError(origin, where,
                    fmt::format("size {} B is not count {} x {} B ({}){}, as {}_perf prints it: is this another "
@@ -185,6 +201,18 @@ void check_size(const NcclMeasurement& row, const std::string& origin, const std
                                row.size_bytes, row.count, *bytes, row.type,
                                whole ? fmt::format(" x {} ranks", row.ranks) : "",
                                nccl_collective_name(row.collective)));
+}
+
+std::optional<std::string> out_of_range(const NcclMeasurement& row) {
+  if (auto e = quantity_range_error(static_cast<double>(row.size_bytes), Dimension::bytes,
+                                    fmt::format("{} B", row.size_bytes));
+      !e.empty())
+    return fmt::format("size {}", e);
+  for (const NcclTiming* t : {row.out_of_place ? &*row.out_of_place : nullptr, &row.in_place})
+    if (t)
+      if (auto e = quantity_range_error(t->time_s, Dimension::time, fmt::format("{} s", t->time_s)); !e.empty())
+        return fmt::format("time {}", e);
+  return std::nullopt;
 }
 
 std::optional<std::string> busbw_mismatch(const NcclMeasurement& row, const NcclTiming& timing,
@@ -209,10 +237,16 @@ namespace {
 
 using detail::DeviceEntry;
 
+// The most words of a line kept: a table row has at most 23 (size, count, type, redop, root, two sides of time,
+// algbw, busbw, #wrong and four -I statistics, a two-word timestamp); a longer line has kMaxWords + 1 (too many).
+constexpr std::size_t kMaxWords = 64;
+// The most notes kept per log; more are counted in one last note.
+constexpr std::size_t kMaxNotes = 100;
+
 std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;
   std::size_t i = 0;
-  while (i < line.size()) {
+  while (i < line.size() && words.size() <= kMaxWords) {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
       ++i;
     const std::size_t start = i;
@@ -363,6 +397,13 @@ private:
   [[noreturn]] void fail(std::size_t line, const std::string& message) const {
     throw InputError(origin_, fmt::format("line {}", line), message);
   }
+  // The first kMaxNotes notes, then only their count (a log of a million "Reducing maxBytes" lines).
+  void note(std::string text) {
+    if (log_.notes.size() < kMaxNotes)
+      log_.notes.push_back(std::move(text));
+    else
+      ++notes_left_out_;
+  }
   void comment(const std::vector<std::string_view>& words, std::size_t line);
   void start_table(Layout layout);
   void row(const std::vector<std::string_view>& words, std::size_t line);
@@ -392,6 +433,7 @@ private:
   detail::Communicator comm_;
   std::size_t table_rows_ = 0, wrong_rows_ = 0, first_wrong_line_ = 0;
   std::optional<std::string> busbw_note_;
+  std::size_t notes_left_out_ = 0;
 };
 
 NcclTestsLog TextReader::read(std::string_view text) {
@@ -433,6 +475,8 @@ NcclTestsLog TextReader::read(std::string_view text) {
   }
   if (table_)
     finish_table();
+  if (notes_left_out_ > 0)
+    log_.notes.push_back(fmt::format("{} more notes like these left out", notes_left_out_));
   if (!any)
     fail(1, "empty file: no nccl-tests output");
   if (log_.rows.empty())
@@ -463,17 +507,19 @@ void TextReader::comment(const std::vector<std::string_view>& words, std::size_t
     listing_.clear();
     listing_cut_ = false;
   } else if (starts({"Rank"})) {
-    if (auto e = parse_rank_line(words))
+    if (auto e = parse_rank_line(words)) {
+      if (listing_.size() == static_cast<std::size_t>(kMaxRanks))
+        fail(line, fmt::format("more than {} ranks listed, the most a communicator has here", kMaxRanks));
       listing_.push_back(std::move(*e));
-    else if (words.back().ends_with("..."))
+    } else if (words.back().ends_with("...")) {
       listing_cut_ = true;
-    else
+    } else {
       fail(line, "malformed device line: expected '#  Rank R Group G Pid P on HOST device D ...'");
+    }
   } else if (starts({"Reducing", "maxBytes", "to"}) && words.size() >= 4) {
-    log_.notes.push_back(
-        fmt::format("line {}: nccl-tests reduced maxBytes to {} for lack of GPU memory", line, words[3]));
+    note(fmt::format("line {}: nccl-tests reduced maxBytes to {} for lack of GPU memory", line, words[3]));
   } else if (starts({"Out", "of", "bounds", "values"}) && words.back() == "FAILED") {
-    log_.notes.push_back(fmt::format("line {}: nccl-tests reports out-of-bounds values (validation FAILED)", line));
+    note(fmt::format("line {}: nccl-tests reports out-of-bounds values (validation FAILED)", line));
   } else if (auto layout = parse_header(words, line, origin_)) {
     start_table(std::move(*layout));
   }
@@ -510,7 +556,8 @@ void TextReader::row(const std::vector<std::string_view>& words, std::size_t lin
     fail(line, fmt::format("truncated row: {} of {} fields (the header at line {} names {})", words.size(),
                            layout.words(), layout.line, fmt::join(layout.names, " ")));
   if (words.size() > layout.words())
-    fail(line, fmt::format("{} fields, but the header at line {} names {} ({})", words.size(), layout.line,
+    fail(line, fmt::format("{}{} fields, but the header at line {} names {} ({})",
+                           words.size() > kMaxWords ? "more than " : "", std::min(words.size(), kMaxWords), layout.line,
                            layout.words(), fmt::join(layout.names, " ")));
   const auto field = [&](std::size_t i) {
     return fmt::format("field {} ('{}') is '{}', not ", i + 1, layout.names[i], words[i]);
@@ -567,6 +614,11 @@ void TextReader::row(const std::vector<std::string_view>& words, std::size_t lin
       m.in_place = t;
   }
   detail::check_size(m, origin_, fmt::format("line {}", line));
+  if (const auto range = detail::out_of_range(m))
+    fail(line, *range);
+  if (log_.rows.size() == kMaxNcclRows)
+    fail(line,
+         fmt::format("more than {} rows, the most ddlsim reads from one log (calibrate/nccl_tests.hpp)", kMaxNcclRows));
   for (int side = 0; side < 2 && !busbw_note_; ++side)
     if (auto note = detail::busbw_mismatch(m, side == 0 ? *m.out_of_place : m.in_place, resolution[side]))
       busbw_note_ = fmt::format("line {}: {} {}", line, side == 0 ? "out-of-place" : "in-place", *note);
@@ -580,15 +632,14 @@ void TextReader::finish_table() {
   if (table_rows_ == 0)
     fail(header, "the table has no rows (is the log cut short?)");
   if (!unsupported_.empty()) {
-    log_.notes.push_back(
-        fmt::format("line {}: skipped the table of '{}', a test this reader does not know", header, unsupported_));
+    note(fmt::format("line {}: skipped the table of '{}', a test this reader does not know", header, unsupported_));
     return;
   }
   if (busbw_note_)
-    log_.notes.push_back(*busbw_note_);
+    note(*busbw_note_);
   if (wrong_rows_ > 0)
-    log_.notes.push_back(fmt::format("line {}: validation failed (#wrong > 0) in {} row(s) of the table at line {}",
-                                     first_wrong_line_, wrong_rows_, header));
+    note(fmt::format("line {}: validation failed (#wrong > 0) in {} row(s) of the table at line {}", first_wrong_line_,
+                     wrong_rows_, header));
 }
 
 } // namespace

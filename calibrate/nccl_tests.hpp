@@ -18,6 +18,14 @@
 
 namespace ddlsim::calibrate {
 
+/// The most rows read from one log, and from all the logs and probe files of one `ddlsim calibrate`: nccl-tests'
+/// sweeps print tens of rows (-f 2) to a few thousand (-i STEP); 100,000 rows take about 20 MB, and their fit well
+/// under a second (alpha_beta.hpp). Beyond, the reader refuses, naming the limit.
+inline constexpr std::size_t kMaxNcclRows = 100'000;
+/// The most ranks of a communicator read from a log, a probe file or --ranks: as many GPUs as a scenario may have
+/// (sim/spec/scenario.hpp, kMaxGpus).
+inline constexpr int kMaxRanks = 1 << 20;
+
 /// The nccl-tests benchmarks this reader knows, named like their binaries without `_perf`.
 enum class NcclCollective : std::uint8_t {
   all_reduce,
@@ -35,6 +43,9 @@ enum class NcclCollective : std::uint8_t {
 [[nodiscard]] std::string_view nccl_collective_name(NcclCollective c);
 /// From a test or binary name: "all_reduce", "all_reduce_perf", "./build/all_reduce_perf", "all_reduce_perf_mpi".
 [[nodiscard]] std::optional<NcclCollective> find_nccl_collective(std::string_view name);
+/// As a user names it (`ddlsim calibrate --collective`): as find_nccl_collective, or by the ddlsim collective it
+/// measures as a scenario spells it (ddlsim_collective): "allreduce", "allgather", "point_to_point", ...
+[[nodiscard]] std::optional<NcclCollective> find_measured_collective(std::string_view name);
 /// The ddlsim collective it measures, if ddlsim has one (core/collective.hpp): sendrecv is point_to_point (nccl-tests'
 /// sendrecv_perf: each rank sends to the next and receives from the previous); reduce, alltoall, gather and scatter
 /// have none yet.

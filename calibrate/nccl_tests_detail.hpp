@@ -43,6 +43,10 @@ struct Communicator {
 /// unknown type.
 void check_size(const NcclMeasurement& row, const std::string& origin, const std::string& where);
 
+/// Why a row's size or a time is not one a calibration holds (core/units.hpp, quantity_range: 0 or 1 B to 1 PiB,
+/// 1e-15 s to 1e7 s), or nullopt: what `ddlsim calibrate` would write of it, its reader would refuse.
+[[nodiscard]] std::optional<std::string> out_of_range(const NcclMeasurement& row);
+
 /// Half the last printed digit of algbw and busbw (GB/s): what rounding may have moved them by.
 struct Resolution {
   double algbw_GBps = 0;

@@ -12,6 +12,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <limits>
 
 namespace ddlsim::calibrate::detail {
 namespace {
@@ -56,6 +57,16 @@ private:
     if (value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0))
       return value.get<std::uint64_t>();
     fail(pointer, "expected a non-negative integer, got " + json_type_phrase(value));
+  }
+  // An integer in [min, max]: every count read is range-checked before it is converted or multiplied.
+  std::int64_t integer(const Json& value, const std::string& pointer, std::int64_t min, std::int64_t max) const {
+    if (value.is_number_integer()) {
+      const bool too_big = value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(max);
+      if (!too_big && value.get<std::int64_t>() >= min && value.get<std::int64_t>() <= max)
+        return value.get<std::int64_t>();
+      fail(pointer, fmt::format("{} is out of range [{}, {}]", value.dump(), min, max));
+    }
+    fail(pointer, "expected an integer, got " + json_type_phrase(value));
   }
   std::string string(const Json& value, const std::string& pointer) const {
     if (!value.is_string())
@@ -109,14 +120,17 @@ std::vector<DeviceEntry> JsonReader::devices(const Json& config, const std::stri
   const std::string list_pointer = at(pointer, "devices");
   if (!list->is_array())
     fail(list_pointer, "expected an array, got " + json_type_phrase(*list));
+  if (list->size() > static_cast<std::size_t>(kMaxRanks))
+    fail(list_pointer,
+         fmt::format("{} devices, more than the {} ranks a communicator has here", list->size(), kMaxRanks));
   for (std::size_t i = 0; i < list->size(); ++i) {
     const Json& d = (*list)[i];
     const std::string p = json_pointer_append(list_pointer, i);
     expect_object(d, p);
     DeviceEntry e;
-    e.rank = static_cast<int>(unsigned_integer(required(d, "rank", p), at(p, "rank")));
+    e.rank = static_cast<int>(integer(required(d, "rank", p), at(p, "rank"), 0, kMaxRanks - 1));
     if (const Json* g = member(d, "group"))
-      e.group = static_cast<int>(unsigned_integer(*g, at(p, "group")));
+      e.group = static_cast<int>(integer(*g, at(p, "group"), 0, std::numeric_limits<int>::max()));
     e.host = string(required(d, "hostname", p), at(p, "hostname"));
     listing.push_back(std::move(e));
   }
@@ -188,21 +202,29 @@ NcclTestsLog JsonReader::read(const Json& doc) {
   const NcclCollective collective = named ? *named : *options_.collective;
 
   std::vector<DeviceEntry> listing;
-  int per_entry = 1;
+  std::int64_t per_entry = 1; // threads x GPUs per process: at most kMaxRanks x kMaxRanks before the check
   if (const Json* config = member(doc, "config")) {
     expect_object(*config, "/config");
     for (const char* key : {"nthreads", "ngpus"})
-      if (const Json* v = member(*config, key))
-        per_entry *= static_cast<int>(unsigned_integer(*v, at("/config", key)));
+      if (const Json* v = member(*config, key)) {
+        per_entry *= integer(*v, at("/config", key), 1, kMaxRanks);
+        if (per_entry > kMaxRanks)
+          fail(at("/config", key), fmt::format("nthreads x ngpus is {}, more than the {} ranks a communicator has here",
+                                               per_entry, kMaxRanks));
+      }
     listing = devices(*config, "/config");
   }
-  const Communicator comm = resolve_communicator(listing, per_entry, false, options_, origin_, "/config/devices");
+  const Communicator comm =
+      resolve_communicator(listing, static_cast<int>(per_entry), false, options_, origin_, "/config/devices");
 
   const Json& results = required(doc, "results", "");
   if (!results.is_array())
     fail("/results", "expected an array, got " + json_type_phrase(results));
   if (results.empty())
     fail("/results", "no results (did the run stop before its first size?)");
+  if (results.size() > kMaxNcclRows)
+    fail("/results", fmt::format("{} results, more than the {} ddlsim reads from one log (calibrate/nccl_tests.hpp)",
+                                 results.size(), kMaxNcclRows));
   std::optional<std::string> busbw_note;
   const Resolution resolution{0.5e-6, 0.5e-6}; // "%lf": six decimals of GB/s
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -220,7 +242,7 @@ NcclTestsLog JsonReader::read(const Json& doc) {
       m.redop = string(*redop, at(p, "redop"));
     if (const Json* root = member(r, "root")) {
       if (root->is_number_integer()) {
-        m.root = root->get<int>();
+        m.root = static_cast<int>(integer(*root, at(p, "root"), -1, kMaxRanks - 1));
       } else {
         const std::string text = string(*root, at(p, "root")); // "%6i": "    -1"
         const auto first = text.find_first_not_of(' ');
@@ -234,6 +256,8 @@ NcclTestsLog JsonReader::read(const Json& doc) {
       m.out_of_place = timing(*oop, at(p, "out_of_place"));
     m.in_place = timing(required(r, "in_place", p), at(p, "in_place"));
     check_size(m, origin_, p);
+    if (const auto range = out_of_range(m))
+      fail(p, *range);
     if (!busbw_note) {
       if (m.out_of_place)
         if (auto note = busbw_mismatch(m, *m.out_of_place, resolution))

@@ -91,6 +91,10 @@ void add_collective_time(ProbeFile& p, ObjectReader& m, const std::string& path,
   const auto key = std::make_pair(name, bytes);
   auto found = rows.find(key);
   if (found == rows.end()) {
+    if (rows.size() == kMaxNcclRows)
+      throw InputError(
+          path, m.path("bytes"),
+          fmt::format("more than {} collective sizes, the most ddlsim reads (calibrate/nccl_tests.hpp)", kMaxNcclRows));
     NcclMeasurement row;
     row.collective = *c;
     row.ranks = ranks;
@@ -177,7 +181,7 @@ ProbeFile parse_probe(const Json& doc, const std::string& path) {
     (void)plan.string("scenario");
     (void)plan.string("model");
     (void)plan.string("gpu");
-    p.batch_per_gpu = plan.integer("batch_per_gpu", 1);
+    p.batch_per_gpu = plan.integer("batch_per_gpu", 1, 1 << 24); // what a calibration holds (dag/calibration.cpp)
     plan.finish();
   }
   p.dtype = r.choice("dtype", {"fp32", "fp16", "bf16"});
@@ -185,8 +189,8 @@ ProbeFile parse_probe(const Json& doc, const std::string& path) {
   int ranks = 0, nodes = 0;
   {
     auto c = r.object("communicator");
-    ranks = static_cast<int>(c.integer("ranks", 1));
-    nodes = static_cast<int>(c.integer("nodes", 1));
+    ranks = static_cast<int>(c.integer("ranks", 1, kMaxRanks));
+    nodes = static_cast<int>(c.integer("nodes", 1, ranks));
     (void)c.integer("processes", 1);
     c.finish();
   }

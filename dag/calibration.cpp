@@ -52,6 +52,8 @@ MeasuredCollective parse_collective(ObjectReader r) {
       ObjectReader g((*segments)[i], r.file(), json_pointer_append(at, i));
       MeasuredCollective::Segment seg;
       seg.first_size_bytes = g.quantity("first_size", Dimension::bytes);
+      if (!m.segments.empty() && seg.first_size_bytes <= m.segments.back().last_size_bytes)
+        g.fail("first_size", "segments must be in size order, each after the last_size of the one before");
       seg.last_size_bytes = g.quantity("last_size", Dimension::bytes, seg.first_size_bytes);
       seg.alpha_s = g.quantity("alpha", Dimension::time, -1e300);
       seg.beta_s_per_byte = g.quantity("beta", Dimension::inverse_bandwidth, -1e300);

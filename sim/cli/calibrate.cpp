@@ -6,16 +6,33 @@
 #include "calibrate/probe.hpp"
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/json.hpp"
 #include "core/units.hpp"
 #include "dag/calibration.hpp"
 #include "sim/cli/import_trace.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace ddlsim::sim {
+namespace {
 
-int calibrate_command(const CalibrateRequest& request) {
+static_assert(calibrate::kMaxRanks == kMaxGpus, "--ranks is checked against kMaxGpus (main.cpp)");
+
+// The collective named by --collective: nccl-tests' spelling (all_reduce) or a scenario's (allreduce).
+calibrate::NcclCollective named_collective(const std::string& name) {
+  if (const auto c = calibrate::find_measured_collective(name))
+    return *c;
+  throw InputError("", "--collective",
+                   fmt::format("unknown collective '{}' (expected all_reduce, all_gather, reduce_scatter, broadcast, "
+                               "reduce, alltoall, sendrecv, gather or scatter as nccl-tests names them, or allreduce, "
+                               "allgather, point_to_point as scenarios do)",
+                               name.substr(0, 200)));
+}
+
+// The nccl-tests logs, read with what --collective and --ranks say of each.
+std::vector<calibrate::NcclTestsLog> read_logs(const CalibrateRequest& request) {
   const auto& named = request.collectives;
   if (named.size() > 1 && named.size() != request.nccl_tests.size())
     throw InputError("", "--collective",
@@ -25,15 +42,8 @@ int calibrate_command(const CalibrateRequest& request) {
   for (std::size_t i = 0; i < request.nccl_tests.size(); ++i) {
     calibrate::NcclReadOptions options;
     options.ranks = request.ranks;
-    if (!named.empty() && named[named.size() == 1 ? 0 : i] != "auto") {
-      const auto& name = named[named.size() == 1 ? 0 : i];
-      options.collective = calibrate::find_nccl_collective(name);
-      if (!options.collective)
-        throw InputError("", "--collective",
-                         fmt::format("unknown nccl-tests collective '{}' (expected all_reduce, all_gather, "
-                                     "reduce_scatter, broadcast, reduce, alltoall, sendrecv, gather or scatter)",
-                                     name));
-    }
+    if (const auto& name = named.empty() ? "auto" : named[named.size() == 1 ? 0 : i]; name != "auto")
+      options.collective = named_collective(name);
     try {
       logs.push_back(calibrate::read_nccl_tests(request.nccl_tests[i], options));
     } catch (const InputError& e) {
@@ -42,6 +52,56 @@ int calibrate_command(const CalibrateRequest& request) {
       throw InputError(e.file(), e.pointer(), e.detail() + " with --collective (e.g. --collective all_reduce)");
     }
   }
+  return logs;
+}
+
+// Refuses more rows in all the logs together than one log may have (calibrate/nccl_tests.hpp, kMaxNcclRows).
+void check_total_rows(const std::vector<calibrate::NcclTestsLog>& logs, const std::vector<std::string>& sources) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    total += logs[i].rows.size();
+    if (total > calibrate::kMaxNcclRows)
+      throw InputError(sources[i], "",
+                       fmt::format("the logs up to this one have {} rows, more than the {} ddlsim calibrates from "
+                                   "at once (calibrate/nccl_tests.hpp)",
+                                   total, calibrate::kMaxNcclRows));
+  }
+}
+
+// The calibration as a file, read back first: what its reader (dag/calibration.hpp) refuses is refused here, naming
+// the entry, rather than written.
+std::string checked_calibration_text(const dag::Calibration& c, const std::string& out) {
+  const std::string text = dag::calibration_json(c).dump(2) + "\n";
+  try {
+    (void)dag::parse_calibration(parse_json_text(text, out), out, "");
+  } catch (const InputError& e) {
+    throw InputError(out, e.pointer(),
+                     e.detail() +
+                         "; not written: the measurements this comes from are beyond what a calibration holds");
+  }
+  return text;
+}
+
+void print_summary(const dag::Calibration& c) {
+  for (const auto& m : c.collectives) {
+    const auto& last = m.table.back();
+    fmt::print("{:<15} {:>5} ranks {:>3} nodes  {:>3} sizes {} .. {}", collective_name(m.collective), m.ranks, m.nodes,
+               m.table.size(), format_bytes(m.table.front().size_bytes), format_bytes(last.size_bytes));
+    if (!m.segments.empty()) {
+      double worst = 0;
+      for (const auto& s : m.segments)
+        worst = std::max(worst, s.max_relative_error);
+      fmt::print("  {} alpha-beta segment{}, worst fit error {:.1f} %", m.segments.size(),
+                 m.segments.size() == 1 ? "" : "s", 100 * worst);
+    }
+    fmt::print("\n");
+  }
+}
+
+} // namespace
+
+int calibrate_command(const CalibrateRequest& request) {
+  std::vector<calibrate::NcclTestsLog> logs = read_logs(request);
   if (request.nccl_tests.empty() && request.kineto.empty() && request.probes.empty())
     throw InputError("", "--nccl-tests",
                      "give nccl-tests logs (--nccl-tests), profiler traces (--kineto) or probe files (--probe)");
@@ -54,6 +114,7 @@ int calibrate_command(const CalibrateRequest& request) {
       log_sources.push_back("ddlsim-probe " + path);
     }
   }
+  check_total_rows(logs, log_sources);
   calibrate::MeasuredCollectives measured;
   if (!logs.empty()) {
     measured = calibrate::measured_collectives(logs, log_sources);
@@ -73,21 +134,9 @@ int calibrate_command(const CalibrateRequest& request) {
   c.collectives = measured.collectives;
   add_kineto_calibration(c, request.kineto);
   const auto probe_notes = calibrate::add_probe_calibration(c, probes);
-  write_file_atomic(request.out, dag::calibration_json(c).dump(2) + "\n");
+  write_file_atomic(request.out, checked_calibration_text(c, request.out));
 
-  for (const auto& m : c.collectives) {
-    const auto& last = m.table.back();
-    fmt::print("{:<15} {:>5} ranks {:>3} nodes  {:>3} sizes {} .. {}", collective_name(m.collective), m.ranks, m.nodes,
-               m.table.size(), format_bytes(m.table.front().size_bytes), format_bytes(last.size_bytes));
-    if (!m.segments.empty()) {
-      double worst = 0;
-      for (const auto& s : m.segments)
-        worst = std::max(worst, s.max_relative_error);
-      fmt::print("  {} alpha-beta segment{}, worst fit error {:.1f} %", m.segments.size(),
-                 m.segments.size() == 1 ? "" : "s", 100 * worst);
-    }
-    fmt::print("\n");
-  }
+  print_summary(c);
   for (std::size_t i = 0; i < logs.size(); ++i)
     for (const auto& note : logs[i].notes)
       fmt::print("note: {}: {}\n", log_sources[i], note);

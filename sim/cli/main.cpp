@@ -213,10 +213,10 @@ int main(int argc, char** argv) {
   calibrate->add_option("--probe", calibrate_request.probes,
                         "ddlsim-probe files: layers, selection curves, collectives, host-to-device bandwidth");
   calibrate->add_option("--collective", calibrate_request.collectives,
-                        "the collective of logs that do not name it (nccl-tests before 2.16.7): all_reduce, ...; "
-                        "once for all, or once per log (auto: as the log says)");
+                        "the collective of logs that do not name it (nccl-tests before 2.16.7): all_reduce or "
+                        "allreduce, ...; once for all, or once per log (auto: as the log says)");
   calibrate->add_option("--ranks", nccl_ranks, "the ranks of logs without a device listing")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, static_cast<int>(sim::kMaxGpus))); // calibrate::kMaxRanks (sim/cli/calibrate.cpp)
   calibrate->add_option("--out", calibrate_request.out, "the calibration file to write")->required();
 
   sim::ImportTraceRequest import_request;

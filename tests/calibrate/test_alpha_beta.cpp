@@ -153,3 +153,61 @@ TEST_CASE("dag::predict uses the table inside and the fit outside", "[calibrate]
   CHECK_THAT(outside.time_s, WithinRel(fit.segments().back().time(16e3), 1e-12));
   CHECK_THAT(outside.time_s, !WithinAbs(table.time(16e3).time_s, 1e-9)); // not the table's fallback
 }
+
+TEST_CASE("calibrate::fit_piecewise fits as many sizes as a log may have, in near-linear time (#31 R03)",
+          "[calibrate][fit]") {
+  // 100,000 sizes 8 B apart (kMaxNcclRows): (5 us, 2 GB/s) up to the switch, (50 us, 20 GB/s) after it. Fitted with
+  // every point a candidate breakpoint, this took O(n³) time and n² doubles (80 GB here; 3,200 sizes took 78 s);
+  // beyond kExactFitPoints a breakpoint falls at the bound of one of kCandidateBlocks blocks of 391 points.
+  const std::size_t n = 100'000, step = (n + kCandidateBlocks - 1) / kCandidateBlocks;
+  REQUIRE(step == 391);
+  const auto points_switching_at = [&](std::size_t first_large) {
+    std::vector<SizeTime> points;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double s = 8.0 * static_cast<double>(i + 1);
+      points.push_back({s, i < first_large ? 5e-6 + s / 2e9 : 50e-6 + s / 20e9});
+    }
+    return points;
+  };
+  SECTION("a switch at a block's bound: both regimes exactly") {
+    const std::size_t at = 100 * step;
+    const auto fit = fit_piecewise(points_switching_at(at));
+    REQUIRE(fit.segments().size() == 2);
+    const auto& small = fit.segments()[0];
+    const auto& large = fit.segments()[1];
+    CHECK(small.points == at);
+    CHECK(large.first_size_bytes == 8.0 * static_cast<double>(at + 1));
+    CHECK_THAT(small.alpha_s, WithinRel(5e-6, 1e-9));
+    CHECK_THAT(small.beta_s_per_byte, WithinRel(1 / 2e9, 1e-9));
+    CHECK_THAT(large.alpha_s, WithinRel(50e-6, 1e-9));
+    CHECK_THAT(large.beta_s_per_byte, WithinRel(1 / 20e9, 1e-9));
+  }
+  SECTION("a switch inside a block: placed within that block, the regimes beside it exactly") {
+    const std::size_t at = 100 * step + 150;
+    const auto fit = fit_piecewise(points_switching_at(at));
+    REQUIRE(fit.segments().size() >= 2);
+    REQUIRE(fit.segments().size() <= 3); // the block holding the switch may be a segment of its own
+    for (const auto& seg : fit.segments())
+      CHECK(static_cast<std::size_t>(seg.first_size_bytes / 8 - 1) % step == 0); // starts at a block's bound
+    const auto& first = fit.segments().front();
+    const auto& last = fit.segments().back();
+    CHECK(first.points >= at - step);
+    CHECK(n - static_cast<std::size_t>(last.first_size_bytes / 8 - 1) >= n - at - step);
+    CHECK_THAT(first.time(8), WithinRel(5e-6 + 8 / 2e9, 1e-9));
+    CHECK_THAT(last.beta_s_per_byte, WithinRel(1 / 20e9, 1e-9));
+  }
+}
+
+TEST_CASE("calibrate::fit_piecewise on many sizes only bytes apart near 1 PiB stays finite", "[calibrate][fit]") {
+  // 2,000 sizes 1 B apart below 1 PiB: the size column is the constant column to 12 digits, so a block's normal
+  // equations are singular to working precision and its segment is measured by α alone.
+  std::vector<SizeTime> points;
+  for (int i = 0; i < 2000; ++i)
+    points.push_back({1125899906842624.0 - 2000 + i, 1e-3 * (1 + 1e-4 * std::sin(i))});
+  const auto fit = fit_piecewise(points);
+  for (const auto& seg : fit.segments()) {
+    CHECK(std::isfinite(seg.alpha_s));
+    CHECK(std::isfinite(seg.beta_s_per_byte));
+    CHECK(seg.max_relative_error < 2e-4);
+  }
+}

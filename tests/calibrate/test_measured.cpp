@@ -3,6 +3,8 @@
 // version refused.
 #include "calibrate/measured.hpp"
 #include "core/error.hpp"
+#include "core/json.hpp"
+#include "dag/calibration.hpp"
 #include "support/nccl_data.hpp"
 
 #include <catch2/catch.hpp>
@@ -116,4 +118,64 @@ TEST_CASE("calibrate: a version-2 calibration reads back to the same bytes", "[c
   CHECK_THAT(error(R"({"version": 2, "collectives": [{"collective": "alltoall", "ranks": 8,
                        "table": [["8 B", "10 us"]]}]})"),
              Catch::Contains("/collectives/0/collective"));
+}
+
+namespace {
+
+// An all_reduce on 8 ranks of one node measured at `sizes`, each in `time(size)` both in and out of place.
+NcclTestsLog measured_log(const std::vector<double>& sizes, double (*time)(double)) {
+  NcclTestsLog log;
+  for (const double s : sizes) {
+    NcclMeasurement m;
+    m.ranks = 8;
+    m.nodes = 1;
+    m.size_bytes = static_cast<std::uint64_t>(s);
+    m.count = m.size_bytes / 4;
+    m.type = "float";
+    m.in_place.time_s = time(s);
+    m.out_of_place = m.in_place;
+    log.rows.push_back(m);
+  }
+  return log;
+}
+
+// `c` written and read back by the calibration's own reader (dag/calibration.hpp).
+dag::Calibration read_back(const dag::Calibration& c) {
+  return dag::parse_calibration(Json::parse(dag::calibration_json(c).dump()), "calibration.json", "");
+}
+
+} // namespace
+
+TEST_CASE("calibrate: a fit no calibration can hold is left out or rounded, and the notes say so (#31 R12)",
+          "[calibrate][calibration]") {
+  dag::Calibration c;
+  SECTION("beta 2e5 s/B, above the 1 s/B a file holds: the table alone, a note") {
+    // `ddlsim calibrate` wrote such a fit, which its reader refused.
+    const auto log = measured_log({8, 16, 24, 32, 40}, [](double s) { return 1e3 + 2e5 * s; });
+    const auto measured = measured_collectives({log}, {"log.txt"});
+    REQUIRE(measured.collectives.size() == 1);
+    CHECK(measured.collectives[0].segments.empty());
+    CHECK(measured.collectives[0].table.size() == 5);
+    REQUIRE(measured.notes.size() == 1);
+    CHECK_THAT(measured.notes[0], Catch::Contains("all_reduce over 8 ranks on 1 nodes: its alpha-beta fit") &&
+                                      Catch::Contains("is beyond what a calibration holds (1e7 s, 1 s/B); the table "
+                                                      "alone is kept"));
+    c.collectives = measured.collectives;
+  }
+  SECTION("beta 1e-17 s/B, below the least a file states: written as 0, a note, the errors measured again") {
+    const auto log = measured_log({8, 64, 512, 4096, 32768}, [](double s) { return 20e-6 + 1e-17 * s; });
+    const auto measured = measured_collectives({log}, {"log.txt"});
+    REQUIRE(measured.collectives.size() == 1);
+    REQUIRE(measured.collectives[0].segments.size() == 1);
+    const auto& seg = measured.collectives[0].segments[0];
+    CHECK(seg.beta_s_per_byte == 0);
+    CHECK_THAT(seg.alpha_s, WithinRel(20e-6, 1e-9));
+    CHECK(seg.max_relative_error > 0); // 1e-17 x 32768 B / 20 us: 1.6e-8
+    CHECK(seg.max_relative_error < 2e-8);
+    CHECK(measured.notes == std::vector<std::string>{"all_reduce over 8 ranks on 1 nodes: an alpha below 1e-15 s or a "
+                                                     "beta below 1e-15 s/B, the least a calibration holds, is written "
+                                                     "as 0"});
+    c.collectives = measured.collectives;
+  }
+  CHECK(read_back(c).collectives == c.collectives);
 }

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <stdexcept>
 #include <string>
@@ -475,4 +476,118 @@ TEST_CASE("calibrate::fastest_per_size takes the faster direction and the fastes
   log.rows.back().ranks = 8;
   REQUIRE_THROWS_WITH(fastest_per_size(log.rows), Contains("group them first"));
   REQUIRE_THROWS_AS(fastest_per_size({}), std::invalid_argument);
+}
+
+TEST_CASE("calibrate::find_measured_collective takes nccl-tests' and scenarios' spellings (#31)", "[calibrate][nccl]") {
+  const auto [name, expected] = GENERATE(table<std::string, NcclCollective>({
+      {"all_reduce", NcclCollective::all_reduce},
+      {"allreduce", NcclCollective::all_reduce},
+      {"all_gather_perf", NcclCollective::all_gather},
+      {"allgather", NcclCollective::all_gather},
+      {"reduce_scatter", NcclCollective::reduce_scatter},
+      {"broadcast", NcclCollective::broadcast},
+      {"point_to_point", NcclCollective::sendrecv},
+      {"sendrecv", NcclCollective::sendrecv},
+      {"alltoall", NcclCollective::alltoall},
+  }));
+  CAPTURE(name);
+  CHECK(find_measured_collective(name) == expected);
+  CHECK_FALSE(find_measured_collective("allreduc"));
+  CHECK_FALSE(find_measured_collective("allreduce_perf")); // a binary has nccl-tests' name only
+}
+
+TEST_CASE("calibrate::parse_nccl_tests range-checks every count of -J JSON before using it (#31 R04)",
+          "[calibrate][nccl][json]") {
+  // ngpus 0 made a communicator of 0 ranks, 2^31 and 2^32 wrapped to negative and 0 ranks: each failed inside
+  // busbw_factor (an internal error, exit 1).
+  const auto [from, to, message] = GENERATE(table<std::string, std::string, std::string>({
+      {"\"ngpus\":2", "\"ngpus\":0", "log.txt: /config/ngpus: 0 is out of range [1, 1048576]"},
+      {"\"ngpus\":2", "\"ngpus\":2147483648", "log.txt: /config/ngpus: 2147483648 is out of range [1, 1048576]"},
+      {"\"ngpus\":2", "\"ngpus\":4294967296", "log.txt: /config/ngpus: 4294967296 is out of range [1, 1048576]"},
+      {"\"ngpus\":2", "\"ngpus\":-2", "log.txt: /config/ngpus: -2 is out of range [1, 1048576]"},
+      {"\"nthreads\":1", "\"nthreads\":1048576",
+       "log.txt: /config/ngpus: nthreads x ngpus is 2097152, more than the 1048576 ranks a communicator has here"},
+      {"\"ngpus\":2", "\"ngpus\":524289",
+       "log.txt: /config/devices: 1048578 ranks (2 listed x 524289 per entry); a communicator has 1 to 1048576 ranks"},
+      {"\"rank\":2", "\"rank\":4294967296", "log.txt: /config/devices/1/rank: 4294967296 is out of range [0, 1048575]"},
+      {"\"group\":0,\"pid\":202", "\"group\":2147483648,\"pid\":202",
+       "log.txt: /config/devices/1/group: 2147483648 is out of range [0, 2147483647]"},
+      {"\"root\":\"    -1\"", "\"root\":4294967296",
+       "log.txt: /results/0/root: 4294967296 is out of range [-1, 1048575]"},
+  }));
+  CAPTURE(to);
+  REQUIRE_THROWS_WITH(parse(replaced(kJsonV1, from, to)), message);
+}
+
+TEST_CASE("calibrate::parse_nccl_tests refuses sizes and times a calibration cannot hold (#31 R12)",
+          "[calibrate][nccl]") {
+  // `ddlsim calibrate` wrote them, and its own reader refused the file: '1e-306 s', sizes over 1 PiB.
+  SECTION("text") {
+    const std::string row = "        8192          2048     float     sum      -1    72.11";
+    REQUIRE_THROWS_WITH(
+        parse(replaced(kAllReduce217, row, "        8192          2048     float     sum      -1  1e-300")),
+        "log.txt: line 15: time '1e-306 s' is out of range: a time is 0 or between 1e-15 s and 1e7 s "
+        "(116 days)");
+    REQUIRE_THROWS_WITH(
+        parse(replaced(kAllReduce217, row, "        8192          2048     float     sum      -1  1e+300")),
+        Contains("log.txt: line 15: time '1e+294 s' is out of range"));
+    // 2 PiB of floats: count x 4 B, as nccl-tests prints it
+    REQUIRE_THROWS_WITH(
+        parse(replaced(kAllReduce217, row, "2251799813685248 562949953421312     float     sum      -1    72.11")),
+        "log.txt: line 15: size '2251799813685248 B' is out of range: a size is 0 or between 1 B and 1 PiB");
+    // 1 PiB itself is read
+    CHECK(parse(replaced(kAllReduce217, row, "1125899906842624 281474976710656     float     sum      -1    72.11"))
+              .rows[1]
+              .size_bytes == 1125899906842624);
+  }
+  SECTION("JSON") {
+    REQUIRE_THROWS_WITH(parse(replaced(kJsonV1, "\"time\":45.670000", "\"time\":1e-300")),
+                        Contains("log.txt: /results/1: time '1e-306 s' is out of range"));
+    // a count that wraps 64 bits when multiplied by 4 B and 4 ranks is no match for the size, not a wrapped one
+    REQUIRE_THROWS_WITH(
+        parse(replaced(kJsonV1, "{\"size\":0,\"count\":0", "{\"size\":0,\"count\":4611686018427387904")),
+        Contains("log.txt: /results/0: size 0 B is not count 4611686018427387904 x 4 B (float) x 4 ranks"));
+  }
+}
+
+TEST_CASE("calibrate::parse_nccl_tests bounds what it reads: rows, listed ranks, words, notes (#31 R03)",
+          "[calibrate][nccl]") {
+  // kAllReduce217's table with `rows` rows of 8 B each (nccl-tests -N repeats a size).
+  const auto with_rows = [](std::size_t rows) {
+    const std::string row = "           8             2     float     sum      -1    48.77    0.00    0.00       0    "
+                            "44.82    0.00    0.00       0\n";
+    std::string text = kAllReduce217.substr(0, kAllReduce217.find("           8    "));
+    text.reserve(text.size() + rows * row.size());
+    for (std::size_t i = 0; i < rows; ++i)
+      text += row;
+    return text;
+  };
+  CHECK(parse(with_rows(kMaxNcclRows)).rows.size() == kMaxNcclRows);
+  REQUIRE_THROWS_WITH(parse(with_rows(kMaxNcclRows + 1)),
+                      fmt::format("log.txt: line {}: more than 100000 rows, the most ddlsim reads from one log "
+                                  "(calibrate/nccl_tests.hpp)",
+                                  kMaxNcclRows + 14));
+
+  std::string results = "\"results\":[";
+  const std::string result = R"({"size":0,"count":0,"type":"float","redop":"none","root":"    -1",)"
+                             R"("in_place":{"time":7.52,"alg_bw":0,"bus_bw":0}},)";
+  for (std::size_t i = 0; i + 1 < kMaxNcclRows; ++i) // and kJsonV1's own 2
+    results += result;
+  REQUIRE_THROWS_WITH(parse(replaced(kJsonV1, "\"results\":[", results)),
+                      "log.txt: /results: 100001 results, more than the 100000 ddlsim reads from one log "
+                      "(calibrate/nccl_tests.hpp)");
+
+  // A row of 100 fields is counted up to 64; 150 "Reducing maxBytes" lines give 100 notes and a count.
+  std::string extra;
+  for (int i = 0; i < 90; ++i)
+    extra += " 0";
+  REQUIRE_THROWS_WITH(parse(replaced(kAllReduce217, "0    44.82", "0" + extra + "    44.82")),
+                      Contains("log.txt: line 14: more than 64 fields, but the header at line 12 names 13"));
+  std::string reduced;
+  for (int i = 0; i < 150; ++i)
+    reduced += "# Reducing maxBytes to 26549638485 due to memory limitation\n";
+  const NcclTestsLog log = parse(reduced + kAllReduce217);
+  REQUIRE(log.notes.size() == 101);
+  CHECK(log.notes[99] == "line 100: nccl-tests reduced maxBytes to 26549638485 for lack of GPU memory");
+  CHECK(log.notes[100] == "50 more notes like these left out");
 }
