@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -73,6 +74,8 @@ int report_sweep(const sim::SweepOutcome& o, const std::string& dir) {
              o.points, o.points == 1 ? "" : "s", o.ran, o.resumed, o.failed, dir);
   for (const auto& p : o.plots)
     fmt::print("  plot {}\n", p);
+  for (const auto& n : o.notes)
+    fmt::print("  note: {}\n", n);
   if (o.failed > 0) {
     std::fprintf(stderr, "ddlsim: %zu of %zu points failed (their error is in the error column of %s/results.csv)\n",
                  o.failed, o.points, dir.c_str());
@@ -120,6 +123,10 @@ int plot_command(const std::string& csv, sim::PlotRequest request, std::string o
       }
   if (out.empty())
     out = (std::filesystem::path(csv).parent_path() / fmt::format("plot-{}-vs-{}.png", request.y, request.x)).string();
+  if (std::any_of(out.begin(), out.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    throw InputError(out, "",
+                     "plot --out: a control character (a newline?) in the file name, which gnuplot's script "
+                     "cannot hold");
   fmt::print("plot {}\n", sim::make_plot(table, request, out));
   return 0;
 }
@@ -276,6 +283,9 @@ int main(int argc, char** argv) {
       return sim::calibrate_command(calibrate_request);
     }
   } catch (const InputError& e) {
+    std::fprintf(stderr, "ddlsim: %s\n", e.what());
+    return 2;
+  } catch (const sim::GnuplotMissing& e) { // `plot` needs it (a sweep notes it and goes on)
     std::fprintf(stderr, "ddlsim: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

@@ -409,9 +409,15 @@ void write_tables(const std::string& dir, const Tables& t, const std::map<std::s
   batch.commit();
 }
 
-std::vector<std::string> make_plots(const std::string& dir) {
+// The standard plots; without gnuplot, a note (the results are complete, the images an extra).
+std::vector<std::string> make_plots(const std::string& dir, SweepOutcome& outcome) {
   const std::string csv = (fs::path(dir) / "results.csv").string();
-  return sweep_plots(read_results_csv(csv), dir);
+  try {
+    return sweep_plots(read_results_csv(csv), dir);
+  } catch (const GnuplotMissing& e) {
+    outcome.notes.emplace_back(e.what());
+    return {};
+  }
 }
 
 std::size_t count_failed(const std::map<std::size_t, PointResult>& results) {
@@ -697,7 +703,7 @@ SweepOutcome run_sweep(const Scenario& s, const SweepOptions& options) {
   outcome.failed = failed;
   progress.update(results.size(), failed, true);
   if (options.plots && options.shard.count == 1)
-    outcome.plots = make_plots(options.out_dir);
+    outcome.plots = make_plots(options.out_dir, outcome);
   return outcome;
 }
 
@@ -763,7 +769,7 @@ SweepOutcome merge_sweeps(const std::vector<std::string>& shard_dirs, const std:
   outcome.resumed = results.size();
   outcome.failed = count_failed(results);
   if (plots)
-    outcome.plots = make_plots(out_dir);
+    outcome.plots = make_plots(out_dir, outcome);
   return outcome;
 }
 

@@ -80,6 +80,7 @@ struct SweepOutcome {
   std::size_t resumed = 0; ///< found done in the journal
   std::size_t failed = 0;  ///< of all points in this shard, run now or before
   std::vector<std::string> plots;
+  std::vector<std::string> notes; ///< what the user should know (plots not drawn without gnuplot)
 };
 
 /// Runs the sweep of `s` (loaded with its --set overrides, so the sweep is validated; s.raw is what each point

@@ -1,6 +1,7 @@
 // gnuplot itself: quoting text for scripts and data files, the script of a figure (which finds its .dat beside it,
 // from ARG0), and rendering: write <base>.dat and <base>.gp, run gnuplot on a temporary copy that writes the images
 // under temporary names, and rename them into place, so an interrupted sweep never leaves a truncated image.
+#include "sim/report/plot.hpp"
 #include "sim/report/plot_detail.hpp"
 
 #include "core/io.hpp"
@@ -182,6 +183,10 @@ void run_gnuplot(const fs::path& script, const fs::path& log, const std::string&
   std::array<char*, 3> argv{program.data(), argument.data(), nullptr};
   pid_t pid = 0;
   const int spawned = posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  if (spawned == ENOENT)
+    throw GnuplotMissing(fmt::format("{}: gnuplot is not on PATH: the images are not drawn (install gnuplot 5.4 or "
+                                     "newer, then run `gnuplot` on the .gp files)",
+                                     shown));
   if (spawned != 0)
     throw std::runtime_error(fmt::format("{}: cannot run gnuplot: {} (plots need gnuplot 5.4 or newer on PATH)", shown,
                                          std::error_code(spawned, std::generic_category()).message()));

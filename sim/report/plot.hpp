@@ -3,11 +3,19 @@
 // (<base>.gp), so a user can restyle a figure and rerun `gnuplot <base>.gp` without ddlsim.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ddlsim::sim {
+
+/// gnuplot is not on PATH: the plots' data and scripts (.dat, .gp) are written, the images are not. A sweep notes it
+/// and goes on; `ddlsim plot` exits 2 with the message.
+class GnuplotMissing : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
 
 /// results.csv as text cells: `point`, one column per swept key, `status`, the summary fields, `error`.
 struct ResultsTable {

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -444,6 +445,24 @@ TEST_CASE("robustness: an --out in use by another ddlsim is refused; a killed ru
     for (const auto& name : names)
       CHECK_THAT(name, !Contains(".tmp.4") && !Contains(".old.") && !Contains(".gp."));
   }
+}
+
+TEST_CASE("robustness: without gnuplot a sweep finishes with a note; plot says what is missing; a newline in "
+          "plot --out exits 2 (#31 R16)",
+          "[cli][robustness]") {
+  TempDir tmp;
+  const std::string old_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  ::setenv("PATH", (tmp / "nothing-here").c_str(), 1); // ddlsim is spawned by its full path
+  const auto sweep = run_ddlsim(
+      {"sweep", kQuickstart, "--set", R"(sweep={"cluster.nodes": [1, 2]})", "--out", tmp / "s", "--jobs", "1"});
+  const auto plot = run_ddlsim({"plot", fs::path(tmp / "s") / "results.csv", "--out", tmp / "p.png"});
+  ::setenv("PATH", old_path.c_str(), 1);
+  CHECK(sweep.exit_code == 0); // internal error, exit 1, before
+  CHECK_THAT(sweep.out, Contains("note: ") && Contains("gnuplot is not on PATH"));
+  CHECK(fs::exists(fs::path(tmp / "s") / "results.csv"));
+  check_refused(plot, "gnuplot is not on PATH");
+  check_refused(run_ddlsim({"plot", fs::path(tmp / "s") / "results.csv", "--out", tmp / "a\nb.png"}),
+                "a control character");
 }
 
 TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {
