@@ -109,3 +109,60 @@ TEST_CASE("cli: the imported compiled 2xV100 trace runs near its measured step",
   CHECK_THAT(summary["iteration_time_s"].get<double>(), WithinRel(measured, 0.10));
   CHECK(summary["communication_bytes_per_worker"].get<double>() > 0);
 }
+
+namespace {
+
+// The tiny trace with its deviceProperties replaced by `metadata` (top-level keys).
+std::string tiny_with(const std::string& metadata) {
+  std::string text = tiny_trace(true);
+  const std::string own = R"("deviceProperties":[{"name":"Tesla V100-SXM2-32GB"}],)";
+  REQUIRE(text.find(own) != std::string::npos);
+  return text.replace(text.find(own), own.size(), metadata + ",");
+}
+
+// Exit 2 with one line naming `path`, `phrase` in it, and no output directory.
+void check_refused(const Outcome& o, const std::string& path, const std::string& phrase, const fs::path& out) {
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  CHECK(o.exit_code == 2);
+  CHECK_THAT(o.err, StartsWith("ddlsim: " + path + ": ") && Contains(phrase));
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(out));
+}
+
+} // namespace
+
+TEST_CASE("cli: import-trace refuses distributedInfo's counts out of range and names of another type (#31 R06, R07)",
+          "[traces][cli]") {
+  // World sizes 0 and 2^32 were SIGFPE; -3 was written out as gpus_per_node -3; a device name or backend not a
+  // string was nlohmann's type_error (exit 1).
+  const auto [metadata, phrase] = GENERATE(table<std::string, std::string>({
+      {R"("distributedInfo": {"world_size": 0})", "/distributedInfo/world_size: expected a number of ranks"},
+      {R"("distributedInfo": {"world_size": 4294967296})", "/distributedInfo/world_size"},
+      {R"("distributedInfo": {"world_size": -3})", "/distributedInfo/world_size"},
+      {R"("distributedInfo": {"world_size": 2, "rank": 5})", "/distributedInfo/rank: expected a rank from 0 to 1"},
+      {R"("deviceProperties": [{"name": 80}])", "/deviceProperties/0/name: expected a string"},
+      {R"("distributedInfo": {"world_size": 2, "backend": ["nccl"]})", "/distributedInfo/backend: expected a string"},
+  }));
+  CAPTURE(metadata);
+  TempDir dir;
+  const std::string trace = dir / "t.json";
+  std::ofstream(trace) << tiny_with(metadata);
+  check_refused(run_ddlsim({"import-trace", trace, "--out", dir / "out"}), trace, phrase, dir / "out");
+}
+
+TEST_CASE("cli: import-trace refuses a gzip bomb naming the limit (#31 R09)", "[traces][cli]") {
+  // 1.1 MB that inflate to 1.1 GiB (1,100 gzip members of 1 MiB of spaces inside a trace's array): the 1 GiB cap
+  // applied to the compressed file only, and a 5 MB bomb ran out of memory (SIGABRT).
+  TempDir dir;
+  const std::string trace = dir / "bomb.json.gz";
+  {
+    std::ofstream out(trace, std::ios::binary);
+    out << gzip(R"({"traceEvents": [)");
+    const std::string spaces = gzip(std::string(std::size_t{1} << 20, ' '));
+    for (int i = 0; i < 1100; ++i)
+      out << spaces;
+    out << gzip("]}");
+  }
+  check_refused(run_ddlsim({"import-trace", trace, "--out", dir / "out"}), trace,
+                "decompresses to more than 1024 MiB, more than any ddlsim input", dir / "out");
+}
