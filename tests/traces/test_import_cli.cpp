@@ -236,3 +236,33 @@ TEST_CASE("cli: import-trace refuses a gzip bomb naming the limit (#31 R09)", "[
   check_refused(run_ddlsim({"import-trace", trace, "--out", dir / "out"}), trace,
                 "decompresses to more than 1024 MiB, more than any ddlsim input", dir / "out");
 }
+
+TEST_CASE("cli: check refuses a measured timeline that run could not draw (#31 R22)", "[traces][cli]") {
+  // A process_name with a non-string name passed `check` and failed `run` after simulating (nlohmann's type_error,
+  // exit 1).
+  const auto [event, where] = GENERATE(table<std::string, std::string>({
+      {R"({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": 5}})", "/args/name: expected the process's"},
+      {R"({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": null}})", "/args/name"},
+      {R"({"ph": "M", "name": "process_name", "pid": 1, "args": 5})", "/args: expected an object"},
+      {R"({"ph": "M", "name": 5, "pid": 1})", "/name: expected a string"},
+      {R"({"ph": "X", "name": "k", "pid": [1]})", "/pid: expected a process id"},
+  }));
+  CAPTURE(event);
+  TempDir dir;
+  const std::string trace = dir / "t.json";
+  std::ofstream(trace) << tiny_trace(true);
+  run_ok({"import-trace", trace, "--out", dir / "in"});
+  const std::string timeline = dir / "in/traced_step.json";
+  auto step = nlohmann::json::parse(read_text(timeline));
+  step["traceEvents"].push_back(nlohmann::json::parse(event));
+  const std::size_t last = step["traceEvents"].size() - 1;
+  std::ofstream(timeline) << step.dump();
+  for (const bool run : {false, true}) {
+    const auto o = run ? run_ddlsim({"run", dir / "in/scenario.json", "--out", dir / "run"})
+                       : run_ddlsim({"check", dir / "in/scenario.json"});
+    INFO((run ? "run: " : "check: ") << o.err);
+    CHECK(o.exit_code == 2);
+    CHECK_THAT(o.err, StartsWith(fmt::format("ddlsim: {}: /traceEvents/{}", timeline, last)) && Contains(where));
+    CHECK_FALSE(fs::exists(fs::path(dir / "run")));
+  }
+}
