@@ -23,6 +23,13 @@ bool replayed_collective(const TracedCollective& c) {
   return c.phase == "backward" && c.collective != Collective::none && c.bytes.has_value();
 }
 
+/// The main thread's time per step outside the layers, the optimizer and the data loading, the input copy's host
+/// time included (a copy from pageable memory blocks the thread while the DAG's copy task runs on the GPU): the
+/// calibration's host iteration time, and "other" in what the user reads.
+double other_host_s(const PhaseFigures& p) {
+  return p.other_host_s + p.h2d_host_s;
+}
+
 std::string ms(double s) {
   return fmt::format("{:.3f} ms", s * 1e3);
 }
@@ -148,9 +155,7 @@ dag::Calibration trace_calibration(const TraceAnalysis& a, const std::vector<std
   }
   const auto& p = a.phases;
   c.host.launch_s = p.launch_s * host_scale;
-  // The main thread's time outside the layers, the optimizer and the data loading, the input copy's host time
-  // included (a copy from pageable memory blocks the thread while the DAG's copy task runs on the GPU).
-  c.host.iteration_s = (p.other_host_s + p.h2d_host_s) * host_scale;
+  c.host.iteration_s = other_host_s(p) * host_scale;
   if (p.data_loading_s > 0)
     c.host.data_loading_s = p.data_loading_s * host_scale;
   c.host.prefetch = a.prefetch;
@@ -341,8 +346,8 @@ OrderedJson scenario_json(const Imported& im, const std::string& stem, const std
       "{}, optimizer {}, other {}), GPU kernels {}.",
       file_name, a.device_name.empty() ? "device not named" : a.device_name, world, world == 1 ? "" : "s",
       a.rank ? fmt::format(", rank {}", *a.rank) : "", step_range, fmt::format("{:.3f}", p.step_s * 1e3),
-      ms(p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s + p.other_host_s), ms(p.data_loading_s),
-      ms(p.forward_s), ms(p.backward_s), ms(p.optimizer_host_s), ms(p.other_host_s), ms(p.gpu_kernels_s));
+      ms(p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s + other_host_s(p)), ms(p.data_loading_s),
+      ms(p.forward_s), ms(p.backward_s), ms(p.optimizer_host_s), ms(other_host_s(p)), ms(p.gpu_kernels_s));
   if (world > 1)
     description +=
         fmt::format(" Cluster from distributedInfo (world size {}): {} GPUs per node assumed (min(world size, "
@@ -394,13 +399,12 @@ std::vector<std::string> summary_lines(const Imported& im, const std::string& fi
                             im.zoo.empty() ? " (no zoo model has these weight shapes)"
                                            : fmt::format(" named after zoo model {}", im.zoo),
                             a.batch ? std::to_string(*a.batch) : "unknown"));
-  const double host_sum =
-      p.other_host_s + p.h2d_host_s + p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s;
+  const double host_sum = other_host_s(p) + p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s;
   out.push_back(fmt::format(
       "host parts: iteration {} + data loading {} + forward {} + backward {} + optimizer {} = {} "
       "({:+.1f} % of the median step; blocked in synchronisation {}; the input copy's GPU time {} is in iteration)",
-      ms(p.other_host_s + p.h2d_host_s), ms(p.data_loading_s), ms(p.forward_s), ms(p.backward_s),
-      ms(p.optimizer_host_s), ms(host_sum), 100 * (host_sum / p.step_s - 1), ms(p.sync_wait_s), ms(p.h2d_copy_s)));
+      ms(other_host_s(p)), ms(p.data_loading_s), ms(p.forward_s), ms(p.backward_s), ms(p.optimizer_host_s),
+      ms(host_sum), 100 * (host_sum / p.step_s - 1), ms(p.sync_wait_s), ms(p.h2d_copy_s)));
   const double gpu_layers =
       total(a.layers, &TracedLayer::forward_gpu_s) + total(a.layers, &TracedLayer::backward_gpu_s);
   out.push_back(fmt::format("GPU: layers {} (forward {}, backward {}) + optimizer {} + other {} = {}; all kernels {}, "
