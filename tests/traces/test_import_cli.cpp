@@ -207,6 +207,19 @@ TEST_CASE("cli: import-trace names the scenario so that check takes it (#31 R08)
   run_ok({"check", dir / "out/scenario.json"});
 }
 
+TEST_CASE("cli: import-trace of a GPU without a preset still writes its scenario (#31 R08)", "[traces][cli]") {
+  // The files are read back before they are moved into place; the scenario of a GPU ddlsim has no preset for lacks
+  // "gpu" (R10), and is read back with a stand-in preset rather than refused.
+  TempDir dir;
+  const std::string trace = dir / "t.json";
+  std::ofstream(trace) << tiny_replaced("Tesla V100-SXM2-32GB", "NVIDIA H200-NVL");
+  const auto o = run_ok({"import-trace", trace, "--out", dir / "out"});
+  CHECK_THAT(o.out, Contains("GPU preset for 'NVIDIA H200-NVL' (no preset 'H200-NVL'"));
+  const auto scenario = nlohmann::json::parse(read_text(fs::path(dir / "out") / "scenario.json"));
+  CHECK_FALSE(scenario.contains("gpu"));
+  CHECK(fs::exists(fs::path(dir / "out") / "traced_step.json"));
+}
+
 TEST_CASE("cli: import-trace writes a time under a femtosecond as 0 (#31 R08)", "[traces][cli]") {
   // A kernel of 1e-12 us made linear_1's forward "1e-18 s", which the calibration's reader refuses (a time is 0 or
   // 1e-15 s to 1e7 s).
