@@ -80,14 +80,17 @@ struct PhaseFigures {
   int gpu_tasks = 0;
 };
 
+/// The largest batch per GPU a trace may show: the largest a scenario or a calibration takes.
+inline constexpr int kMaxBatch = 1 << 24;
+
 struct TraceAnalysis {
   std::string path;
   std::string device_name;
   std::optional<int> world_size;
   std::optional<int> rank;
   std::vector<StepSpan> steps;
-  int median_step = 0; ///< index into steps of the step closest to the median (the traced step written out)
-  std::optional<int> batch;
+  int median_step = 0;      ///< index into steps of the step closest to the median (the traced step written out)
+  std::optional<int> batch; ///< 1 to kMaxBatch
   std::vector<TracedLayer> layers;
   bool layers_from_modules = false; ///< layers are leaf modules ("nn.Module: ..." annotations), not operators
   std::vector<TracedCollective> collectives;

@@ -23,6 +23,13 @@ bool replayed_collective(const TracedCollective& c) {
   return c.phase == "backward" && c.collective != Collective::none && c.bytes.has_value();
 }
 
+/// The main thread's time per step outside the layers, the optimizer and the data loading, the input copy's host
+/// time included (a copy from pageable memory blocks the thread while the DAG's copy task runs on the GPU): the
+/// calibration's host iteration time, and "other" in what the user reads.
+double other_host_s(const PhaseFigures& p) {
+  return p.other_host_s + p.h2d_host_s;
+}
+
 std::string ms(double s) {
   return fmt::format("{:.3f} ms", s * 1e3);
 }
@@ -148,9 +155,7 @@ dag::Calibration trace_calibration(const TraceAnalysis& a, const std::vector<std
   }
   const auto& p = a.phases;
   c.host.launch_s = p.launch_s * host_scale;
-  // The main thread's time outside the layers, the optimizer and the data loading, the input copy's host time
-  // included (a copy from pageable memory blocks the thread while the DAG's copy task runs on the GPU).
-  c.host.iteration_s = (p.other_host_s + p.h2d_host_s) * host_scale;
+  c.host.iteration_s = other_host_s(p) * host_scale;
   if (p.data_loading_s > 0)
     c.host.data_loading_s = p.data_loading_s * host_scale;
   c.host.prefetch = a.prefetch;
@@ -158,18 +163,48 @@ dag::Calibration trace_calibration(const TraceAnalysis& a, const std::vector<std
     c.host.h2d_bandwidth = p.h2d_bytes / p.h2d_copy_s;
   c.optimizer.gpu_s = p.optimizer_gpu_s;
   c.optimizer.host_s = p.optimizer_host_s * host_scale;
+  // Times under a femtosecond, rounding noise far below the profiler's nanosecond, are 0: the calibration reader
+  // takes 0 and refuses 1e-20 s.
+  const auto flush = [](double& s) { s = std::abs(s) < quantity_range(Dimension::time).smallest ? 0 : s; };
+  std::vector<std::optional<double>*> optional_times{&c.host.launch_s, &c.host.iteration_s, &c.host.data_loading_s,
+                                                     &c.optimizer.gpu_s, &c.optimizer.host_s};
+  for (auto& [name, t] : c.layers) {
+    flush(t.forward_s);
+    flush(t.backward_s);
+    optional_times.insert(optional_times.end(), {&t.forward_host_s, &t.backward_host_s});
+  }
+  for (auto* s : optional_times)
+    if (s->has_value())
+      flush(**s);
   return c;
 }
 
 namespace {
 
-/// The trace file's name without .json or .gz.
-std::string file_stem(const std::string& path) {
-  std::string f = std::filesystem::path(path).filename().string();
+/// `text` with every byte that is not part of UTF-8 as U+FFFD: a file name as JSON can hold it.
+std::string utf8_text(const std::string& text) {
+  return Json::parse(Json(text).dump(-1, ' ', false, Json::error_handler_t::replace)).get<std::string>();
+}
+
+/// The scenario's name: the trace file's name without .json or .gz, made a name the scenario reader takes (it names
+/// the output directory out/<name>): '/', '\\' and control characters as '_', at most 200 bytes, "trace" for "."
+/// and "..".
+std::string scenario_name(const std::string& path) {
+  std::string f = utf8_text(std::filesystem::path(path).filename().string());
   for (const char* ext : {".gz", ".json"})
     if (f.size() > std::string(ext).size() && f.substr(f.size() - std::string(ext).size()) == ext)
       f = f.substr(0, f.size() - std::string(ext).size());
-  return f;
+  for (char& c : f)
+    if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      c = '_';
+  constexpr std::size_t kLongest = 200;
+  if (f.size() > kLongest) { // cut before a character, not inside one
+    std::size_t cut = kLongest;
+    while (cut > 0 && (static_cast<unsigned char>(f[cut]) & 0xC0) == 0x80)
+      --cut;
+    f.resize(cut);
+  }
+  return f == "." || f == ".." ? "trace" : f;
 }
 
 /// Gradient sizes when the trace has no weight shapes: one tensor per collective issued in backward.
@@ -207,11 +242,14 @@ std::vector<std::string> layer_names(Imported& im, const std::string& stem) {
       a.notes.push_back(fmt::format("{} of {}'s layers have no traced operator (times 0)", unmatched, im.zoo));
   } else {
     im.model.name = stem;
+    std::set<std::string> taken{"backward"}; // a traced collective "after" "backward" follows the whole pass
     for (std::size_t i = 0; i < a.layers.size(); ++i) {
       const auto& t = a.layers[i];
       names[i] = t.name;
+      for (int k = 2; !taken.insert(names[i]).second; ++k) // module names as the trace wrote them may repeat
+        names[i] = fmt::format("{}~{}", t.name, k);
       dag::Layer l;
-      l.name = t.name;
+      l.name = names[i];
       l.kind = t.kind;
       l.params = t.params;
       l.fwd_flops = t.fwd_flops;
@@ -308,8 +346,8 @@ OrderedJson scenario_json(const Imported& im, const std::string& stem, const std
       "{}, optimizer {}, other {}), GPU kernels {}.",
       file_name, a.device_name.empty() ? "device not named" : a.device_name, world, world == 1 ? "" : "s",
       a.rank ? fmt::format(", rank {}", *a.rank) : "", step_range, fmt::format("{:.3f}", p.step_s * 1e3),
-      ms(p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s + p.other_host_s), ms(p.data_loading_s),
-      ms(p.forward_s), ms(p.backward_s), ms(p.optimizer_host_s), ms(p.other_host_s), ms(p.gpu_kernels_s));
+      ms(p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s + other_host_s(p)), ms(p.data_loading_s),
+      ms(p.forward_s), ms(p.backward_s), ms(p.optimizer_host_s), ms(other_host_s(p)), ms(p.gpu_kernels_s));
   if (world > 1)
     description +=
         fmt::format(" Cluster from distributedInfo (world size {}): {} GPUs per node assumed (min(world size, "
@@ -361,13 +399,12 @@ std::vector<std::string> summary_lines(const Imported& im, const std::string& fi
                             im.zoo.empty() ? " (no zoo model has these weight shapes)"
                                            : fmt::format(" named after zoo model {}", im.zoo),
                             a.batch ? std::to_string(*a.batch) : "unknown"));
-  const double host_sum =
-      p.other_host_s + p.h2d_host_s + p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s;
+  const double host_sum = other_host_s(p) + p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s;
   out.push_back(fmt::format(
       "host parts: iteration {} + data loading {} + forward {} + backward {} + optimizer {} = {} "
       "({:+.1f} % of the median step; blocked in synchronisation {}; the input copy's GPU time {} is in iteration)",
-      ms(p.other_host_s + p.h2d_host_s), ms(p.data_loading_s), ms(p.forward_s), ms(p.backward_s),
-      ms(p.optimizer_host_s), ms(host_sum), 100 * (host_sum / p.step_s - 1), ms(p.sync_wait_s), ms(p.h2d_copy_s)));
+      ms(other_host_s(p)), ms(p.data_loading_s), ms(p.forward_s), ms(p.backward_s), ms(p.optimizer_host_s),
+      ms(host_sum), 100 * (host_sum / p.step_s - 1), ms(p.sync_wait_s), ms(p.h2d_copy_s)));
   const double gpu_layers =
       total(a.layers, &TracedLayer::forward_gpu_s) + total(a.layers, &TracedLayer::backward_gpu_s);
   out.push_back(fmt::format("GPU: layers {} (forward {}, backward {}) + optimizer {} + other {} = {}; all kernels {}, "
@@ -399,8 +436,9 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
   const KinetoTrace trace = read_kineto(path);
   im.analysis = analyse(trace);
   TraceAnalysis& a = im.analysis;
+  a.path = utf8_text(a.path); // as the files written name it
   const auto& p = a.phases;
-  const std::string stem = file_stem(path);
+  const std::string stem = scenario_name(path);
   const int batch = a.batch.value_or(1);
   if (!a.batch)
     a.notes.push_back("the batch size: no operator carries Input Dims (record_shapes off); batch_per_gpu 1 stands "
@@ -416,7 +454,7 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
   // Collectives as traced: the gradient collectives of backward, in launch order; the rest reported.
   OrderedJson traced = traced_collectives(a, names);
   const std::vector<std::string> missing = not_simulated(a);
-  const std::string file_name = std::filesystem::path(path).filename().string();
+  const std::string file_name = utf8_text(std::filesystem::path(path).filename().string());
   im.gpu_candidate = gpu_preset_candidate(a.device_name);
   im.scenario = scenario_json(im, stem, file_name, missing, std::move(traced));
   im.traced_step = traced_step_events(trace, a);

@@ -41,6 +41,10 @@ struct Imported {
 /// V100-DGXS as V100-SXM2), or "" when the name says too little.
 [[nodiscard]] std::string gpu_preset_candidate(const std::string& device_name);
 
+/// The files write_import writes.
+inline constexpr const char* kImportFiles[] = {"workload.json", "calibration.json", "scenario.json",
+                                               "traced_step.json"};
+
 /// Writes workload.json, calibration.json, scenario.json and traced_step.json into `dir`, each atomically.
 void write_import(const Imported& imported, const std::string& dir);
 

@@ -4,45 +4,96 @@
 
 #include "core/error.hpp"
 #include "core/io.hpp"
+#include "core/units.hpp"
 
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <cmath>
+#include <istream>
 #include <map>
+#include <streambuf>
 #include <utility>
 
 namespace ddlsim::traces {
 namespace {
 
-std::string inflate_gzip(const std::string& data, const std::string& path) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-    throw std::runtime_error("zlib: inflateInit2 failed");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  std::string out;
-  char buffer[1 << 16];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    zs.next_out = reinterpret_cast<Bytef*>(buffer);
-    zs.avail_out = sizeof buffer;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buffer, sizeof buffer - zs.avail_out);
-    if (rc == Z_STREAM_END && zs.avail_in > 0) // another gzip member follows
-      rc = inflateReset(&zs);
-    if (rc == Z_BUF_ERROR && zs.avail_in == 0)
-      break; // input ended before the stream did
-  }
-  const std::size_t consumed = data.size() - zs.avail_in;
-  inflateEnd(&zs);
-  if (rc != Z_STREAM_END)
-    throw InputError(
-        path, "",
-        rc == Z_BUF_ERROR || rc == Z_OK
-            ? fmt::format("truncated gzip stream (input ends after {} bytes)", data.size())
-            : fmt::format("corrupt gzip stream at byte {} ({})", consumed, zs.msg ? zs.msg : "zlib error"));
-  return out;
+constexpr double kMaxTimestampUs = 9007199254740992.0;       // 2^53 us: times within it are exact to the microsecond
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 50; // the most elements of a tensor (dag/workload.cpp)
+// The most values (numbers, strings, arrays, objects) one event may hold: a profiler's largest, an optimizer's foreach
+// operator over thousands of tensors, holds some 10^4-10^5 in its Input Dims.
+constexpr std::size_t kMaxValuesPerEvent = std::size_t{1} << 22;
+
+// The longest duration ddlsim reads (1e7 s), in microseconds.
+double max_duration_us() {
+  return quantity_range(Dimension::time).largest * 1e6;
 }
+
+// A gzip'd file's text, inflated as the parser reads it (every member of a multi-member file, in order) and never
+// more than `limit` bytes of it: a gzip bomb is an input error naming the limit, not an exhausted memory.
+class InflatingBuffer : public std::streambuf {
+public:
+  InflatingBuffer(const std::string& data, std::string path, std::size_t limit)
+      : data_size_(data.size()), path_(std::move(path)), limit_(limit) {
+    if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK)
+      throw std::runtime_error("zlib: inflateInit2 failed");
+    zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+    zs_.avail_in = static_cast<uInt>(data.size());
+  }
+  InflatingBuffer(const InflatingBuffer&) = delete;
+  InflatingBuffer& operator=(const InflatingBuffer&) = delete;
+  ~InflatingBuffer() override { inflateEnd(&zs_); }
+
+  /// Inflates the next block and drops it; false at the end of the last member.
+  bool skip_block() {
+    const bool more = underflow() != traits_type::eof();
+    setg(buffer_, buffer_, buffer_);
+    return more;
+  }
+
+protected:
+  int_type underflow() override {
+    while (!ended_) {
+      zs_.next_out = reinterpret_cast<Bytef*>(buffer_);
+      zs_.avail_out = sizeof buffer_;
+      int rc = inflate(&zs_, Z_NO_FLUSH);
+      const std::size_t produced = sizeof buffer_ - zs_.avail_out;
+      if (rc == Z_STREAM_END && zs_.avail_in > 0) // another gzip member follows
+        rc = inflateReset(&zs_);
+      else if (rc == Z_STREAM_END)
+        ended_ = true;
+      if (rc != Z_OK && rc != Z_STREAM_END)
+        fail(rc);
+      inflated_ += produced;
+      if (inflated_ > limit_)
+        throw InputError(
+            path_, "",
+            fmt::format("decompresses to more than {} MiB, more than any ddlsim input (a gzip bomb?)", limit_ >> 20));
+      if (produced > 0) {
+        setg(buffer_, buffer_, buffer_ + produced);
+        return traits_type::to_int_type(buffer_[0]);
+      }
+    }
+    return traits_type::eof();
+  }
+
+private:
+  [[noreturn]] void fail(int rc) const {
+    if (rc == Z_BUF_ERROR) // no progress possible: the input ended before the stream did
+      throw InputError(path_, "", fmt::format("truncated gzip stream (input ends after {} bytes)", data_size_));
+    throw InputError(path_, "",
+                     fmt::format("corrupt gzip stream at byte {} ({})", data_size_ - zs_.avail_in,
+                                 zs_.msg != nullptr ? zs_.msg : "zlib error"));
+  }
+
+  z_stream zs_{};
+  std::size_t data_size_;
+  std::string path_;
+  std::size_t limit_;
+  std::size_t inflated_ = 0;
+  bool ended_ = false;
+  char buffer_[1 << 16];
+};
 
 Category category_of(std::string_view cat) {
   if (cat == "cpu_op" || cat == "Operator")
@@ -170,6 +221,7 @@ private:
       tops[top_key_] = std::move(v);
       return true;
     }
+    grow();
     dom_.scalar(std::move(v));
     return true;
   }
@@ -187,8 +239,19 @@ private:
       building_ = true;
     }
     ++depth_;
+    grow();
     dom_.open(std::move(container));
     return true;
+  }
+  // Bounds what one event (or top-level value) inflates to in memory: its nesting and its number of values.
+  void grow() {
+    const auto where = [&] {
+      return in_events_ ? fmt::format("/traceEvents/{}", t_.event_count) : json_pointer_append("", top_key_);
+    };
+    if (depth_ > kMaxJsonDepth)
+      throw InputError(t_.path, where(), fmt::format("nested deeper than {} levels", kMaxJsonDepth));
+    if (++values_ > kMaxValuesPerEvent)
+      throw InputError(t_.path, where(), fmt::format("more than {} values in one event", kMaxValuesPerEvent));
   }
   bool close() {
     --depth_;
@@ -197,6 +260,7 @@ private:
     dom_.close();
     if (building_ && dom_.done()) {
       building_ = false;
+      values_ = 0;
       if (in_events_)
         add_event(dom_.take(), t_.event_count++);
       else
@@ -210,6 +274,74 @@ private:
     if (inserted)
       t_.threads.push_back({pid, tid, "", false});
     return it->second;
+  }
+
+  // The arguments the import uses; counts and sizes are range-checked (`at`: the JSON pointer of args).
+  void read_args(const Json& args, const std::string& at, bool memory, Event& ev) const {
+    const auto fail = [&](const std::string& key, const std::string& what) {
+      throw InputError(t_.path, json_pointer_append(at, key), what);
+    };
+    const auto id = [&](const char* key, std::int64_t& out) { // integers, or floats that fit one
+      if (const auto a = args.find(key); a != args.end() && a->is_number()) {
+        const double x = a->get<double>();
+        if (a->is_number_integer())
+          out = a->get<std::int64_t>();
+        else if (x >= -9.2e18 && x <= 9.2e18)
+          out = static_cast<std::int64_t>(x);
+      }
+    };
+    const auto count = [&](const char* key, std::int64_t& out, double max, std::string_view max_text) {
+      if (const auto a = args.find(key); a != args.end()) { // an integer, or a float that holds one
+        if (!a->is_number() || !(a->get<double>() >= 0 && a->get<double>() <= max))
+          fail(key, fmt::format("expected a count from 0 to {}, not {}", max_text,
+                                a->is_number() ? a->dump() : json_type_phrase(*a)));
+        out = static_cast<std::int64_t>(a->get<double>());
+      }
+    };
+    id("correlation", ev.correlation);
+    id("Sequence number", ev.sequence);
+    id("Fwd thread id", ev.fwd_thread);
+    count("In msg nelems", ev.in_nelems, static_cast<double>(kMaxElements), "2^50");
+    count("Out msg nelems", ev.out_nelems, static_cast<double>(kMaxElements), "2^50");
+    count("Group size", ev.group_size, kMaxWorldSize, std::to_string(kMaxWorldSize));
+    const char* bytes_key = memory ? "Bytes" : "bytes"; // an allocation's "Bytes" < 0 frees
+    if (const auto a = args.find(bytes_key); a != args.end()) {
+      const double max = quantity_range(Dimension::bytes).largest;
+      if (!a->is_number() || !(a->get<double>() >= (memory ? -max : 0) && a->get<double>() <= max))
+        fail(bytes_key, fmt::format("expected a size in bytes from {} to 2^50 (1 PiB), not {}", memory ? "-2^50" : "0",
+                                    a->is_number() ? a->dump() : json_type_phrase(*a)));
+      ev.bytes = a->get<double>();
+    }
+    if (const auto a = args.find("dtype"); a != args.end() && a->is_string())
+      ev.dtype = a->get<std::string>();
+    if (const auto a = args.find("Input Dims"); a != args.end() && a->is_array())
+      for (std::size_t k = 0; k < a->size(); ++k)
+        ev.input_dims.push_back(tensor_shape((*a)[k], json_pointer_append(json_pointer_append(at, "Input Dims"), k)));
+    if (const auto a = args.find("Input type"); a != args.end() && a->is_array())
+      for (const auto& x : *a)
+        ev.input_types.push_back(x.is_string() ? x.get<std::string>() : "");
+  }
+
+  // One argument's "Input Dims": its sizes, each 0 to 2^50 and their non-zero ones' product at most 2^50 (so that no
+  // product of sizes overflows); a non-tensor argument (a scalar, a list of tensors) has none.
+  std::vector<std::int64_t> tensor_shape(const Json& d, const std::string& at) const {
+    std::vector<std::int64_t> dims;
+    if (!d.is_array())
+      return dims;
+    double elements = 1;
+    for (const auto& x : d) {
+      if (!x.is_number_integer())
+        continue;
+      const bool fits =
+          x.is_number_unsigned() ? x.get<std::uint64_t>() <= std::uint64_t{kMaxElements} : x.get<std::int64_t>() >= 0;
+      elements *= fits ? std::max(1.0, x.get<double>()) : 0; // sizes 0 too: no product of the others overflows
+      if (!fits || elements > static_cast<double>(kMaxElements))
+        throw InputError(t_.path, at,
+                         fits ? "a tensor of more than 2^50 elements"
+                              : fmt::format("expected sizes from 0 to 2^50, not {}", x.dump()));
+      dims.push_back(x.get<std::int64_t>());
+    }
+    return dims;
   }
 
   void add_event(const Json& e, std::size_t index) {
@@ -245,49 +377,21 @@ private:
     if (ts == e.end() || !ts->is_number())
       fail("ts", "missing or not a number (microseconds)");
     ev.ts_us = ts->get<double>();
+    if (std::abs(ev.ts_us) > kMaxTimestampUs)
+      fail("ts", fmt::format("{} us is out of range: a time stamp is within 2^53 us (285 years) of 0", ev.ts_us));
     if (complete) {
       const auto dur = e.find("dur");
       if (dur == e.end() || !dur->is_number() || dur->get<double>() < 0)
         fail("dur", "missing or not a non-negative number (microseconds)");
       ev.dur_us = dur->get<double>();
+      if (ev.dur_us > max_duration_us())
+        fail("dur", fmt::format("{} us is out of range: a duration is at most 1e13 us (1e7 s, 116 days)", ev.dur_us));
     }
     ev.thread = thread_index(e.contains("pid") ? id_text(e["pid"]) : "", e.contains("tid") ? id_text(e["tid"]) : "");
     if (ev.cat == Category::kernel || ev.cat == Category::memcpy || ev.cat == Category::memset)
       t_.threads[static_cast<std::size_t>(ev.thread)].gpu = true;
-    if (const auto args = e.find("args"); args != e.end() && args->is_object()) {
-      const auto integer = [&](const char* key, std::int64_t& out) { // integers, or floats that fit one
-        if (const auto a = args->find(key); a != args->end() && (a->is_number_integer() || a->is_number_float())) {
-          const double x = a->get<double>();
-          if (a->is_number_integer())
-            out = a->get<std::int64_t>();
-          else if (x >= -9.2e18 && x <= 9.2e18)
-            out = static_cast<std::int64_t>(x);
-        }
-      };
-      integer("correlation", ev.correlation);
-      integer("Sequence number", ev.sequence);
-      integer("Fwd thread id", ev.fwd_thread);
-      integer("In msg nelems", ev.in_nelems);
-      integer("Out msg nelems", ev.out_nelems);
-      integer("Group size", ev.group_size);
-      if (const auto a = args->find(memory ? "Bytes" : "bytes"); a != args->end() && a->is_number())
-        ev.bytes = a->get<double>();
-      if (const auto a = args->find("dtype"); a != args->end() && a->is_string())
-        ev.dtype = a->get<std::string>();
-      if (const auto a = args->find("Input Dims"); a != args->end() && a->is_array()) {
-        for (const auto& d : *a) {
-          std::vector<std::int64_t> dims;
-          if (d.is_array())
-            for (const auto& x : d)
-              if (x.is_number_integer())
-                dims.push_back(x.get<std::int64_t>());
-          ev.input_dims.push_back(std::move(dims));
-        }
-      }
-      if (const auto a = args->find("Input type"); a != args->end() && a->is_array())
-        for (const auto& x : *a)
-          ev.input_types.push_back(x.is_string() ? x.get<std::string>() : "");
-    }
+    if (const auto args = e.find("args"); args != e.end() && args->is_object())
+      read_args(*args, at + "/args", memory, ev);
     t_.events.push_back(std::move(ev));
   }
 
@@ -296,6 +400,7 @@ private:
   std::map<std::pair<std::string, std::string>, int> thread_ids_;
   std::string top_key_;
   int depth_ = 0;
+  std::size_t values_ = 0; // in the value being built
   bool in_events_ = false;
   bool building_ = false;
 };
@@ -315,37 +420,90 @@ int dtype_size(const std::string& type) {
   return 0;
 }
 
-KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
+namespace {
+
+// An integer of distributedInfo in [min, max]; nullopt when absent.
+std::optional<int> count_at(const Json& info, const char* key, std::int64_t min, std::int64_t max,
+                            const std::string& path, const char* what) {
+  const auto it = info.find(key);
+  if (it == info.end())
+    return std::nullopt;
+  bool in_range = false;
+  if (it->is_number_unsigned()) // 2^63 and above do not fit an int64_t
+    in_range = it->get<std::uint64_t>() <= static_cast<std::uint64_t>(max) && it->get<std::int64_t>() >= min;
+  else if (it->is_number_integer())
+    in_range = it->get<std::int64_t>() >= min && it->get<std::int64_t>() <= max;
+  if (!in_range)
+    throw InputError(path, fmt::format("/distributedInfo/{}", key),
+                     fmt::format("expected {} from {} to {}, not {}", what, min, max,
+                                 it->is_number() ? it->dump() : json_type_phrase(*it)));
+  return static_cast<int>(it->get<std::int64_t>());
+}
+
+// A string of the trace's metadata at `pointer`; "" when absent.
+std::string string_at(const Json& object, const char* key, const std::string& path, const std::string& pointer) {
+  const auto it = object.find(key);
+  if (it == object.end())
+    return "";
+  if (!it->is_string())
+    throw InputError(path, pointer, fmt::format("expected a string, not {}", json_type_phrase(*it)));
+  return it->get<std::string>();
+}
+
+// The trace's metadata: the first device's name (deviceProperties) and the run's ranks (distributedInfo), checked.
+void read_metadata(const std::map<std::string, Json>& tops, KinetoTrace& t) {
+  if (const auto it = tops.find("deviceProperties"); it != tops.end()) {
+    const Json& devices = it->second;
+    if (!devices.is_array() || (!devices.empty() && !devices[0].is_object()))
+      throw InputError(t.path, devices.is_array() ? "/deviceProperties/0" : "/deviceProperties",
+                       fmt::format("expected {}, not {}", devices.is_array() ? "an object" : "an array of objects",
+                                   json_type_phrase(devices.is_array() ? devices[0] : devices)));
+    if (!devices.empty())
+      t.device_name = string_at(devices[0], "name", t.path, "/deviceProperties/0/name");
+  }
+  const auto it = tops.find("distributedInfo");
+  if (it == tops.end())
+    return;
+  const Json& info = it->second;
+  if (!info.is_object())
+    throw InputError(t.path, "/distributedInfo", fmt::format("expected an object, not {}", json_type_phrase(info)));
+  t.world_size = count_at(info, "world_size", 1, kMaxWorldSize, t.path, "a number of ranks");
+  t.rank = count_at(info, "rank", 0, t.world_size.value_or(kMaxWorldSize) - 1, t.path, "a rank");
+  t.backend = string_at(info, "backend", t.path, "/distributedInfo/backend");
+}
+
+template <class Input> KinetoTrace parse(Input&& input, const std::string& origin) {
   KinetoTrace t;
   t.path = origin;
   Reader reader(t);
-  const bool ok = Json::sax_parse(text, &reader);
-  if (!ok)
+  if (!Json::sax_parse(std::forward<Input>(input), &reader))
     throw InputError(origin, "", "not valid JSON");
   if (const auto it = reader.tops.find("traceEvents"); it != reader.tops.end())
     throw InputError(origin, "/traceEvents",
                      fmt::format("expected an array of events, not {}", json_type_phrase(it->second)));
   if (!reader.saw_events)
     throw InputError(origin, "/traceEvents", "missing: not a Chrome trace (expected {\"traceEvents\": [...]})");
-  if (const auto it = reader.tops.find("deviceProperties");
-      it != reader.tops.end() && it->second.is_array() && !it->second.empty() && it->second[0].is_object())
-    t.device_name = it->second[0].value("name", std::string());
-  if (const auto it = reader.tops.find("distributedInfo"); it != reader.tops.end() && it->second.is_object()) {
-    const Json& d = it->second;
-    if (d.contains("world_size") && d["world_size"].is_number_integer())
-      t.world_size = d["world_size"].get<int>();
-    if (d.contains("rank") && d["rank"].is_number_integer())
-      t.rank = d["rank"].get<int>();
-    t.backend = d.value("backend", std::string());
-  }
+  read_metadata(reader.tops, t);
   return t;
 }
 
+} // namespace
+
+KinetoTrace parse_kineto(const std::string& text, const std::string& origin) {
+  return parse(text, origin);
+}
+
 KinetoTrace read_kineto(const std::string& path) {
-  std::string data = read_file(path);
-  if (data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b)
-    data = inflate_gzip(data, path);
-  return parse_kineto(data, path);
+  const std::string data = read_file(path);
+  if (data.size() < 2 || static_cast<unsigned char>(data[0]) != 0x1f || static_cast<unsigned char>(data[1]) != 0x8b)
+    return parse(data, path);
+  // Inflated twice: once to its end without keeping it, so that a gzip bomb or a corrupt stream is refused in a
+  // second and before a byte is parsed; then into the parser.
+  for (InflatingBuffer probe(data, path, kMaxInputBytes); probe.skip_block();) {
+  }
+  InflatingBuffer inflated(data, path, kMaxInputBytes);
+  std::istream text(&inflated);
+  return parse(text, path);
 }
 
 } // namespace ddlsim::traces

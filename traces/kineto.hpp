@@ -54,19 +54,23 @@ struct Thread {
   bool gpu = false; ///< a GPU stream (kernels, memcpys on it)
 };
 
+/// The most ranks a trace's distributedInfo may give: ddlsim's largest cluster (sim/spec/scenario.hpp, kMaxGpus).
+inline constexpr int kMaxWorldSize = 1 << 20;
+
 struct KinetoTrace {
   std::string path;
   std::vector<Event> events; ///< complete events (ph X) and [memory] instants, in file order
   std::vector<Thread> threads;
   std::string device_name;       ///< deviceProperties[0].name ("" if absent)
-  std::optional<int> world_size; ///< distributedInfo
-  std::optional<int> rank;
+  std::optional<int> world_size; ///< distributedInfo: 1 to kMaxWorldSize
+  std::optional<int> rank;       ///< 0 to world_size - 1
   std::string backend;
   std::size_t event_count = 0; ///< every entry of traceEvents, kept or not
 };
 
-/// Reads a trace (gzip'd when the file starts with the gzip magic). Errors are InputErrors naming the file and the
-/// JSON path of the bad value (e.g. "/traceEvents/1234/ts"), or the byte offset of a syntax error.
+/// Reads a trace (gzip'd when the file starts with the gzip magic; at most kMaxInputBytes of it, and of its inflated
+/// text). Errors are InputErrors naming the file and the JSON path of the bad value (e.g. "/traceEvents/1234/ts"), or
+/// the byte offset of a syntax error; counts and sizes out of ddlsim's range are errors too.
 [[nodiscard]] KinetoTrace read_kineto(const std::string& path);
 
 /// Reads a trace from text already in memory (tests); `origin` names it in errors.

@@ -4,6 +4,10 @@
 #include "traces/modules.hpp"
 #include "traces/operators.hpp"
 
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -401,8 +405,13 @@ void StepAnalyser::time_forward_layers(const std::vector<int>& forward_leaves, c
   r.from_modules = layering.from_modules;
   const std::vector<int>& leaf_layer = layering.leaf_layer;
   for (const auto& l : r.layers)
-    if (!r.batch && !l.input_shape.empty() && l.input_shape[0] > 0 && l.kind != "compiled")
+    if (!r.batch && !l.input_shape.empty() && l.input_shape[0] > 0 && l.kind != "compiled") {
+      if (l.input_shape[0] > kMaxBatch)
+        throw InputError(t_.path, "",
+                         fmt::format("a batch of {} (the first size of {}'s input) is more than {}", l.input_shape[0],
+                                     l.op, kMaxBatch));
       r.batch = static_cast<int>(l.input_shape[0]);
+    }
   for (std::size_t k = 0; k < forward_leaves.size(); ++k) {
     TracedLayer& l = r.layers[static_cast<std::size_t>(leaf_layer[k])];
     const Event& e = ev(main_, forward_leaves[k]);
@@ -589,7 +598,7 @@ void StepAnalyser::find_collectives(StepResult& r) {
         }
       }
       if (c.group_size == 0 && small > 0 && large > small && (c.kind == "allgather" || c.kind == "reduce_scatter") &&
-          large % small == 0)
+          large % small == 0 && large / small <= kMaxWorldSize)
         c.group_size = static_cast<int>(large / small);
     }
     const double outer_ts = ev(f.th, outer).ts_us;

@@ -3,6 +3,7 @@
 #include "sim/report/report.hpp"
 
 #include "sim/plan/prepare.hpp"
+#include "sim/spec/measured_timeline.hpp"
 
 #include "core/error.hpp"
 #include "core/io.hpp"
@@ -344,31 +345,19 @@ namespace {
 // The measured step (`measured.timeline`, a Chrome trace written by `ddlsim import-trace`) beside the simulated one:
 // its slices and metadata, each of its processes renumbered after the simulated devices and named "traced: ...".
 void append_measured_timeline(const std::string& file, std::size_t first_pid, OrderedJson& events) {
-  const Json doc = load_json_file(file);
-  const Json* list = doc.is_object() && doc.contains("traceEvents") ? &doc.at("traceEvents") : &doc;
-  if (!list->is_array())
-    throw InputError(file, doc.is_object() ? "/traceEvents" : "", "expected an array of trace events");
-  std::map<std::string, std::size_t> pids; // by the trace's pid (a number or a string), in order of appearance
+  const Json list = read_measured_timeline(file); // checked: what the loop below reads has its type
+  std::map<std::string, std::size_t> pids;        // by the trace's pid (a number or a string), in order of appearance
   std::vector<bool> named;
-  const auto pid_of = [&](const Json& e, std::size_t i) {
-    const Json* pid = e.contains("pid") ? &e.at("pid") : nullptr;
-    if (pid == nullptr || !(pid->is_number() || pid->is_string()))
-      throw InputError(file, fmt::format("/traceEvents/{}/pid", i), "expected a process id");
-    const auto [it, fresh] = pids.try_emplace(pid->dump(), first_pid + pids.size());
-    if (fresh)
-      named.push_back(false);
-    return it->second;
-  };
   OrderedJson out = OrderedJson::array();
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    const Json& e = (*list)[i];
-    if (!e.is_object() || !e.contains("ph") || !e.at("ph").is_string())
-      throw InputError(file, fmt::format("/traceEvents/{}", i), "expected a trace event with \"ph\"");
+  for (const Json& e : list) {
     const std::string ph = e.at("ph").get<std::string>();
     if (ph != "X" && ph != "M")
       continue;
+    const auto [it, fresh] = pids.try_emplace(e.at("pid").dump(), first_pid + pids.size());
+    if (fresh)
+      named.push_back(false);
+    const std::size_t pid = it->second;
     OrderedJson copy = OrderedJson::parse(e.dump());
-    const std::size_t pid = pid_of(e, i);
     copy["pid"] = pid;
     if (ph == "M" && copy.value("name", "") == "process_name") {
       const std::string name = copy.contains("args") ? copy["args"].value("name", "") : std::string();

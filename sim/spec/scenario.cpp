@@ -8,6 +8,7 @@
 #include "dag/zoo/zoo.hpp"
 #include "sim/network/collectives.hpp"
 #include "sim/spec/limits.hpp"
+#include "sim/spec/measured_timeline.hpp"
 
 #include <fmt/ranges.h>
 
@@ -418,6 +419,7 @@ void parse_measured(ObjectReader r, Scenario& s) {
     s.measured.timeline = resolve_relative(r.file(), *timeline);
     if (!path_exists(s.measured.timeline))
       r.fail("timeline", fmt::format("measured timeline '{}' does not exist", clip_user_text(s.measured.timeline)));
+    (void)read_measured_timeline(s.measured.timeline); // refused now, not after simulating
   }
   s.measured.source = r.optional_string("source").value_or("");
   if (const Json* steps = r.optional("steps"))

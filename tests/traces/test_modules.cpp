@@ -1,13 +1,17 @@
 // Layers from module annotations ("nn.Module: Conv2d_0", category python_function, as PyTorch's Python tracer writes
 // them with with_stack=True) on a made-up three-step trace, checked against figures worked out by hand below; the same
 // trace without its annotations keeps the layers of parameterised operators; the module classes' kinds.
+#include "dag/workload.hpp"
+#include "support/tiny_trace.hpp"
 #include "traces/analysis.hpp"
+#include "traces/import.hpp"
 #include "traces/kineto.hpp"
 #include "traces/modules.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -258,4 +262,28 @@ TEST_CASE("traces::detail::module_kind from the module's class", "[traces][modul
   }));
   CAPTURE(module);
   CHECK(module_kind(module) == kind);
+}
+
+TEST_CASE("traces::import_trace names every layer once, whatever the modules are called (#31 R08)",
+          "[traces][modules]") {
+  // Module names as a trace writes them: "Conv2d_0#2" is what the import calls Conv2d_0's second call too, and a layer
+  // "backward" would be taken for the whole backward by a traced collective's "after". The workload reader refused
+  // the repeated name ("duplicate layer name").
+  std::string text = module_trace(true);
+  const auto rename = [&](const std::string& from, const std::string& to) {
+    for (auto p = text.find(from); p != std::string::npos; p = text.find(from, p + to.size()))
+      text.replace(p, from.size(), to);
+  };
+  rename("nn.Module: BatchNorm2d_0", "nn.Module: Conv2d_0#2");
+  rename("nn.Module: ReLU_0", "nn.Module: backward");
+  rename("nn.Module: Linear_0", "nn.Module: Conv2d_0");
+  const auto path = ddlsim::test::write_temp("renamed-modules.json", text);
+  const auto im = import_trace(path, {});
+  std::filesystem::remove(path);
+  std::vector<std::string> names;
+  for (const auto& l : im.model.layers)
+    names.push_back(l.name);
+  CHECK(names == std::vector<std::string>{"Conv2d_0", "Conv2d_0#2", "backward~2", "Conv2d_0#2~2"});
+  CHECK_NOTHROW(dag::parse_layers(Json::parse(dag::workload_json(im.model).dump())["layers"], "w.json", "/layers"));
+  CHECK(im.calibration.layers.size() == 4);
 }
