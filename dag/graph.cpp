@@ -118,7 +118,7 @@ void IterationGraph::place(const Placement& where) {
   for (Id v = 0; v < size(); ++v) {
     auto& t = graph_[v];
     t.device = t.resource == Resource::host_cpu ? Device::host(where.node) : Device::gpu(where.gpu);
-    if (t.collective != Collective::none && t.collective != Collective::point_to_point)
+    if (collective_of(t) != Collective::none && collective_of(t) != Collective::point_to_point)
       t.communicator = group;
   }
   if (where.gpus_per_node < 1 || where.gpu / where.gpus_per_node != where.node)
@@ -196,9 +196,9 @@ Device IterationGraph::replica_device(int k, Device d) const {
 
 IterationGraph::Axis IterationGraph::axis(const Task& task) const {
   for (const auto& r : replication_.gpus) {
-    if (r.group == task.communicator)
+    if (r.group == communicator_of(task))
       return Axis::data;
-    if (r.tensor >= 0 && r.tensor == task.communicator)
+    if (r.tensor >= 0 && r.tensor == communicator_of(task))
       return Axis::tensor;
   }
   return Axis::copy;
@@ -229,7 +229,7 @@ int IterationGraph::instance_of(Axis axis, int r) const {
 }
 
 Communicator IterationGraph::instance_communicator(const Task& task, int i) const {
-  Communicator c = communicator(task.communicator);
+  Communicator c = communicator(communicator_of(task));
   if (i == 0)
     return c;
   // The copy that stands for instance i: tensor rank i (data), replica i (tensor), copy i.
@@ -294,7 +294,7 @@ std::vector<IterationGraph::Id> IterationGraph::topological_order() const {
     const auto id = static_cast<std::size_t>(on_cycle - indegree.begin());
     throw std::logic_error("iteration graph has a cycle through task " + std::to_string(id) + " (" +
                            std::string(task_kind_name(graph_[id].kind)) + ", layer " +
-                           std::to_string(graph_[id].layer) + ")");
+                           std::to_string(layer_of(graph_[id])) + ")");
   }
   return {reversed.rbegin(), reversed.rend()};
 }

@@ -100,6 +100,42 @@ struct Task {
   int priority = -1;
 };
 
+/// A task's kind-specific fields, read alike whatever the task is: the default (Collective::none, -1, 0 bytes) where
+/// the task has no such field, as tasks.csv and timeline.json print them.
+[[nodiscard]] inline int layer_of(const Task& t) {
+  return t.layer;
+}
+[[nodiscard]] inline int group_of(const Task& t) {
+  return t.group;
+}
+[[nodiscard]] inline int micro_batch_of(const Task& t) {
+  return t.micro_batch;
+}
+[[nodiscard]] inline int virtual_stage_of(const Task& t) {
+  return t.virtual_stage;
+}
+[[nodiscard]] inline Collective collective_of(const Task& t) {
+  return t.collective;
+}
+[[nodiscard]] inline int communicator_of(const Task& t) {
+  return t.communicator;
+}
+[[nodiscard]] inline double bytes_of(const Task& t) {
+  return t.bytes;
+}
+[[nodiscard]] inline int src_of(const Task& t) {
+  return t.src;
+}
+[[nodiscard]] inline int dst_of(const Task& t) {
+  return t.dst;
+}
+[[nodiscard]] inline int shard_first_of(const Task& t) {
+  return t.shard_first;
+}
+[[nodiscard]] inline int shard_count_of(const Task& t) {
+  return t.shard_count;
+}
+
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
 /// a collective that waits for it (none: the step is only its kernel). `bytes` is the collective's payload in the
 /// lowering's convention (sim/network/lowering/lowering.hpp).

@@ -93,9 +93,9 @@ void simulate_async_parameter_server(const Scenario& s, Prepared& p) {
   ps.worker_compute_s = in.compute_s;
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     auto& t = r.graph.task(v);
-    if (t.collective == dag::Collective::ps_push)
+    if (dag::collective_of(t) == dag::Collective::ps_push)
       t.duration_s = sim.mean_push_s[0];
-    if (t.collective == dag::Collective::ps_pull)
+    if (dag::collective_of(t) == dag::Collective::ps_pull)
       t.duration_s = sim.mean_pull_s[0];
   }
   r.notes.push_back(fmt::format(

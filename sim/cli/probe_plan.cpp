@@ -97,13 +97,13 @@ OrderedJson probe_plan(const Scenario& s) {
   const int per_node = s.cluster.gpus_per_node;
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
-    if (t.collective == dag::Collective::none || t.iteration != 0)
+    if (dag::collective_of(t) == dag::Collective::none || t.iteration != 0)
       continue;
-    const bool transfer = t.collective == dag::Collective::point_to_point;
+    const bool transfer = dag::collective_of(t) == dag::Collective::point_to_point;
     const auto* shape = transfer ? nullptr : &task_layout(s, r.graph, t, layouts).shape;
     const int ranks = transfer ? 2 : shape->workers();
-    const int nodes = transfer ? (t.src / per_node == t.dst / per_node ? 1 : 2) : shape->nodes;
-    ++calls[{std::string(dag::collective_name(t.collective)), t.bytes, ranks, nodes}];
+    const int nodes = transfer ? (dag::src_of(t) / per_node == dag::dst_of(t) / per_node ? 1 : 2) : shape->nodes;
+    ++calls[{std::string(dag::collective_name(dag::collective_of(t))), dag::bytes_of(t), ranks, nodes}];
   }
   OrderedJson collectives = OrderedJson::array();
   for (const auto& [key, count] : calls) {

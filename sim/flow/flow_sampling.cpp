@@ -85,7 +85,7 @@ void check_flow_sampling(const Scenario& s, const dag::IterationGraph& g) {
   check_samplable(s, g);
   double collectives = 0; // instances x their GPUs, per copy
   for (std::size_t v = 0; v < g.size(); ++v)
-    if (const auto& t = g.task(v); t.collective != dag::Collective::none)
+    if (const auto& t = g.task(v); dag::collective_of(t) != dag::Collective::none)
       collectives += g.instances(t) * static_cast<double>(g.instance_communicator(t, 0).ranks.size());
   const double copies = spec.iterations + 1.0;
   const double tasks = copies * static_cast<double>(g.size());
@@ -116,7 +116,7 @@ RunResult run_flow_sampled(const Scenario& s, Prepared& prepared, std::size_t li
       [&](const std::vector<TaskTiming>& timing) {
         r.timing.assign(timing.begin(), timing.begin() + static_cast<std::ptrdiff_t>(n));
         for (std::size_t v = 0; v < n; ++v) // the deterministic copy's collectives, as simulated
-          if (r.graph.task(v).collective != dag::Collective::none)
+          if (dag::collective_of(r.graph.task(v)) != dag::Collective::none)
             r.graph.task(v).duration_s = r.timing[v].end_s - r.timing[v].start_s;
         finalize(s, prepared);
         return makespan_of(timing); // the links' utilisation: over every copy

@@ -162,7 +162,7 @@ double engine_allgather_finish(const dag::StrategyInput& in, const std::vector<d
   auto graph = dag::build_iteration(in.model, in.costs, groups, true);
   for (std::size_t v = 0; v < graph.size(); ++v)
     if (graph.task(v).kind == dag::TaskKind::communication)
-      graph.task(v).duration_s = in.allgather_time(graph.task(v).bytes);
+      graph.task(v).duration_s = in.allgather_time(dag::bytes_of(graph.task(v)));
   const auto timing = schedule(graph);
   double finish = 0;
   for (std::size_t v = 0; v < graph.size(); ++v)

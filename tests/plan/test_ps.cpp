@@ -41,7 +41,7 @@ Json two_layers_ps(int nodes, const std::string& kind) {
 std::vector<const dag::Task*> tasks_of_collective(const RunResult& r, dag::Collective c, int iteration = 0) {
   std::vector<const dag::Task*> out;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
-    if (r.graph.task(v).collective == c && r.graph.task(v).iteration == iteration)
+    if (dag::collective_of(r.graph.task(v)) == c && r.graph.task(v).iteration == iteration)
       out.push_back(&r.graph.task(v));
   return out;
 }
@@ -140,14 +140,14 @@ TEST_CASE("sim::ps-sync's steady-state period lies between its bounds", "[sim][p
       continue;
     if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward || t.kind == dag::TaskKind::h2d)
       compute += t.duration_s;
-    if (t.collective == dag::Collective::ps_push)
+    if (dag::collective_of(t) == dag::Collective::ps_push)
       push += t.duration_s;
-    if (t.collective == dag::Collective::ps_pull)
+    if (dag::collective_of(t) == dag::Collective::ps_pull)
       pull += t.duration_s;
     if (t.kind == dag::TaskKind::delay)
       updates += t.duration_s;
     if (t.kind == dag::TaskKind::communication)
-      lanes[{t.collective, t.lane}] += t.duration_s;
+      lanes[{dag::collective_of(t), t.lane}] += t.duration_s;
   }
   for (auto c : {dag::Collective::ps_push, dag::Collective::ps_pull}) {
     double busiest = 0;
@@ -184,7 +184,7 @@ TEST_CASE("sim::ps-sync's period is the per-iteration schedule when communicatio
       compute += t.duration_s;
     if (t.kind == dag::TaskKind::h2d)
       h2d = t.duration_s;
-    if (t.kind == dag::TaskKind::delay && t.group == 1)
+    if (t.kind == dag::TaskKind::delay && dag::group_of(t) == 1)
       last_update = t.duration_s;
   }
   const auto alone = dag::build_iteration(s.model, compute_costs(s).worker, {}, false);

@@ -55,7 +55,7 @@ TEST_CASE("sim::topk and gtopk communicate as the gTop-k paper's cost model", "[
     // 2k elements per message: k values and k int32 indices.
     CHECK_THAT(only(topk, dag::TaskKind::communication).duration_s, WithinRel(lg * a + 2 * (p - 1) * k * b, 1e-12));
     CHECK_THAT(only(gtopk, dag::TaskKind::communication).duration_s, WithinRel(2 * lg * a + 4 * lg * k * b, 1e-12));
-    CHECK(only(gtopk, dag::TaskKind::communication).collective == dag::Collective::global_topk);
+    CHECK(dag::collective_of(only(gtopk, dag::TaskKind::communication)) == dag::Collective::global_topk);
     // Rank 0 of gTop-k's tree sends the global top-k log2 p times; Top-k's allgather sends p - 1 blocks.
     CHECK_THAT(gtopk.communication_bytes_per_worker, WithinRel(lg * 8 * k, 1e-12));
     CHECK_THAT(topk.communication_bytes_per_worker, WithinRel((p - 1) * 8 * k, 1e-12));
