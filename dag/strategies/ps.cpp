@@ -185,10 +185,10 @@ IterationGraph build_layerwise(const Model& model, const WorkerCosts& costs, int
   for (int it = 0; it < iterations; ++it) {
     const auto load = g.add({.kind = TaskKind::data_load,
                              .resource = Resource::host_cpu,
-                             .duration_s = costs.data_load_s,
-                             .iteration = it});
+                             .iteration = it,
+                             .duration_s = costs.data_load_s});
     const auto h2d =
-        g.add({.kind = TaskKind::h2d, .resource = Resource::gpu_compute, .duration_s = costs.h2d_s, .iteration = it});
+        g.add({.kind = TaskKind::h2d, .resource = Resource::gpu_compute, .iteration = it, .duration_s = costs.h2d_s});
     // With prefetching the loader runs ahead on the host (one batch after the other); without, it loads the next
     // batch once the worker has finished its backward.
     g.depend(load, h2d);
@@ -201,9 +201,9 @@ IterationGraph build_layerwise(const Model& model, const WorkerCosts& costs, int
     for (std::size_t l = 0; l < layers; ++l) {
       fwd[l] = g.add({.kind = TaskKind::forward,
                       .resource = Resource::gpu_compute,
-                      .layer = static_cast<int>(l),
+                      .iteration = it,
                       .duration_s = costs.fwd_s[l],
-                      .iteration = it});
+                      .payload = Compute{.layer = static_cast<int>(l)}});
       g.depend(l == 0 ? h2d : fwd[l - 1], fwd[l]);
       for (auto gate : gates[l])
         g.depend(gate, fwd[l]); // the layer's parameters of this iteration
@@ -211,9 +211,9 @@ IterationGraph build_layerwise(const Model& model, const WorkerCosts& costs, int
     for (std::size_t l = layers; l-- > 0;) {
       bwd[l] = g.add({.kind = TaskKind::backward,
                       .resource = Resource::gpu_compute,
-                      .layer = static_cast<int>(l),
+                      .iteration = it,
                       .duration_s = costs.bwd_s[l],
-                      .iteration = it});
+                      .payload = Compute{.layer = static_cast<int>(l)}});
       g.depend(l + 1 == layers ? fwd[layers - 1] : bwd[l + 1], bwd[l]);
     }
     for (auto& v : gates)
@@ -240,14 +240,13 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
           const auto transfer = [&](Resource stream, Collective c) {
             return g.add({.kind = TaskKind::communication,
                           .resource = stream,
-                          .group = static_cast<int>(i),
-                          .collective = c,
-                          .bytes = group.bytes,
-                          .shard_first = group.shard_first,
-                          .shard_count = group.shard_count,
                           .iteration = it,
                           .lane = group.shard_count == 1 ? group.shard_first : -1,
-                          .priority = group.priority});
+                          .priority = group.priority,
+                          .payload = ServerTransfer{.wire = {.collective = c, .bytes = group.bytes},
+                                                    .group = static_cast<int>(i),
+                                                    .shard_first = group.shard_first,
+                                                    .shard_count = group.shard_count}});
           };
           const auto push = transfer(Resource::comm, Collective::ps_push);
           const auto pull = transfer(Resource::comm_pull, Collective::ps_pull);
@@ -261,9 +260,9 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
           if (update_s > 0) {
             const auto update = g.add({.kind = TaskKind::delay,
                                        .resource = Resource::none,
-                                       .group = static_cast<int>(i),
+                                       .iteration = it,
                                        .duration_s = update_s,
-                                       .iteration = it});
+                                       .payload = GroupWork{.group = static_cast<int>(i)}});
             g.depend(push, update);
             g.depend(update, pull);
           } else {

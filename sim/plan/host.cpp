@@ -83,8 +83,8 @@ void add_host_tasks(dag::IterationGraph& g, const HostTimes& times) {
         if (times.iteration_s > 0) {
           const auto lead = g.add({.kind = dag::TaskKind::launch,
                                    .resource = dag::Resource::host_thread,
-                                   .duration_s = times.iteration_s,
                                    .iteration = task.iteration,
+                                   .duration_s = times.iteration_s,
                                    .device = task.device});
           chain(lead);
           // the iteration's first GPU task waits for host work (the batch, loaded without prefetch): the thread that
@@ -97,12 +97,12 @@ void add_host_tasks(dag::IterationGraph& g, const HostTimes& times) {
       const auto issue = times.issue(task);
       dag::Task host{.kind = dag::TaskKind::launch,
                      .resource = dag::Resource::host_thread,
-                     .layer = dag::layer_of(task),
-                     .duration_s = issue.before_s,
                      .iteration = task.iteration,
+                     .duration_s = issue.before_s,
                      .device = task.device,
-                     .micro_batch = dag::micro_batch_of(task),
-                     .virtual_stage = dag::virtual_stage_of(task)};
+                     .payload = dag::Compute{.layer = dag::layer_of(task),
+                                             .micro_batch = dag::micro_batch_of(task),
+                                             .virtual_stage = dag::virtual_stage_of(task)}};
       const auto launch = g.add(host);
       chain(launch);
       g.depend(launch, v);

@@ -479,7 +479,9 @@ void fold_tensor_collectives(const Scenario& s, const CollectiveModel& whole_clu
       for (auto& part : parts) {
         if (part.collective == dag::Collective::none)
           continue;
-        const auto c = coster(dag::Task{.collective = part.collective, .bytes = part.bytes}, *layout);
+        const auto c = coster(
+            dag::Task{.payload = dag::CollectiveOp{.wire = {.collective = part.collective, .bytes = part.bytes}}},
+            *layout);
         part.collective_s = c.time_s;
         time_s += c.time_s;
         sent += c.bytes_sent;

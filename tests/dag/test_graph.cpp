@@ -100,9 +100,9 @@ TEST_CASE("dag::unroll_iterations chains copies through the update and the loade
 
 TEST_CASE("dag::IterationGraph detects cycles", "[dag][graph]") {
   IterationGraph g;
-  const auto a = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .layer = 0});
-  const auto b = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .layer = 1});
-  const auto c = g.add({.kind = TaskKind::backward, .resource = Resource::gpu_compute, .layer = 1});
+  const auto a = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .payload = Compute{.layer = 0}});
+  const auto b = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .payload = Compute{.layer = 1}});
+  const auto c = g.add({.kind = TaskKind::backward, .resource = Resource::gpu_compute, .payload = Compute{.layer = 1}});
   g.depend(a, b);
   g.depend(b, c);
   CHECK(g.topological_order() == std::vector<std::size_t>{a, b, c});
