@@ -115,6 +115,8 @@ struct ServerTransfer {
   int shard_first = 0; ///< the key lives on servers [shard_first, shard_first + shard_count), split evenly
   int shard_count = 0;
 };
+/// std::monostate: nothing beyond the common fields (a whole iteration's load, copy or update; a barrier). A family's
+/// code reads its own alternative with std::get_if; the accessors below read a field across the alternatives.
 using Payload = std::variant<std::monostate, Compute, GroupWork, CollectiveOp, Transfer, ServerTransfer>;
 
 /// A task of the DAG: what every task has, then its payload. The order of the fields packs them: 72 bytes, and
@@ -173,22 +175,6 @@ struct Task {
 /// The micro-batch and virtual stage of a pipeline's pass, kernel, tensor collective or transfer; -1 otherwise.
 [[nodiscard]] int micro_batch_of(const Task& t);
 [[nodiscard]] int virtual_stage_of(const Task& t);
-[[nodiscard]] inline int src_of(const Task& t) {
-  const auto* p = std::get_if<Transfer>(&t.payload);
-  return p != nullptr ? p->src : -1;
-}
-[[nodiscard]] inline int dst_of(const Task& t) {
-  const auto* p = std::get_if<Transfer>(&t.payload);
-  return p != nullptr ? p->dst : -1;
-}
-[[nodiscard]] inline int shard_first_of(const Task& t) {
-  const auto* p = std::get_if<ServerTransfer>(&t.payload);
-  return p != nullptr ? p->shard_first : 0;
-}
-[[nodiscard]] inline int shard_count_of(const Task& t) {
-  const auto* p = std::get_if<ServerTransfer>(&t.payload);
-  return p != nullptr ? p->shard_count : 0;
-}
 
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
 /// a collective that waits for it (none: the step is only its kernel). `bytes` is the collective's payload in the

@@ -46,17 +46,21 @@ SspIndex index_of(const dag::IterationGraph& g) {
   ix.pulled = ix.applied;
   for (std::size_t v = 0; v < n; ++v) {
     const auto& t = g.task(v);
+    const auto* key = std::get_if<dag::ServerTransfer>(&t.payload);
     if (t.kind == dag::TaskKind::backward && dag::layer_of(t) == 0)
       ix.iteration_end[static_cast<std::size_t>(t.iteration)] = v;
-    else if (dag::collective_of(t) == dag::Collective::ps_pull)
-      ix.pulled[ix.at(dag::group_of(t), t.iteration)] = v;
-    else if (dag::collective_of(t) == dag::Collective::ps_push &&
-             ix.applied[ix.at(dag::group_of(t), t.iteration)] == kNone)
-      ix.applied[ix.at(dag::group_of(t), t.iteration)] = v;
+    else if (key != nullptr && key->wire.collective == dag::Collective::ps_pull)
+      ix.pulled[ix.at(key->group, t.iteration)] = v;
+    else if (key != nullptr && key->wire.collective == dag::Collective::ps_push &&
+             ix.applied[ix.at(key->group, t.iteration)] == kNone)
+      ix.applied[ix.at(key->group, t.iteration)] = v;
   }
-  for (std::size_t v = 0; v < n; ++v) // the server's update, where there is one, applies the push
-    if (const auto& t = g.task(v); t.kind == dag::TaskKind::delay && dag::group_of(t) >= 0)
-      ix.applied[ix.at(dag::group_of(t), t.iteration)] = v;
+  for (std::size_t v = 0; v < n; ++v) { // the server's update, where there is one, applies the push
+    const auto& t = g.task(v);
+    if (const auto* update = std::get_if<dag::GroupWork>(&t.payload);
+        update != nullptr && t.kind == dag::TaskKind::delay && update->group >= 0)
+      ix.applied[ix.at(update->group, t.iteration)] = v;
+  }
   if (ix.iterations < 2 || std::count(ix.iteration_end.begin(), ix.iteration_end.end(), kNone) > 0)
     throw std::logic_error("ps-ssp: the DAG is not ps-sync's unrolled over two or more iterations");
   return ix;
@@ -83,8 +87,9 @@ Replay replay(const SspInput& in, const SspIndex& ix) {
     auto& step = steps[v];
     step.duration_s = t.duration_s;
     step.worker_side = dag::collective_of(t) == dag::Collective::none && t.kind != dag::TaskKind::delay;
-    if (dag::collective_of(t) == dag::Collective::ps_pull && t.iteration - bound >= 0)
-      step.gate = ix.applied[ix.at(dag::group_of(t), t.iteration - bound)];
+    if (const auto* key = std::get_if<dag::ServerTransfer>(&t.payload);
+        key != nullptr && key->wire.collective == dag::Collective::ps_pull && t.iteration - bound >= 0)
+      step.gate = ix.applied[ix.at(key->group, t.iteration - bound)];
   }
   // Draws (one sample: the whole run), worker by worker as the copies are timed.
   std::optional<CopyDraws> copy_draws;

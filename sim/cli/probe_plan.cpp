@@ -99,10 +99,11 @@ OrderedJson probe_plan(const Scenario& s) {
     const auto& t = r.graph.task(v);
     if (dag::collective_of(t) == dag::Collective::none || t.iteration != 0)
       continue;
-    const bool transfer = dag::collective_of(t) == dag::Collective::point_to_point;
-    const auto* shape = transfer ? nullptr : &task_layout(s, r.graph, t, layouts).shape;
-    const int ranks = transfer ? 2 : shape->workers();
-    const int nodes = transfer ? (dag::src_of(t) / per_node == dag::dst_of(t) / per_node ? 1 : 2) : shape->nodes;
+    const auto* transfer = std::get_if<dag::Transfer>(&t.payload);
+    const auto* shape = transfer != nullptr ? nullptr : &task_layout(s, r.graph, t, layouts).shape;
+    const int ranks = transfer != nullptr ? 2 : shape->workers();
+    const int nodes =
+        transfer != nullptr ? (transfer->src / per_node == transfer->dst / per_node ? 1 : 2) : shape->nodes;
     ++calls[{std::string(dag::collective_name(dag::collective_of(t))), dag::bytes_of(t), ranks, nodes}];
   }
   OrderedJson collectives = OrderedJson::array();

@@ -11,10 +11,12 @@ namespace ddlsim::sim {
 
 double InstanceContention::factor(const dag::Task& task) {
   const int count = graph_.instances(task);
-  if (count <= 1 || dag::bytes_of(task) <= 0)
+  const dag::Wire* w = dag::wire(task);
+  if (count <= 1 || w == nullptr || w->bytes <= 0)
     return 1.0;
-  const Key key{dag::communicator_of(task), dag::collective_of(task), dag::shard_first_of(task),
-                dag::shard_count_of(task), dag::bytes_of(task)};
+  const auto* server = std::get_if<dag::ServerTransfer>(&task.payload); // a key's servers shape the lowering
+  const Key key{w->communicator, w->collective, server != nullptr ? server->shard_first : 0,
+                server != nullptr ? server->shard_count : 0, w->bytes};
   if (const auto known = memo_.find(key); known != memo_.end())
     return known->second;
   // The instances run over disjoint GPUs, so inside a star node they share no GPU link: only a NIC that GPUs of one
@@ -25,16 +27,15 @@ double InstanceContention::factor(const dag::Task& task) {
     memo_.emplace(key, 1.0);
     return 1.0;
   }
-  const CollectiveLowering& lowering = dag::collective_of(task) == dag::Collective::allreduce
-                                           ? *s_.allreduce.algorithm
-                                           : collective_lowering(s_, dag::collective_of(task));
+  const CollectiveLowering& lowering =
+      w->collective == dag::Collective::allreduce ? *s_.allreduce.algorithm : collective_lowering(s_, w->collective);
   std::vector<std::vector<Phase>> instances;
   instances.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
     const auto layout = i == 0 ? first : layout_of(graph_.instance_communicator(task, i).ranks, s_.cluster);
     const auto shape = task_shape(s_, task, layout.shape);
-    instances.push_back(to_global_ranks(lowering.lower(shape, dag::bytes_of(task), Granularity::aggregated), shape,
-                                        layout.ranks, s_.cluster));
+    instances.push_back(
+        to_global_ranks(lowering.lower(shape, w->bytes, Granularity::aggregated), shape, layout.ranks, s_.cluster));
   }
   const double together = concurrent_phase_time(instances, net);
   instances.resize(1);

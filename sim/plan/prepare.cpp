@@ -445,11 +445,11 @@ LoweringShape server_shape(const Scenario& s, LoweringShape communicator) {
 
 LoweringShape task_shape(const Scenario& s, const dag::Task& task, const LoweringShape& communicator) {
   LoweringShape shape = communicator;
-  if (dag::collective_of(task) == dag::Collective::ps_push || dag::collective_of(task) == dag::Collective::ps_pull) {
+  if (const auto* server = std::get_if<dag::ServerTransfer>(&task.payload)) { // a push or pull
     const auto& o = *s.strategy.parameter_server();
     shape = server_shape(s, shape);
-    shape.shard_first = dag::shard_first_of(task);
-    shape.shard_count = dag::shard_count_of(task);
+    shape.shard_first = server->shard_first;
+    shape.shard_count = server->shard_count;
     shape.node_aggregation = o.byteps;
   }
   return shape;

@@ -238,9 +238,10 @@ TEST_CASE("pipeline: a hybrid's stages reduce over their own data-parallel group
       const auto& group = r.graph.communicator(dag::communicator_of(t)).ranks;
       CHECK(group == (t.device.index == 0 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{4, 5, 6, 7}));
     }
-    if (dag::collective_of(t) == Collective::point_to_point) {
+    if (const auto* p = std::get_if<dag::Transfer>(&t.payload)) {
       ++transfers;
-      CHECK(((dag::src_of(t) == 0 && dag::dst_of(t) == 4) || (dag::src_of(t) == 4 && dag::dst_of(t) == 0)));
+      CHECK(p->wire.collective == Collective::point_to_point);
+      CHECK(((p->src == 0 && p->dst == 4) || (p->src == 4 && p->dst == 0)));
     }
   }
   // bsp: one allreduce of each stage's whole gradient (layers 0-1: 3 M parameters, layers 2-3: 7 M), fp32.

@@ -261,7 +261,7 @@ TEST_CASE("tensor parallelism: the DAG's copies and the instances of its collect
       CHECK(g.instances(t) == 8);
       CHECK(g.instance_of(t, 6) == 6);
       CHECK(g.instance_communicator(t, 6).ranks ==
-            (dag::dst_of(t) == 8 ? std::vector<int>{6, 14} : std::vector<int>{14, 6}));
+            (std::get<dag::Transfer>(t.payload).dst == 8 ? std::vector<int>{6, 14} : std::vector<int>{14, 6}));
       break;
     }
   }
