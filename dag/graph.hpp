@@ -219,6 +219,29 @@ struct GradientGroup {
   int priority = -1;
 };
 
+/// A group's family-specific wire data, read alike whatever the family: 0 where its family has no such field.
+[[nodiscard]] inline std::int64_t selected_of(const GradientGroup& g) {
+  return g.selected;
+}
+[[nodiscard]] inline double wire_bits_of(const GradientGroup& g) {
+  return g.wire_bits;
+}
+[[nodiscard]] inline int low_rank_matrices_of(const GradientGroup& g) {
+  return g.low_rank_matrices;
+}
+[[nodiscard]] inline std::int64_t wire_elements_of(const GradientGroup& g) {
+  return g.wire_elements;
+}
+[[nodiscard]] inline int shard_first_of(const GradientGroup& g) {
+  return g.shard_first;
+}
+[[nodiscard]] inline int shard_count_of(const GradientGroup& g) {
+  return g.shard_count;
+}
+[[nodiscard]] inline double server_s_of(const GradientGroup& g) {
+  return g.server_s;
+}
+
 class IterationGraph {
 public:
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task>;

@@ -241,12 +241,12 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
             return g.add({.kind = TaskKind::communication,
                           .resource = stream,
                           .iteration = it,
-                          .lane = group.shard_count == 1 ? group.shard_first : -1,
+                          .lane = shard_count_of(group) == 1 ? shard_first_of(group) : -1,
                           .priority = group.priority,
                           .payload = ServerTransfer{.wire = {.collective = c, .bytes = group.bytes},
                                                     .group = static_cast<int>(i),
-                                                    .shard_first = group.shard_first,
-                                                    .shard_count = group.shard_count}});
+                                                    .shard_first = shard_first_of(group),
+                                                    .shard_count = shard_count_of(group)}});
           };
           const auto push = transfer(Resource::comm, Collective::ps_push);
           const auto pull = transfer(Resource::comm_pull, Collective::ps_pull);
@@ -254,9 +254,9 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
           // The servers apply the update to their shards of the key (MXNet's update_on_kvstore) before it is pulled:
           // the worker's optimizer step over the key's share of the parameters, the shards in parallel.
           const double update_s =
-              group.server_s + (total_elements > 0 ? costs.update_s * static_cast<double>(group.elements) /
-                                                         total_elements / std::max(1, group.shard_count)
-                                                   : 0.0);
+              server_s_of(group) + (total_elements > 0 ? costs.update_s * static_cast<double>(group.elements) /
+                                                             total_elements / std::max(1, shard_count_of(group))
+                                                       : 0.0);
           if (update_s > 0) {
             const auto update = g.add({.kind = TaskKind::delay,
                                        .resource = Resource::none,

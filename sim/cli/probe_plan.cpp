@@ -69,10 +69,10 @@ OrderedJson probe_plan(const Scenario& s) {
   // Top-k selection: each compressed group's elements and the k it keeps.
   OrderedJson selection = OrderedJson::array();
   for (const auto& g : r.groups)
-    if (g.selected > 0)
+    if (dag::selected_of(g) > 0)
       selection.push_back({{"elements", g.elements},
-                           {"selected", g.selected},
-                           {"density", static_cast<double>(g.selected) / static_cast<double>(g.elements)}});
+                           {"selected", dag::selected_of(g)},
+                           {"density", static_cast<double>(dag::selected_of(g)) / static_cast<double>(g.elements)}});
   plan["selection"] = std::move(selection);
 
   // PowerSGD: every matrix it factorises, n x m at the effective rank (dag/powersgd.hpp).

@@ -38,9 +38,9 @@ std::string parameter_server_placement(const Scenario& s) {
 std::vector<double> server_shard_bytes(const std::vector<dag::GradientGroup>& groups, int servers) {
   std::vector<double> out(static_cast<std::size_t>(servers), 0.0);
   for (const auto& g : groups) {
-    const int count = g.shard_count > 0 ? g.shard_count : servers;
+    const int count = dag::shard_count_of(g) > 0 ? dag::shard_count_of(g) : servers;
     for (int j = 0; j < count; ++j)
-      out[static_cast<std::size_t>(g.shard_first + j)] += g.bytes / count;
+      out[static_cast<std::size_t>(dag::shard_first_of(g) + j)] += g.bytes / count;
   }
   return out;
 }
@@ -243,12 +243,12 @@ CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& grou
     const auto first = g.first_collective();
     if (first != dag::Collective::allgather && first != dag::Collective::global_topk)
       continue;
-    if (g.selected == 0 && g.wire_bits == 0 && g.kernel_s() == 0)
+    if (dag::selected_of(g) == 0 && dag::wire_bits_of(g) == 0 && g.kernel_s() == 0)
       continue; // a dense allgather (strategy traced), not a compressed group
     ++c.groups;
     c.elements += g.elements;
-    c.selected += g.selected;
-    c.wire_bits = g.wire_bits;
+    c.selected += dag::selected_of(g);
+    c.wire_bits = dag::wire_bits_of(g);
     c.compress_s += g.steps.front().kernel_s;
     c.decompress_s += g.kernel_s() - g.steps.front().kernel_s;
   }
@@ -259,13 +259,13 @@ std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGro
   PowerSgdTotals t;
   bool any = false;
   for (const auto& g : groups) {
-    if (g.wire_elements == 0 && g.low_rank_matrices == 0)
+    if (dag::wire_elements_of(g) == 0 && dag::low_rank_matrices_of(g) == 0)
       continue;
     any = true;
-    t.matrices += g.low_rank_matrices;
-    t.dense_tensors += static_cast<int>(g.tensors.size()) - g.low_rank_matrices;
+    t.matrices += dag::low_rank_matrices_of(g);
+    t.dense_tensors += static_cast<int>(g.tensors.size()) - dag::low_rank_matrices_of(g);
     t.elements += g.elements;
-    t.wire_elements += g.wire_elements;
+    t.wire_elements += dag::wire_elements_of(g);
     t.compress_s += g.kernel_s();
   }
   if (!any)
