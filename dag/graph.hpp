@@ -185,7 +185,32 @@ struct WireStep {
   double bytes = 0;
 };
 
-/// A gradient group: consecutive tensors (in gradient-ready order) communicated together.
+/// What a strategy family records of how a gradient group goes on the wire, beyond its steps (GradientGroup::on_wire);
+/// std::monostate: nothing (dense groups). Sparsification (top-k and its kin): the elements each worker sends.
+struct Sparsified {
+  std::int64_t selected = 0;
+};
+/// Quantisation: bits per element on the wire.
+struct Quantised {
+  double wire_bits = 0;
+};
+/// PowerSGD: the tensors sent as low-rank factors, and the elements each worker allreduces.
+struct LowRank {
+  int low_rank_matrices = 0;
+  std::int64_t wire_elements = 0;
+};
+/// Parameter server (ps_push; also ByteScheduler over servers): the group's key is split evenly over servers
+/// [shard_first, shard_first + shard_count) (dag/strategies/ps.cpp); server_s is the servers' work on the key before
+/// its update is applied (BytePS's summation of the nodes' pushes on CPUs), seconds.
+struct ServerSharded {
+  int shard_first = 0;
+  int shard_count = 0;
+  double server_s = 0;
+};
+using GroupOnWire = std::variant<std::monostate, Sparsified, Quantised, LowRank, ServerSharded>;
+
+/// A gradient group: consecutive tensors (in gradient-ready order) communicated together. First what the generic
+/// chain builder (add_group_chains) and the reports read, then its strategy family's data (112 bytes in all).
 struct GradientGroup {
   std::vector<int> tensors; ///< indices into the model's flattened tensor list (registration order)
   std::int64_t elements = 0;
@@ -197,10 +222,9 @@ struct GradientGroup {
   /// PowerSGD: the hook's chain (dag/compression.hpp).
   std::vector<WireStep> steps{};
   Resource kernel_resource = Resource::gpu_compute; ///< the stream that runs the steps' kernels
-  std::int64_t selected = 0;                        ///< elements sent per worker (sparsification), 0 when dense
-  int low_rank_matrices = 0;                        ///< tensors sent as PowerSGD's low-rank factors, 0 when dense
-  std::int64_t wire_elements = 0; ///< elements each worker allreduces (PowerSGD), 0 when not compressed
-  double wire_bits = 0;           ///< bits per element on the wire (quantisation), 0 otherwise
+  /// ByteScheduler: the group's communication priority (its layer: front layers first); -1: none.
+  int priority = -1;
+  GroupOnWire on_wire{}; ///< read across families with the accessors below, by a family with std::get_if
 
   /// The steps as built: `steps`, or the dense allreduce of `bytes` when there are none.
   [[nodiscard]] std::vector<WireStep> effective_steps() const;
@@ -208,38 +232,37 @@ struct GradientGroup {
   [[nodiscard]] Collective first_collective() const;
   /// Total time of the group's GPU kernels.
   [[nodiscard]] double kernel_s() const;
-  /// Parameter server (ps_push): the group's key is split evenly over servers [shard_first, shard_first +
-  /// shard_count) (dag/strategies/ps.cpp).
-  int shard_first = 0;
-  int shard_count = 0;
-  /// Parameter server: the servers' work on the key before its update is applied (BytePS's summation of the nodes'
-  /// pushes on CPUs), seconds.
-  double server_s = 0;
-  /// ByteScheduler: the group's communication priority (its layer: front layers first); -1: none.
-  int priority = -1;
 };
 
-/// A group's family-specific wire data, read alike whatever the family: 0 where its family has no such field.
+/// A group's family data, read alike whatever the family: 0 where its family has no such field (compression_totals,
+/// powersgd_totals and server_shard_bytes rely on that).
 [[nodiscard]] inline std::int64_t selected_of(const GradientGroup& g) {
-  return g.selected;
+  const auto* f = std::get_if<Sparsified>(&g.on_wire);
+  return f != nullptr ? f->selected : 0;
 }
 [[nodiscard]] inline double wire_bits_of(const GradientGroup& g) {
-  return g.wire_bits;
+  const auto* f = std::get_if<Quantised>(&g.on_wire);
+  return f != nullptr ? f->wire_bits : 0.0;
 }
 [[nodiscard]] inline int low_rank_matrices_of(const GradientGroup& g) {
-  return g.low_rank_matrices;
+  const auto* f = std::get_if<LowRank>(&g.on_wire);
+  return f != nullptr ? f->low_rank_matrices : 0;
 }
 [[nodiscard]] inline std::int64_t wire_elements_of(const GradientGroup& g) {
-  return g.wire_elements;
+  const auto* f = std::get_if<LowRank>(&g.on_wire);
+  return f != nullptr ? f->wire_elements : 0;
 }
 [[nodiscard]] inline int shard_first_of(const GradientGroup& g) {
-  return g.shard_first;
+  const auto* f = std::get_if<ServerSharded>(&g.on_wire);
+  return f != nullptr ? f->shard_first : 0;
 }
 [[nodiscard]] inline int shard_count_of(const GradientGroup& g) {
-  return g.shard_count;
+  const auto* f = std::get_if<ServerSharded>(&g.on_wire);
+  return f != nullptr ? f->shard_count : 0;
 }
 [[nodiscard]] inline double server_s_of(const GradientGroup& g) {
-  return g.server_s;
+  const auto* f = std::get_if<ServerSharded>(&g.on_wire);
+  return f != nullptr ? f->server_s : 0.0;
 }
 
 class IterationGraph {

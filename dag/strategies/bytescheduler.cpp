@@ -58,8 +58,7 @@ std::vector<GradientGroup> plan_bytescheduler(const StrategyInput& in) {
         const auto shard =
             shard_key(static_cast<int>(groups.size()), g.elements, std::max(1, o.ps.servers), o.ps.bigarray_bound);
         g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
-        g.shard_first = shard.first;
-        g.shard_count = shard.count;
+        g.on_wire = ServerSharded{.shard_first = shard.first, .shard_count = shard.count};
       }
       groups.push_back(std::move(g));
     }

@@ -85,11 +85,11 @@ std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
         g.bytes = part + 1 < parts ? options.partition_bytes : whole.bytes - part * options.partition_bytes;
         g.elements = static_cast<std::int64_t>(std::llround(g.bytes / in.bytes_per_element));
         g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
-        g.shard_first = next_server;
-        g.shard_count = 1;
+        g.on_wire =
+            ServerSharded{.shard_first = next_server,
+                          .shard_count = 1,
+                          .server_s = options.nodes > 1 ? options.nodes * g.bytes / options.server_sum_bandwidth : 0.0};
         next_server = (next_server + 1) % servers;
-        if (options.nodes > 1)
-          g.server_s = options.nodes * g.bytes / options.server_sum_bandwidth;
         groups.push_back(std::move(g));
       }
     }
@@ -101,8 +101,7 @@ std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
         shard_key(order[k], tensors[static_cast<std::size_t>(order[k])].numel, servers, options.bigarray_bound);
     // A push of the key, then (built by build_ps_sync) its pull.
     g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
-    g.shard_first = shard.first;
-    g.shard_count = shard.count;
+    g.on_wire = ServerSharded{.shard_first = shard.first, .shard_count = shard.count};
     groups.push_back(std::move(g));
   }
   return groups;
@@ -121,7 +120,8 @@ IterationGraph build_ps_async_graph(const GraphInput& in, std::vector<std::strin
   if (!in.groups.empty()) {
     GradientGroup g;
     g.ready_layer = 0;
-    g.shard_count = options_as<ParameterServerOptions>(in.options).servers; // the whole gradient: every server's shards
+    // the whole gradient: every server's shards
+    g.on_wire = ServerSharded{.shard_count = options_as<ParameterServerOptions>(in.options).servers};
     for (const auto& k : in.groups) {
       g.tensors.insert(g.tensors.end(), k.tensors.begin(), k.tensors.end());
       g.elements += k.elements;
