@@ -79,7 +79,7 @@ struct Communicator {
 /// algorithm.
 struct Wire {
   Collective collective = Collective::none;
-  int communicator = -1; ///< index into IterationGraph::communicators(); -1 until the DAG is placed
+  int communicator = -1; ///< index into IterationGraph::communicators() (a one-worker DAG's: set by place())
   double bytes = 0;
 };
 
