@@ -139,8 +139,9 @@ void sparsify_group(GradientGroup& g, const StrategyInput& in, Collective collec
   const double e = in.bytes_per_element;
   const double m = static_cast<double>(g.elements);
   const auto& options = options_as<SparsificationOptions>(in.options);
-  g.selected = selected_elements(g.elements, options.density);
-  const double k = static_cast<double>(g.selected);
+  const std::int64_t selected = selected_elements(g.elements, options.density);
+  g.on_wire = Sparsified{.selected = selected};
+  const double k = static_cast<double>(selected);
   const double p = in.workers;
   // Payloads in the lowerings' convention: allgather the gathered result (p x k pairs), gTop-k one rank's pairs.
   const double wire_bytes = (collective == Collective::allgather ? p : 1.0) * k * pair_bytes(e);
@@ -159,7 +160,7 @@ void quantise_group(GradientGroup& g, const StrategyInput& in, Quantiser q) {
   const int levels = options_as<QuantisationOptions>(in.options).levels.value_or(0); // qsgd's only
   const auto wire = quantised_wire(q, levels, m, static_cast<int>(g.tensors.size()));
   const double per_worker = wire.bytes(m);
-  g.wire_bits = wire.bits;
+  g.on_wire = Quantised{.wire_bits = wire.bits};
   g.steps = {{.kernel_s = quantisation_cost(q, m, per_worker, e).seconds(bw),
               .collective = Collective::allgather,
               .bytes = in.workers * per_worker},

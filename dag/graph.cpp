@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <variant>
 
 namespace ddlsim::dag {
 
@@ -34,6 +35,36 @@ std::string_view resource_name(Resource r) {
 
 std::string device_name(Device d) {
   return (d.kind == Device::Kind::gpu ? "gpu" : "host") + std::to_string(d.index);
+}
+
+int group_of(const Task& t) {
+  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
+    return c->group;
+  if (const auto* w = std::get_if<GroupWork>(&t.payload))
+    return w->group;
+  if (const auto* s = std::get_if<ServerTransfer>(&t.payload))
+    return s->group;
+  return -1;
+}
+
+int micro_batch_of(const Task& t) {
+  if (const auto* c = std::get_if<Compute>(&t.payload))
+    return c->micro_batch;
+  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
+    return c->micro_batch;
+  if (const auto* p = std::get_if<Transfer>(&t.payload))
+    return p->micro_batch;
+  return -1;
+}
+
+int virtual_stage_of(const Task& t) {
+  if (const auto* c = std::get_if<Compute>(&t.payload))
+    return c->virtual_stage;
+  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
+    return c->virtual_stage;
+  if (const auto* p = std::get_if<Transfer>(&t.payload))
+    return p->virtual_stage;
+  return -1;
 }
 
 std::vector<WireStep> GradientGroup::effective_steps() const {
@@ -118,8 +149,8 @@ void IterationGraph::place(const Placement& where) {
   for (Id v = 0; v < size(); ++v) {
     auto& t = graph_[v];
     t.device = t.resource == Resource::host_cpu ? Device::host(where.node) : Device::gpu(where.gpu);
-    if (t.collective != Collective::none && t.collective != Collective::point_to_point)
-      t.communicator = group;
+    if (const Collective c = collective_of(t); c != Collective::none && c != Collective::point_to_point)
+      wire(t)->communicator = group; // collectives and server transfers: a transfer names its own pair
   }
   if (where.gpus_per_node < 1 || where.gpu / where.gpus_per_node != where.node)
     throw std::logic_error(fmt::format("IterationGraph::place: GPU {} is not on node {} with {} GPUs per node",
@@ -196,9 +227,9 @@ Device IterationGraph::replica_device(int k, Device d) const {
 
 IterationGraph::Axis IterationGraph::axis(const Task& task) const {
   for (const auto& r : replication_.gpus) {
-    if (r.group == task.communicator)
+    if (r.group == communicator_of(task))
       return Axis::data;
-    if (r.tensor >= 0 && r.tensor == task.communicator)
+    if (r.tensor >= 0 && r.tensor == communicator_of(task))
       return Axis::tensor;
   }
   return Axis::copy;
@@ -229,7 +260,7 @@ int IterationGraph::instance_of(Axis axis, int r) const {
 }
 
 Communicator IterationGraph::instance_communicator(const Task& task, int i) const {
-  Communicator c = communicator(task.communicator);
+  Communicator c = communicator(communicator_of(task));
   if (i == 0)
     return c;
   // The copy that stands for instance i: tensor rank i (data), replica i (tensor), copy i.
@@ -294,7 +325,7 @@ std::vector<IterationGraph::Id> IterationGraph::topological_order() const {
     const auto id = static_cast<std::size_t>(on_cycle - indegree.begin());
     throw std::logic_error("iteration graph has a cycle through task " + std::to_string(id) + " (" +
                            std::string(task_kind_name(graph_[id].kind)) + ", layer " +
-                           std::to_string(graph_[id].layer) + ")");
+                           std::to_string(layer_of(graph_[id])) + ")");
   }
   return {reversed.rbegin(), reversed.rend()};
 }

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace ddlsim::dag {
@@ -50,7 +52,7 @@ enum class TaskKind : std::uint8_t {
 /// (core/collective.hpp).
 using ddlsim::Collective;
 using ddlsim::collective_name;
-/// `point_to_point`: one transfer of `bytes` from Task::src to Task::dst (pipeline activations and gradients).
+/// `point_to_point`: one transfer of `bytes` from Transfer::src to Transfer::dst (pipeline activations and gradients).
 
 /// Where a task runs: a GPU by its global rank (node-major: rank r is GPU r % g of node r / g), or the host CPU of a
 /// node by the node's index.
@@ -73,32 +75,106 @@ struct Communicator {
   bool operator==(const Communicator&) const = default;
 };
 
+/// What a communication task puts on the wire: a collective over a communicator, of `bytes` per worker before the
+/// algorithm.
+struct Wire {
+  Collective collective = Collective::none;
+  int communicator = -1; ///< index into IterationGraph::communicators() (a one-worker DAG's: set by place())
+  double bytes = 0;
+};
+
+/// A task's payload, one per kind of work; what every task has is in Task itself.
+/// Compute: forward, backward, prediction, update, data_load, h2d and launch (a launch carries its issued task's).
+struct Compute {
+  int layer = -1;         ///< model layer of a forward or backward, -1 otherwise
+  int micro_batch = -1;   ///< pipelines: the micro-batch a pass, load or kernel works on
+  int virtual_stage = -1; ///< pipelines: the virtual stage (chunk x p + rank) of a pass or kernel
+};
+/// A gradient group's work off the wire: its compression kernel, or a wait (Horovod's cycle, a server's update).
+struct GroupWork {
+  int group = -1; ///< index into the gradient groups
+};
+/// A collective on a communicator: a gradient group's (group >= 0), or a pipeline stage's tensor-parallel one.
+struct CollectiveOp {
+  Wire wire;
+  int group = -1;
+  int micro_batch = -1;   ///< tensor collectives: the pass's micro-batch
+  int virtual_stage = -1; ///< tensor collectives: the pass's virtual stage
+};
+/// A point-to-point transfer between pipeline stages; its communicator is the pair {src, dst}.
+struct Transfer {
+  Wire wire;
+  int src = -1, dst = -1; ///< global GPU ranks
+  int micro_batch = -1;
+  int virtual_stage = -1; ///< the sender's
+};
+/// A parameter-server push or pull of a gradient group's key.
+struct ServerTransfer {
+  Wire wire;
+  int group = -1;
+  int shard_first = 0; ///< the key lives on servers [shard_first, shard_first + shard_count), split evenly
+  int shard_count = 0;
+};
+/// std::monostate: nothing beyond the common fields (a whole iteration's load, copy or update; a barrier). A family's
+/// code reads its own alternative with std::get_if; the accessors below read a field across the alternatives.
+using Payload = std::variant<std::monostate, Compute, GroupWork, CollectiveOp, Transfer, ServerTransfer>;
+
+/// A task of the DAG: what every task has, then its payload. The order of the fields packs them: 72 bytes, and
+/// 120 for a Boost vertex with its two edge lists.
 struct Task {
   TaskKind kind = TaskKind::delay;
   Resource resource = Resource::none;
-  int layer = -1;        ///< model layer index for forward/backward, -1 otherwise
-  int group = -1;        ///< gradient group index for communication tasks, -1 otherwise
+  int iteration = 0;     ///< which unrolled iteration the task belongs to (ps-sync unrolls several)
   double duration_s = 0; ///< fixed cost; communication tasks get theirs from the engine
-  Collective collective = Collective::none;
-  double bytes = 0; ///< payload of the collective (bytes per worker before the algorithm)
-  /// ps_push / ps_pull: the key lives on servers [shard_first, shard_first + shard_count), split evenly
-  int shard_first = 0;
-  int shard_count = 0;
-  int iteration = 0; ///< which unrolled iteration the task belongs to (ps-sync unrolls several)
+  Device device{};       ///< where it runs (the builders place a one-worker DAG on GPU 0; see IterationGraph::place)
   /// A resource may have lanes that run concurrently (ps-sync: one push and one pull stream per server, as
   /// ps-lite sends to different servers at once); a task of lane l waits for l only, a task of lane -1 for every
   /// lane (and every lane for it).
   int lane = -1;
-  Device device{};        ///< where it runs (the builders place a one-worker DAG on GPU 0; see IterationGraph::place)
-  int communicator = -1;  ///< collectives: index into IterationGraph::communicators(); -1 for other tasks
-  int src = -1, dst = -1; ///< point_to_point: global GPU ranks
-  int micro_batch = -1;   ///< pipelines: the micro-batch a forward, backward, transfer or load works on
-  int virtual_stage = -1; ///< pipelines: the virtual stage of a forward or backward, the sender's of a transfer
   /// ByteScheduler: a communication task with a priority (lower first) waits in its resource's priority queue and
   /// is handed to the resource while the bytes handed and not finished are below IterationGraph::priority_credit
   /// (sim/plan/schedule.hpp); -1: handed over as soon as it is ready.
   int priority = -1;
+  Payload payload{};
 };
+
+/// The wire of a collective, a transfer or a server transfer; nullptr for other tasks.
+[[nodiscard]] inline const Wire* wire(const Task& t) {
+  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
+    return &c->wire;
+  if (const auto* p = std::get_if<Transfer>(&t.payload))
+    return &p->wire;
+  if (const auto* s = std::get_if<ServerTransfer>(&t.payload))
+    return &s->wire;
+  return nullptr;
+}
+[[nodiscard]] inline Wire* wire(Task& t) {
+  return const_cast<Wire*>(wire(std::as_const(t)));
+}
+
+/// A task's kind-specific fields, read alike whatever the task is: the default (Collective::none, -1, 0 bytes) where
+/// its payload has no such field, as tasks.csv and timeline.json print them.
+[[nodiscard]] inline Collective collective_of(const Task& t) {
+  const Wire* w = wire(t);
+  return w != nullptr ? w->collective : Collective::none;
+}
+[[nodiscard]] inline int communicator_of(const Task& t) {
+  const Wire* w = wire(t);
+  return w != nullptr ? w->communicator : -1;
+}
+[[nodiscard]] inline double bytes_of(const Task& t) {
+  const Wire* w = wire(t);
+  return w != nullptr ? w->bytes : 0.0;
+}
+[[nodiscard]] inline int layer_of(const Task& t) {
+  const auto* c = std::get_if<Compute>(&t.payload);
+  return c != nullptr ? c->layer : -1;
+}
+/// The gradient group of a group's kernel, wait, collective or server transfer; -1 otherwise.
+[[nodiscard]] int group_of(const Task& t);
+/// The micro-batch and virtual stage of a pipeline's pass, kernel, tensor collective or transfer; -1 otherwise.
+[[nodiscard]] int micro_batch_of(const Task& t);
+[[nodiscard]] int virtual_stage_of(const Task& t);
 
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
 /// a collective that waits for it (none: the step is only its kernel). `bytes` is the collective's payload in the
@@ -109,7 +185,32 @@ struct WireStep {
   double bytes = 0;
 };
 
-/// A gradient group: consecutive tensors (in gradient-ready order) communicated together.
+/// What a strategy family records of how a gradient group goes on the wire, beyond its steps (GradientGroup::on_wire);
+/// std::monostate: nothing (dense groups). Sparsification (top-k and its kin): the elements each worker sends.
+struct Sparsified {
+  std::int64_t selected = 0;
+};
+/// Quantisation: bits per element on the wire.
+struct Quantised {
+  double wire_bits = 0;
+};
+/// PowerSGD: the tensors sent as low-rank factors, and the elements each worker allreduces.
+struct LowRank {
+  int low_rank_matrices = 0;
+  std::int64_t wire_elements = 0;
+};
+/// Parameter server (ps_push; also ByteScheduler over servers): the group's key is split evenly over servers
+/// [shard_first, shard_first + shard_count) (dag/strategies/ps.cpp); server_s is the servers' work on the key before
+/// its update is applied (BytePS's summation of the nodes' pushes on CPUs), seconds.
+struct ServerSharded {
+  int shard_first = 0;
+  int shard_count = 0;
+  double server_s = 0;
+};
+using GroupOnWire = std::variant<std::monostate, Sparsified, Quantised, LowRank, ServerSharded>;
+
+/// A gradient group: consecutive tensors (in gradient-ready order) communicated together. First what the generic
+/// chain builder (add_group_chains) and the reports read, then its strategy family's data (112 bytes in all).
 struct GradientGroup {
   std::vector<int> tensors; ///< indices into the model's flattened tensor list (registration order)
   std::int64_t elements = 0;
@@ -121,10 +222,9 @@ struct GradientGroup {
   /// PowerSGD: the hook's chain (dag/compression.hpp).
   std::vector<WireStep> steps{};
   Resource kernel_resource = Resource::gpu_compute; ///< the stream that runs the steps' kernels
-  std::int64_t selected = 0;                        ///< elements sent per worker (sparsification), 0 when dense
-  int low_rank_matrices = 0;                        ///< tensors sent as PowerSGD's low-rank factors, 0 when dense
-  std::int64_t wire_elements = 0; ///< elements each worker allreduces (PowerSGD), 0 when not compressed
-  double wire_bits = 0;           ///< bits per element on the wire (quantisation), 0 otherwise
+  /// ByteScheduler: the group's communication priority (its layer: front layers first); -1: none.
+  int priority = -1;
+  GroupOnWire on_wire{}; ///< read across families with the accessors below, by a family with std::get_if
 
   /// The steps as built: `steps`, or the dense allreduce of `bytes` when there are none.
   [[nodiscard]] std::vector<WireStep> effective_steps() const;
@@ -132,16 +232,38 @@ struct GradientGroup {
   [[nodiscard]] Collective first_collective() const;
   /// Total time of the group's GPU kernels.
   [[nodiscard]] double kernel_s() const;
-  /// Parameter server (ps_push): the group's key is split evenly over servers [shard_first, shard_first +
-  /// shard_count) (dag/strategies/ps.cpp).
-  int shard_first = 0;
-  int shard_count = 0;
-  /// Parameter server: the servers' work on the key before its update is applied (BytePS's summation of the nodes'
-  /// pushes on CPUs), seconds.
-  double server_s = 0;
-  /// ByteScheduler: the group's communication priority (its layer: front layers first); -1: none.
-  int priority = -1;
 };
+
+/// A group's family data, read alike whatever the family: 0 where its family has no such field (compression_totals,
+/// powersgd_totals and server_shard_bytes rely on that).
+[[nodiscard]] inline std::int64_t selected_of(const GradientGroup& g) {
+  const auto* f = std::get_if<Sparsified>(&g.on_wire);
+  return f != nullptr ? f->selected : 0;
+}
+[[nodiscard]] inline double wire_bits_of(const GradientGroup& g) {
+  const auto* f = std::get_if<Quantised>(&g.on_wire);
+  return f != nullptr ? f->wire_bits : 0.0;
+}
+[[nodiscard]] inline int low_rank_matrices_of(const GradientGroup& g) {
+  const auto* f = std::get_if<LowRank>(&g.on_wire);
+  return f != nullptr ? f->low_rank_matrices : 0;
+}
+[[nodiscard]] inline std::int64_t wire_elements_of(const GradientGroup& g) {
+  const auto* f = std::get_if<LowRank>(&g.on_wire);
+  return f != nullptr ? f->wire_elements : 0;
+}
+[[nodiscard]] inline int shard_first_of(const GradientGroup& g) {
+  const auto* f = std::get_if<ServerSharded>(&g.on_wire);
+  return f != nullptr ? f->shard_first : 0;
+}
+[[nodiscard]] inline int shard_count_of(const GradientGroup& g) {
+  const auto* f = std::get_if<ServerSharded>(&g.on_wire);
+  return f != nullptr ? f->shard_count : 0;
+}
+[[nodiscard]] inline double server_s_of(const GradientGroup& g) {
+  const auto* f = std::get_if<ServerSharded>(&g.on_wire);
+  return f != nullptr ? f->server_s : 0.0;
+}
 
 class IterationGraph {
 public:
@@ -151,7 +273,7 @@ public:
   Id add(const Task& task);
   void depend(Id before, Id after); ///< `after` may start only when `before` has finished
 
-  /// Registers a communicator (an equal one is shared) and returns its index for Task::communicator.
+  /// Registers a communicator (an equal one is shared) and returns its index for Wire::communicator.
   int add_communicator(const Communicator& c);
   [[nodiscard]] const Communicator& communicator(int index) const;
   [[nodiscard]] const std::vector<Communicator>& communicators() const { return communicators_; }

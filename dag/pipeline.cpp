@@ -95,8 +95,13 @@ private:
   [[nodiscard]] Pass pass_of(int stage, int i, bool forward) const {
     return (forward ? fwd_ : bwd_)[static_cast<std::size_t>(stage)][static_cast<std::size_t>(i)];
   }
-  [[nodiscard]] Task stage_task(int stage) const {
-    return {.resource = Resource::gpu_compute, .device = gpu_of(stage), .virtual_stage = stage};
+  // A task of a pass of micro-batch i on the virtual stage's GPU.
+  [[nodiscard]] Task pass_task(int stage, TaskKind kind, int i, double duration_s) const {
+    return {.kind = kind,
+            .resource = Resource::gpu_compute,
+            .duration_s = duration_s,
+            .device = gpu_of(stage),
+            .payload = Compute{.micro_batch = i, .virtual_stage = stage}};
   }
 
   void add_tensor_groups();
@@ -145,17 +150,12 @@ void PipelineBuilder::add_tensor_groups() {
 // The stage's forward and backward pass of each micro-batch.
 void PipelineBuilder::add_passes(int stage) {
   const auto& vs = plan_.stages[static_cast<std::size_t>(stage)];
-  const Task pass = stage_task(stage);
   for (int i = 0; i < m_; ++i) {
     const bool recomputes = i + 1 < m_ || vs.recompute_last;
     if (vs.forward_parts.empty()) {
-      auto f = pass, b = pass;
-      f.micro_batch = b.micro_batch = i;
-      f.kind = TaskKind::forward;
-      f.duration_s = vs.forward_s;
-      b.kind = TaskKind::backward;
-      b.duration_s = vs.backward_s + (recomputes ? vs.recompute_s : 0.0);
-      const Id fi = g_.add(f), bi = g_.add(b);
+      const Id fi = g_.add(pass_task(stage, TaskKind::forward, i, vs.forward_s));
+      const Id bi =
+          g_.add(pass_task(stage, TaskKind::backward, i, vs.backward_s + (recomputes ? vs.recompute_s : 0.0)));
       fwd_[static_cast<std::size_t>(stage)].push_back({fi, fi});
       bwd_[static_cast<std::size_t>(stage)].push_back({bi, bi});
       continue;
@@ -171,17 +171,13 @@ void PipelineBuilder::add_passes(int stage) {
 // The parts as a chain: compute tasks of `kind`, each followed by its collective (none of zero duration).
 PipelineBuilder::Pass PipelineBuilder::add_chain(int stage, TaskKind kind, const std::vector<PassPart>& parts,
                                                  double extra, int i) {
-  const Task pass = stage_task(stage);
   const int comm = tensor_[static_cast<std::size_t>(rank_of(stage))];
   std::optional<Pass> out;
   if (plan_.fold_tensor_parts) {
-    auto folded = pass;
-    folded.kind = kind;
-    folded.micro_batch = i;
-    folded.duration_s = extra;
+    double duration_s = extra;
     for (const auto& part : parts)
-      folded.duration_s += part.compute_s + part.collective_s;
-    const Id id = g_.add(folded);
+      duration_s += part.compute_s + part.collective_s;
+    const Id id = g_.add(pass_task(stage, kind, i, duration_s));
     return Pass{id, id};
   }
   const auto link = [&](Id next) {
@@ -193,23 +189,20 @@ PipelineBuilder::Pass PipelineBuilder::add_chain(int stage, TaskKind kind, const
     }
   };
   for (std::size_t k = 0; k < parts.size(); ++k) {
-    auto compute = pass;
-    compute.kind = kind;
-    compute.micro_batch = i;
-    compute.duration_s = parts[k].compute_s + (k == 0 ? extra : 0.0);
-    if (compute.duration_s > 0 || parts[k].collective == Collective::none)
-      link(g_.add(compute));
+    const double compute_s = parts[k].compute_s + (k == 0 ? extra : 0.0);
+    if (compute_s > 0 || parts[k].collective == Collective::none)
+      link(g_.add(pass_task(stage, kind, i, compute_s)));
     if (parts[k].collective == Collective::none)
       continue;
     if (comm < 0)
       throw std::logic_error(fmt::format("build_pipeline: stage {} has tensor collectives and no tensor group", stage));
-    auto c = pass;
-    c.kind = TaskKind::communication;
-    c.micro_batch = i;
-    c.collective = parts[k].collective;
-    c.bytes = parts[k].bytes;
-    c.communicator = comm;
-    link(g_.add(c));
+    link(g_.add({.kind = TaskKind::communication,
+                 .resource = Resource::gpu_compute,
+                 .device = gpu_of(stage),
+                 .payload = CollectiveOp{
+                     .wire = {.collective = parts[k].collective, .communicator = comm, .bytes = parts[k].bytes},
+                     .micro_batch = i,
+                     .virtual_stage = stage}}));
   }
   if (!out)
     throw std::logic_error(fmt::format("build_pipeline: stage {} has a pass of no parts", stage));
@@ -236,16 +229,15 @@ void PipelineBuilder::add_transfer(int stage, int to, int i, Pass from, Pass int
     g_.depend(before, after);
     return;
   }
-  const auto send = g_.add({.kind = TaskKind::communication,
-                            .resource = Resource::p2p,
-                            .collective = Collective::point_to_point,
-                            .bytes = plan_.stages[static_cast<std::size_t>(std::min(stage, to))].activation_bytes,
-                            .device = src,
-                            .communicator = g_.add_communicator({{src.index, dst.index}}),
-                            .src = src.index,
-                            .dst = dst.index,
-                            .micro_batch = i,
-                            .virtual_stage = stage});
+  const Wire wire{.collective = Collective::point_to_point,
+                  .communicator = g_.add_communicator({{src.index, dst.index}}),
+                  .bytes = plan_.stages[static_cast<std::size_t>(std::min(stage, to))].activation_bytes};
+  const auto send =
+      g_.add({.kind = TaskKind::communication,
+              .resource = Resource::p2p,
+              .device = src,
+              .payload = Transfer{
+                  .wire = wire, .src = src.index, .dst = dst.index, .micro_batch = i, .virtual_stage = stage}});
   g_.depend(before, send);
   g_.depend(send, after);
 }
@@ -258,12 +250,12 @@ void PipelineBuilder::add_input() {
                               .resource = Resource::host_cpu,
                               .duration_s = plan_.data_load_s,
                               .device = Device::host(plan_.host_node),
-                              .micro_batch = i});
+                              .payload = Compute{.micro_batch = i}});
     h2d_[static_cast<std::size_t>(i)] = g_.add({.kind = TaskKind::h2d,
                                                 .resource = Resource::gpu_compute,
                                                 .duration_s = plan_.h2d_s,
                                                 .device = gpu_of(0),
-                                                .micro_batch = i});
+                                                .payload = Compute{.micro_batch = i}});
     if (!plan_.prefetch)
       g_.depend(load, h2d_[static_cast<std::size_t>(i)]);
   }
@@ -286,8 +278,7 @@ void PipelineBuilder::add_rank(int r) {
                   .resource = Resource::gpu_compute,
                   .duration_s = seconds,
                   .device = gpu,
-                  .micro_batch = op.micro_batch,
-                  .virtual_stage = stage}));
+                  .payload = Compute{.micro_batch = op.micro_batch, .virtual_stage = stage}}));
   };
   const auto update = [&] {
     const Id last = *previous;

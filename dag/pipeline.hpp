@@ -158,6 +158,8 @@ struct PipelinePlan {
   const PipelineScheduleInfo* schedule = &pipeline_schedule("1f1b");
   int micro_batches = 1;
   int chunks = 1;
+  /// The virtual stages, p x v, not the p pipeline stages (the ranks). Not `virtual_stages`: the scenario's
+  /// `pipeline.virtual_stages` is v.
   std::vector<VirtualStage> stages;
   std::vector<PipelineRank> ranks;
   int host_node = 0; ///< the node of rank 0's GPU

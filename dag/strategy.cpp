@@ -207,9 +207,9 @@ void add_group_chains(IterationGraph& g, const std::vector<GradientGroup>& group
     if (group.launch_delay_s > 0) {
       const auto wait = g.add({.kind = TaskKind::delay,
                                .resource = Resource::none,
-                               .group = static_cast<int>(i),
                                .duration_s = group.launch_delay_s,
-                               .device = device});
+                               .device = device,
+                               .payload = GroupWork{.group = static_cast<int>(i)}});
       g.depend(last, wait);
       last = wait;
     }
@@ -219,21 +219,21 @@ void add_group_chains(IterationGraph& g, const std::vector<GradientGroup>& group
       if (step.kernel_s > 0) {
         const auto kernel = g.add({.kind = TaskKind::compression,
                                    .resource = group.kernel_resource,
-                                   .group = static_cast<int>(i),
                                    .duration_s = step.kernel_s,
-                                   .device = device});
+                                   .device = device,
+                                   .payload = GroupWork{.group = static_cast<int>(i)}});
         g.depend(last, kernel);
         last = kernel;
         last_is_comm = false;
       }
       if (step.collective != Collective::none) {
-        const auto comm = g.add({.kind = TaskKind::communication,
-                                 .resource = Resource::comm,
-                                 .group = static_cast<int>(i),
-                                 .collective = step.collective,
-                                 .bytes = step.bytes,
-                                 .device = device,
-                                 .communicator = communicator});
+        const auto comm =
+            g.add({.kind = TaskKind::communication,
+                   .resource = Resource::comm,
+                   .device = device,
+                   .payload = CollectiveOp{
+                       .wire = {.collective = step.collective, .communicator = communicator, .bytes = step.bytes},
+                       .group = static_cast<int>(i)}});
         g.depend(last, comm);
         if (!first_comm)
           first_comm = comm;
@@ -277,16 +277,16 @@ IterationGraph build_iteration(const Model& model, const WorkerCosts& costs, con
   for (std::size_t l = 0; l < layers; ++l) {
     fwd[l] = g.add({.kind = TaskKind::forward,
                     .resource = Resource::gpu_compute,
-                    .layer = static_cast<int>(l),
-                    .duration_s = costs.fwd_s[l]});
+                    .duration_s = costs.fwd_s[l],
+                    .payload = Compute{.layer = static_cast<int>(l)}});
     g.depend(l == 0 ? h2d : fwd[l - 1], fwd[l]);
   }
   // Backward in reverse order, one layer after the other (a valid topological order of autograd's graph).
   for (std::size_t l = layers; l-- > 0;) {
     bwd[l] = g.add({.kind = TaskKind::backward,
                     .resource = Resource::gpu_compute,
-                    .layer = static_cast<int>(l),
-                    .duration_s = costs.bwd_s[l]});
+                    .duration_s = costs.bwd_s[l],
+                    .payload = Compute{.layer = static_cast<int>(l)}});
     g.depend(l + 1 == layers ? fwd[layers - 1] : bwd[l + 1], bwd[l]);
   }
   const auto update =

@@ -58,8 +58,7 @@ std::vector<GradientGroup> plan_bytescheduler(const StrategyInput& in) {
         const auto shard =
             shard_key(static_cast<int>(groups.size()), g.elements, std::max(1, o.ps.servers), o.ps.bigarray_bound);
         g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
-        g.shard_first = shard.first;
-        g.shard_count = shard.count;
+        g.on_wire = ServerSharded{.shard_first = shard.first, .shard_count = shard.count};
       }
       groups.push_back(std::move(g));
     }
@@ -128,21 +127,21 @@ IterationGraph build_bytescheduler(const Model& model, const WorkerCosts& costs,
             continue;
           update[l] = g.add({.kind = TaskKind::update,
                              .resource = Resource::gpu_compute,
-                             .layer = static_cast<int>(l),
+                             .iteration = it,
                              .duration_s = costs.update_s * layer_elements[l] / total_elements,
-                             .iteration = it});
+                             .payload = Compute{.layer = static_cast<int>(l)}});
           g.depend(bwd[l], update[l]);
           updated[l].push_back(update[l]);
         }
         for (std::size_t i = 0; i < groups.size(); ++i) {
           const auto& group = groups[i];
-          const auto allreduce = g.add({.kind = TaskKind::communication,
-                                        .resource = Resource::comm,
-                                        .group = static_cast<int>(i),
-                                        .collective = Collective::allreduce,
-                                        .bytes = group.bytes,
-                                        .iteration = it,
-                                        .priority = group.priority});
+          const auto allreduce =
+              g.add({.kind = TaskKind::communication,
+                     .resource = Resource::comm,
+                     .iteration = it,
+                     .priority = group.priority,
+                     .payload = CollectiveOp{.wire = {.collective = Collective::allreduce, .bytes = group.bytes},
+                                             .group = static_cast<int>(i)}});
           g.depend(bwd[static_cast<std::size_t>(group.ready_layer)], allreduce);
           for (int t : group.tensors) // a group's tensors have parameters, so their layers have an update
             g.depend(allreduce, update[static_cast<std::size_t>(tensors[static_cast<std::size_t>(t)].layer)]);

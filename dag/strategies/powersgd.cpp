@@ -118,6 +118,7 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
     // Error feedback: input += error, then a copy of the input for the new error.
     double compress_s = time(bucket, 3 * bucket * e) + time(0, 2 * bucket * e);
     double orthogonalise_s = 0, decompress_s = 0;
+    int matrices = 0; // tensors sent as low-rank factors
     for (const int t : g.tensors) {
       const auto& tensor = *params[static_cast<std::size_t>(t)];
       const auto v = powersgd_view(tensor, options.rank);
@@ -125,7 +126,7 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
         dense += static_cast<double>(tensor.numel);
         continue;
       }
-      ++g.low_rank_matrices;
+      ++matrices;
       const double n = static_cast<double>(v.rows), m = static_cast<double>(v.cols), r = static_cast<double>(v.rank);
       p_elements += n * r;
       q_elements += m * r;
@@ -144,7 +145,8 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
                 .collective = allreduce_of(q_elements),
                 .bytes = q_elements * e},
                {.kernel_s = decompress_s}};
-    g.wire_elements = static_cast<std::int64_t>(dense + p_elements + q_elements);
+    g.on_wire = LowRank{.low_rank_matrices = matrices,
+                       .wire_elements = static_cast<std::int64_t>(dense + p_elements + q_elements)};
     g.kernel_resource = options.separate_compression_stream ? Resource::gpu_compression : Resource::gpu_compute;
   }
   return groups;

@@ -85,11 +85,11 @@ std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
         g.bytes = part + 1 < parts ? options.partition_bytes : whole.bytes - part * options.partition_bytes;
         g.elements = static_cast<std::int64_t>(std::llround(g.bytes / in.bytes_per_element));
         g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
-        g.shard_first = next_server;
-        g.shard_count = 1;
+        g.on_wire =
+            ServerSharded{.shard_first = next_server,
+                          .shard_count = 1,
+                          .server_s = options.nodes > 1 ? options.nodes * g.bytes / options.server_sum_bandwidth : 0.0};
         next_server = (next_server + 1) % servers;
-        if (options.nodes > 1)
-          g.server_s = options.nodes * g.bytes / options.server_sum_bandwidth;
         groups.push_back(std::move(g));
       }
     }
@@ -101,8 +101,7 @@ std::vector<GradientGroup> plan_ps(const StrategyInput& in) {
         shard_key(order[k], tensors[static_cast<std::size_t>(order[k])].numel, servers, options.bigarray_bound);
     // A push of the key, then (built by build_ps_sync) its pull.
     g.steps = {{.kernel_s = 0, .collective = Collective::ps_push, .bytes = g.bytes}};
-    g.shard_first = shard.first;
-    g.shard_count = shard.count;
+    g.on_wire = ServerSharded{.shard_first = shard.first, .shard_count = shard.count};
     groups.push_back(std::move(g));
   }
   return groups;
@@ -121,7 +120,8 @@ IterationGraph build_ps_async_graph(const GraphInput& in, std::vector<std::strin
   if (!in.groups.empty()) {
     GradientGroup g;
     g.ready_layer = 0;
-    g.shard_count = options_as<ParameterServerOptions>(in.options).servers; // the whole gradient: every server's shards
+    // the whole gradient: every server's shards
+    g.on_wire = ServerSharded{.shard_count = options_as<ParameterServerOptions>(in.options).servers};
     for (const auto& k : in.groups) {
       g.tensors.insert(g.tensors.end(), k.tensors.begin(), k.tensors.end());
       g.elements += k.elements;
@@ -185,10 +185,10 @@ IterationGraph build_layerwise(const Model& model, const WorkerCosts& costs, int
   for (int it = 0; it < iterations; ++it) {
     const auto load = g.add({.kind = TaskKind::data_load,
                              .resource = Resource::host_cpu,
-                             .duration_s = costs.data_load_s,
-                             .iteration = it});
+                             .iteration = it,
+                             .duration_s = costs.data_load_s});
     const auto h2d =
-        g.add({.kind = TaskKind::h2d, .resource = Resource::gpu_compute, .duration_s = costs.h2d_s, .iteration = it});
+        g.add({.kind = TaskKind::h2d, .resource = Resource::gpu_compute, .iteration = it, .duration_s = costs.h2d_s});
     // With prefetching the loader runs ahead on the host (one batch after the other); without, it loads the next
     // batch once the worker has finished its backward.
     g.depend(load, h2d);
@@ -201,9 +201,9 @@ IterationGraph build_layerwise(const Model& model, const WorkerCosts& costs, int
     for (std::size_t l = 0; l < layers; ++l) {
       fwd[l] = g.add({.kind = TaskKind::forward,
                       .resource = Resource::gpu_compute,
-                      .layer = static_cast<int>(l),
+                      .iteration = it,
                       .duration_s = costs.fwd_s[l],
-                      .iteration = it});
+                      .payload = Compute{.layer = static_cast<int>(l)}});
       g.depend(l == 0 ? h2d : fwd[l - 1], fwd[l]);
       for (auto gate : gates[l])
         g.depend(gate, fwd[l]); // the layer's parameters of this iteration
@@ -211,9 +211,9 @@ IterationGraph build_layerwise(const Model& model, const WorkerCosts& costs, int
     for (std::size_t l = layers; l-- > 0;) {
       bwd[l] = g.add({.kind = TaskKind::backward,
                       .resource = Resource::gpu_compute,
-                      .layer = static_cast<int>(l),
+                      .iteration = it,
                       .duration_s = costs.bwd_s[l],
-                      .iteration = it});
+                      .payload = Compute{.layer = static_cast<int>(l)}});
       g.depend(l + 1 == layers ? fwd[layers - 1] : bwd[l + 1], bwd[l]);
     }
     for (auto& v : gates)
@@ -240,14 +240,13 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
           const auto transfer = [&](Resource stream, Collective c) {
             return g.add({.kind = TaskKind::communication,
                           .resource = stream,
-                          .group = static_cast<int>(i),
-                          .collective = c,
-                          .bytes = group.bytes,
-                          .shard_first = group.shard_first,
-                          .shard_count = group.shard_count,
                           .iteration = it,
-                          .lane = group.shard_count == 1 ? group.shard_first : -1,
-                          .priority = group.priority});
+                          .lane = shard_count_of(group) == 1 ? shard_first_of(group) : -1,
+                          .priority = group.priority,
+                          .payload = ServerTransfer{.wire = {.collective = c, .bytes = group.bytes},
+                                                    .group = static_cast<int>(i),
+                                                    .shard_first = shard_first_of(group),
+                                                    .shard_count = shard_count_of(group)}});
           };
           const auto push = transfer(Resource::comm, Collective::ps_push);
           const auto pull = transfer(Resource::comm_pull, Collective::ps_pull);
@@ -255,15 +254,15 @@ IterationGraph build_ps_sync(const Model& model, const WorkerCosts& costs, const
           // The servers apply the update to their shards of the key (MXNet's update_on_kvstore) before it is pulled:
           // the worker's optimizer step over the key's share of the parameters, the shards in parallel.
           const double update_s =
-              group.server_s + (total_elements > 0 ? costs.update_s * static_cast<double>(group.elements) /
-                                                         total_elements / std::max(1, group.shard_count)
-                                                   : 0.0);
+              server_s_of(group) + (total_elements > 0 ? costs.update_s * static_cast<double>(group.elements) /
+                                                             total_elements / std::max(1, shard_count_of(group))
+                                                       : 0.0);
           if (update_s > 0) {
             const auto update = g.add({.kind = TaskKind::delay,
                                        .resource = Resource::none,
-                                       .group = static_cast<int>(i),
+                                       .iteration = it,
                                        .duration_s = update_s,
-                                       .iteration = it});
+                                       .payload = GroupWork{.group = static_cast<int>(i)}});
             g.depend(push, update);
             g.depend(update, pull);
           } else {

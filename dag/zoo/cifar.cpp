@@ -18,7 +18,7 @@ constexpr double kCifarImageBytes = 3.0 * kCifarImageSize * kCifarImageSize * kF
 } // namespace
 
 std::optional<Model> build_resnet_cifar(std::string_view name) {
-  int n = 0; // basic blocks per stage: depth 6n + 2
+  int n = 0; // basic blocks per resolution level (layer1..3): depth 6n + 2
   if (name == "resnet20-cifar") {
     n = 3;
   } else if (name == "resnet56-cifar") {
@@ -32,11 +32,11 @@ std::optional<Model> build_resnet_cifar(std::string_view name) {
   Chw x = b.conv2d("conv1", {3, kCifarImageSize, kCifarImageSize}, 16, ConvSpec::square(3, 1, 1));
   x = b.batchnorm2d("bn1", x);
   b.relu(x.numel());
-  for (int stage = 0; stage < 3; ++stage) {
-    const std::int64_t planes = std::int64_t{16} << stage;
+  for (int level = 0; level < 3; ++level) {
+    const std::int64_t planes = std::int64_t{16} << level;
     for (int block = 0; block < n; ++block) {
-      const std::string p = "layer" + std::to_string(stage + 1) + "." + std::to_string(block);
-      const std::int64_t stride = (stage > 0 && block == 0) ? 2 : 1;
+      const std::string p = "layer" + std::to_string(level + 1) + "." + std::to_string(block);
+      const std::int64_t stride = (level > 0 && block == 0) ? 2 : 1;
       Chw y = b.conv2d(p + ".conv1", x, planes, ConvSpec::square(3, stride, 1));
       y = b.batchnorm2d(p + ".bn1", y);
       b.relu(y.numel());

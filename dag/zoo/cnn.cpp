@@ -152,11 +152,12 @@ std::optional<Model> build_resnet(std::string_view name) {
   x = b.batchnorm2d("bn1", x);
   b.relu(x.numel());
   x = b.max_pool2d("maxpool", x, {3, 2, 1});
-  for (int stage = 0; stage < 4; ++stage) {
-    const std::int64_t planes = std::int64_t{64} << stage;
-    for (int block = 0; block < cfg->blocks[static_cast<std::size_t>(stage)]; ++block) {
-      const std::string p = "layer" + std::to_string(stage + 1) + "." + std::to_string(block);
-      const std::int64_t stride = (stage > 0 && block == 0) ? 2 : 1;
+  // layer1..4: one resolution level each; each after the first halves the resolution (stride 2) and doubles the planes
+  for (int level = 0; level < 4; ++level) {
+    const std::int64_t planes = std::int64_t{64} << level;
+    for (int block = 0; block < cfg->blocks[static_cast<std::size_t>(level)]; ++block) {
+      const std::string p = "layer" + std::to_string(level + 1) + "." + std::to_string(block);
+      const std::int64_t stride = (level > 0 && block == 0) ? 2 : 1;
       Chw y;
       if (cfg->bottleneck) { // Bottleneck: conv1 1x1, conv2 3x3 (stride, groups), conv3 1x1 (x4)
         const std::int64_t width = planes * cfg->width_per_group / 64 * cfg->groups;

@@ -88,7 +88,7 @@ void simulate_async_parameter_server(const Scenario& s, const Plan& p, Timings& 
   ps.warmup_iterations = in.warmup;
   ps.worker_compute_s = in.compute_s;
   for (std::size_t v = 0; v < p.graph.size(); ++v) {
-    const auto c = p.graph.task(v).collective;
+    const auto c = dag::collective_of(p.graph.task(v));
     if (c == dag::Collective::ps_push || c == dag::Collective::ps_pull)
       t.durations.emplace_back(v, c == dag::Collective::ps_push ? sim.mean_push_s[0] : sim.mean_pull_s[0]);
   }

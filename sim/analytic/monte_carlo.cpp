@@ -71,7 +71,7 @@ SampledIterations sample_iterations(const Scenario& s, const dag::IterationGraph
     const auto& t = g.task(v);
     auto& p = plan[v];
     p.duration_s = t.duration_s;
-    if (t.collective != dag::Collective::none && g.instances(t) < static_cast<int>(copies))
+    if (dag::collective_of(t) != dag::Collective::none && g.instances(t) < static_cast<int>(copies))
       p.axis = static_cast<int>(g.axis(t));
     p.pred_begin = preds.begin[v];
     p.pred_end = preds.end[v];

@@ -39,23 +39,28 @@ SspIndex index_of(const dag::IterationGraph& g) {
   SspIndex ix;
   for (std::size_t v = 0; v < n; ++v) {
     ix.iterations = std::max(ix.iterations, g.task(v).iteration + 1);
-    ix.keys = std::max(ix.keys, g.task(v).group + 1);
+    ix.keys = std::max(ix.keys, dag::group_of(g.task(v)) + 1);
   }
   ix.iteration_end.assign(static_cast<std::size_t>(ix.iterations), kNone);
   ix.applied.assign(static_cast<std::size_t>(ix.keys) * static_cast<std::size_t>(ix.iterations), kNone);
   ix.pulled = ix.applied;
   for (std::size_t v = 0; v < n; ++v) {
     const auto& t = g.task(v);
-    if (t.kind == dag::TaskKind::backward && t.layer == 0)
+    const auto* key = std::get_if<dag::ServerTransfer>(&t.payload);
+    if (t.kind == dag::TaskKind::backward && dag::layer_of(t) == 0)
       ix.iteration_end[static_cast<std::size_t>(t.iteration)] = v;
-    else if (t.collective == dag::Collective::ps_pull)
-      ix.pulled[ix.at(t.group, t.iteration)] = v;
-    else if (t.collective == dag::Collective::ps_push && ix.applied[ix.at(t.group, t.iteration)] == kNone)
-      ix.applied[ix.at(t.group, t.iteration)] = v;
+    else if (key != nullptr && key->wire.collective == dag::Collective::ps_pull)
+      ix.pulled[ix.at(key->group, t.iteration)] = v;
+    else if (key != nullptr && key->wire.collective == dag::Collective::ps_push &&
+             ix.applied[ix.at(key->group, t.iteration)] == kNone)
+      ix.applied[ix.at(key->group, t.iteration)] = v;
   }
-  for (std::size_t v = 0; v < n; ++v) // the server's update, where there is one, applies the push
-    if (const auto& t = g.task(v); t.kind == dag::TaskKind::delay && t.group >= 0)
-      ix.applied[ix.at(t.group, t.iteration)] = v;
+  for (std::size_t v = 0; v < n; ++v) { // the server's update, where there is one, applies the push
+    const auto& t = g.task(v);
+    if (const auto* update = std::get_if<dag::GroupWork>(&t.payload);
+        update != nullptr && t.kind == dag::TaskKind::delay && update->group >= 0)
+      ix.applied[ix.at(update->group, t.iteration)] = v;
+  }
   if (ix.iterations < 2 || std::count(ix.iteration_end.begin(), ix.iteration_end.end(), kNone) > 0)
     throw std::logic_error("ps-ssp: the DAG is not ps-sync's unrolled over two or more iterations");
   return ix;
@@ -81,9 +86,10 @@ Replay replay(const SspInput& in, const SspIndex& ix) {
     const auto& t = g.task(v);
     auto& step = steps[v];
     step.duration_s = t.duration_s;
-    step.worker_side = t.collective == dag::Collective::none && t.kind != dag::TaskKind::delay;
-    if (t.collective == dag::Collective::ps_pull && t.iteration - bound >= 0)
-      step.gate = ix.applied[ix.at(t.group, t.iteration - bound)];
+    step.worker_side = dag::collective_of(t) == dag::Collective::none && t.kind != dag::TaskKind::delay;
+    if (const auto* key = std::get_if<dag::ServerTransfer>(&t.payload);
+        key != nullptr && key->wire.collective == dag::Collective::ps_pull && t.iteration - bound >= 0)
+      step.gate = ix.applied[ix.at(key->group, t.iteration - bound)];
   }
   // Draws (one sample: the whole run), worker by worker as the copies are timed.
   std::optional<CopyDraws> copy_draws;
@@ -103,7 +109,7 @@ Replay replay(const SspInput& in, const SspIndex& ix) {
   out.pull_slot.assign(n, kNone);
   std::size_t pulls = 0;
   for (std::size_t v = 0; v < n; ++v)
-    if (g.task(v).collective == dag::Collective::ps_pull)
+    if (dag::collective_of(g.task(v)) == dag::Collective::ps_pull)
       out.pull_slot[v] = pulls++;
   out.pull_start.assign(pulls * p, 0.0);
   for (std::size_t v : order) {

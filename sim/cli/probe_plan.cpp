@@ -68,10 +68,10 @@ OrderedJson probe_plan(const Scenario& s) {
   // Top-k selection: each compressed group's elements and the k it keeps.
   OrderedJson selection = OrderedJson::array();
   for (const auto& g : r.groups)
-    if (g.selected > 0)
+    if (dag::selected_of(g) > 0)
       selection.push_back({{"elements", g.elements},
-                           {"selected", g.selected},
-                           {"density", static_cast<double>(g.selected) / static_cast<double>(g.elements)}});
+                           {"selected", dag::selected_of(g)},
+                           {"density", static_cast<double>(dag::selected_of(g)) / static_cast<double>(g.elements)}});
   plan["selection"] = std::move(selection);
 
   // PowerSGD: every matrix it factorises, n x m at the effective rank (dag/powersgd.hpp).
@@ -96,13 +96,14 @@ OrderedJson probe_plan(const Scenario& s) {
   const int per_node = s.cluster.gpus_per_node;
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
-    if (t.collective == dag::Collective::none || t.iteration != 0)
+    if (dag::collective_of(t) == dag::Collective::none || t.iteration != 0)
       continue;
-    const bool transfer = t.collective == dag::Collective::point_to_point;
-    const auto* shape = transfer ? nullptr : &task_layout(s, r.graph, t, layouts).shape;
-    const int ranks = transfer ? 2 : shape->workers();
-    const int nodes = transfer ? (t.src / per_node == t.dst / per_node ? 1 : 2) : shape->nodes;
-    ++calls[{std::string(dag::collective_name(t.collective)), t.bytes, ranks, nodes}];
+    const auto* transfer = std::get_if<dag::Transfer>(&t.payload);
+    const auto* shape = transfer != nullptr ? nullptr : &task_layout(s, r.graph, t, layouts).shape;
+    const int ranks = transfer != nullptr ? 2 : shape->workers();
+    const int nodes =
+        transfer != nullptr ? (transfer->src / per_node == transfer->dst / per_node ? 1 : 2) : shape->nodes;
+    ++calls[{std::string(dag::collective_name(dag::collective_of(t))), dag::bytes_of(t), ranks, nodes}];
   }
   OrderedJson collectives = OrderedJson::array();
   for (const auto& [key, count] : calls) {

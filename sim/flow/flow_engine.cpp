@@ -115,7 +115,7 @@ std::vector<char> unshared_tensor_collectives(const Scenario& s, const dag::Iter
   std::vector<char> out(n, 0);
   bool any = false;
   for (std::size_t v = 0; v < n && !any; ++v)
-    any = graph.task(v).collective != dag::Collective::none &&
+    any = dag::collective_of(graph.task(v)) != dag::Collective::none &&
           graph.axis(graph.task(v)) == dag::IterationGraph::Axis::tensor;
   if (!any)
     return out;
@@ -146,7 +146,7 @@ std::vector<char> unshared_tensor_collectives(const Scenario& s, const dag::Iter
   }
   for (std::size_t v = 0; v < n; ++v) {
     const auto& task = graph.task(v);
-    if (task.collective == dag::Collective::none || graph.axis(task) != dag::IterationGraph::Axis::tensor)
+    if (dag::collective_of(task) == dag::Collective::none || graph.axis(task) != dag::IterationGraph::Axis::tensor)
       continue;
     bool own = true;
     for (int i = 0; i < graph.instances(task) && own; ++i) {
@@ -186,21 +186,22 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, const dag::IterationGraph& g
   std::vector<std::optional<CommunicatorLayout>> layouts(graph.communicators().size());
   for (std::size_t v = 0; v < n; ++v) {
     const auto& task = graph.task(v);
-    if (task.collective == dag::Collective::none)
+    if (dag::collective_of(task) == dag::Collective::none)
       continue;
-    const auto* lowering =
-        task.collective == dag::Collective::allreduce ? &lowering_for(s) : &collective_lowering(s, task.collective);
+    const auto* lowering = dag::collective_of(task) == dag::Collective::allreduce
+                               ? &lowering_for(s)
+                               : &collective_lowering(s, dag::collective_of(task));
     first_job[v] = jobs.size();
     const int count = graph.instances(task);
     for (int i = 0; i < count; ++i) {
       if (i == 0) {
         const auto& layout = task_layout(s, graph, task, layouts);
-        jobs.push_back({lowering, task.bytes, task_shape(s, task, layout.shape),
+        jobs.push_back({lowering, dag::bytes_of(task), task_shape(s, task, layout.shape),
                         layout.whole_cluster ? std::vector<int>{} : layout.ranks});
         continue;
       }
       auto layout = layout_of(graph.instance_communicator(task, i).ranks, s.cluster);
-      jobs.push_back({lowering, task.bytes, task_shape(s, task, layout.shape), std::move(layout.ranks)});
+      jobs.push_back({lowering, dag::bytes_of(task), task_shape(s, task, layout.shape), std::move(layout.ranks)});
     }
   }
   const auto unshared =
@@ -244,7 +245,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, const dag::IterationGraph& g
   std::optional<dag::Device> issuer;
   for (std::size_t v = 0; v < n && one_at_a_time; ++v) {
     const auto& task = graph.task(v);
-    if (task.collective == dag::Collective::none)
+    if (dag::collective_of(task) == dag::Collective::none)
       continue;
     one_at_a_time = task.resource == dag::Resource::comm && task.lane < 0 && graph.instances(task) == 1 &&
                     (!issuer || *issuer == task.device);
@@ -253,7 +254,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, const dag::IterationGraph& g
   run.set_one_at_a_time(one_at_a_time);
   ReplicaTimer timer(graph, std::move(deps), slots, run, plan, copy_durations, slowdown);
   for (std::size_t v = 0; v < n; ++v)
-    if (graph.task(v).collective != dag::Collective::none)
+    if (dag::collective_of(graph.task(v)) != dag::Collective::none)
       timer.add_collective(v, first_job[v], unshared[v] != 0);
   for (std::size_t v : barriers)
     timer.add_barrier(v);
@@ -275,7 +276,7 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, const dag::IterationGraph& g
   for (std::size_t k = 1; k < std::min(slots, listed); ++k)
     result.replicas.push_back({static_cast<int>(k), timer.take_timing(k)});
   for (std::size_t v = 0; v < n; ++v)
-    if (graph.task(v).collective != dag::Collective::none)
+    if (dag::collective_of(graph.task(v)) != dag::Collective::none)
       result.durations.emplace_back(v, result.timing[v].end_s - result.timing[v].start_s);
   result.links = link_usage(plan, sim.platform, window ? window(result.timing) : makespan_of(result.timing));
   result.flows = run.flows();

@@ -85,7 +85,7 @@ void check_flow_sampling(const Scenario& s, const dag::IterationGraph& g) {
   check_samplable(s, g);
   double collectives = 0; // instances x their GPUs, per copy
   for (std::size_t v = 0; v < g.size(); ++v)
-    if (const auto& t = g.task(v); t.collective != dag::Collective::none)
+    if (const auto& t = g.task(v); dag::collective_of(t) != dag::Collective::none)
       collectives += g.instances(t) * static_cast<double>(g.instance_communicator(t, 0).ranks.size());
   const double copies = spec.iterations + 1.0;
   const double tasks = copies * static_cast<double>(g.size());

@@ -145,7 +145,7 @@ void ReplicaTimer::time_ahead() {
   ahead_.assign(n_, 1);
   std::vector<std::size_t> stack;
   for (std::size_t v = 0; v < n_; ++v)
-    if (graph_.task(v).collective != dag::Collective::none) {
+    if (dag::collective_of(graph_.task(v)) != dag::Collective::none) {
       ahead_[v] = 0;
       stack.push_back(v);
     }

@@ -11,9 +11,12 @@ namespace ddlsim::sim {
 
 double InstanceContention::factor(const dag::Task& task) {
   const int count = graph_.instances(task);
-  if (count <= 1 || task.bytes <= 0)
+  const dag::Wire* w = dag::wire(task);
+  if (count <= 1 || w == nullptr || w->bytes <= 0)
     return 1.0;
-  const Key key{task.communicator, task.collective, task.shard_first, task.shard_count, task.bytes};
+  const auto* server = std::get_if<dag::ServerTransfer>(&task.payload); // a key's servers shape the lowering
+  const Key key{w->communicator, w->collective, server != nullptr ? server->shard_first : 0,
+                server != nullptr ? server->shard_count : 0, w->bytes};
   if (const auto known = memo_.find(key); known != memo_.end())
     return known->second;
   // The instances run over disjoint GPUs, so inside a star node they share no GPU link: only a NIC that GPUs of one
@@ -24,16 +27,15 @@ double InstanceContention::factor(const dag::Task& task) {
     memo_.emplace(key, 1.0);
     return 1.0;
   }
-  const CollectiveLowering& lowering = task.collective == dag::Collective::allreduce
-                                           ? *s_.allreduce.algorithm
-                                           : collective_lowering(s_, task.collective);
+  const CollectiveLowering& lowering =
+      w->collective == dag::Collective::allreduce ? *s_.allreduce.algorithm : collective_lowering(s_, w->collective);
   std::vector<std::vector<Phase>> instances;
   instances.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
     const auto layout = i == 0 ? first : layout_of(graph_.instance_communicator(task, i).ranks, s_.cluster);
     const auto shape = task_shape(s_, task, layout.shape);
     instances.push_back(
-        to_global_ranks(lowering.lower(shape, task.bytes, Granularity::aggregated), shape, layout.ranks, s_.cluster));
+        to_global_ranks(lowering.lower(shape, w->bytes, Granularity::aggregated), shape, layout.ranks, s_.cluster));
   }
   const double together = concurrent_phase_time(instances, net);
   instances.resize(1);

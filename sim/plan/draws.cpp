@@ -33,7 +33,7 @@ CopyDraws::CopyDraws(const dag::IterationGraph& g, const std::vector<std::size_t
                : cls == static_cast<int>(VariedClass::communication) ? Source::network
                                                                      : Source::group;
     if (p.source == Source::per_task)
-      per_task_draws_ += t.collective != dag::Collective::none ? 1.0 : static_cast<double>(copies);
+      per_task_draws_ += dag::collective_of(t) != dag::Collective::none ? 1.0 : static_cast<double>(copies);
     const auto device =
         static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), t.device) - devices.begin());
     const auto [it, inserted] = groups.try_emplace({device, t.iteration, cls}, static_cast<int>(group_class_.size()));

@@ -54,7 +54,7 @@ private:
 
 /// The VariedClass of a task (communication, compute, data loading), or -1: never varied.
 inline int varied_class_of(const dag::Task& t) {
-  if (t.collective != dag::Collective::none)
+  if (dag::collective_of(t) != dag::Collective::none)
     return static_cast<int>(VariedClass::communication);
   if (slowed_by_communication(t))
     return static_cast<int>(VariedClass::compute);

@@ -37,10 +37,10 @@ HostTimes::HostTimes(const dag::WorkerCosts& w)
     : iteration_s(w.iteration_host_s), launch_s(w.launch_s), update_s(w.update_host_s), forward_s(w.fwd_host_s),
       backward_s(w.bwd_host_s), given(w.host_times_given) {
   issue = [this](const dag::Task& t) {
-    const auto layer = static_cast<std::size_t>(t.layer);
-    if (t.kind == dag::TaskKind::forward && t.layer >= 0 && layer < forward_s.size())
+    const auto layer = static_cast<std::size_t>(dag::layer_of(t));
+    if (t.kind == dag::TaskKind::forward && dag::layer_of(t) >= 0 && layer < forward_s.size())
       return Issue{forward_s[layer]};
-    if (t.kind == dag::TaskKind::backward && t.layer >= 0 && layer < backward_s.size())
+    if (t.kind == dag::TaskKind::backward && dag::layer_of(t) >= 0 && layer < backward_s.size())
       return Issue{backward_s[layer]};
     if (t.kind == dag::TaskKind::update)
       return Issue{update_s};
@@ -83,8 +83,8 @@ void add_host_tasks(dag::IterationGraph& g, const HostTimes& times) {
         if (times.iteration_s > 0) {
           const auto lead = g.add({.kind = dag::TaskKind::launch,
                                    .resource = dag::Resource::host_thread,
-                                   .duration_s = times.iteration_s,
                                    .iteration = task.iteration,
+                                   .duration_s = times.iteration_s,
                                    .device = task.device});
           chain(lead);
           // the iteration's first GPU task waits for host work (the batch, loaded without prefetch): the thread that
@@ -97,12 +97,12 @@ void add_host_tasks(dag::IterationGraph& g, const HostTimes& times) {
       const auto issue = times.issue(task);
       dag::Task host{.kind = dag::TaskKind::launch,
                      .resource = dag::Resource::host_thread,
-                     .layer = task.layer,
-                     .duration_s = issue.before_s,
                      .iteration = task.iteration,
+                     .duration_s = issue.before_s,
                      .device = task.device,
-                     .micro_batch = task.micro_batch,
-                     .virtual_stage = task.virtual_stage};
+                     .payload = dag::Compute{.layer = dag::layer_of(task),
+                                             .micro_batch = dag::micro_batch_of(task),
+                                             .virtual_stage = dag::virtual_stage_of(task)}};
       const auto launch = g.add(host);
       chain(launch);
       g.depend(launch, v);

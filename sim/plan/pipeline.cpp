@@ -57,12 +57,13 @@ void add_pipeline_host_tasks(dag::IterationGraph& g, const dag::WorkerCosts& w, 
     backward.push_back(b);
   }
   times.issue = [&](const dag::Task& t) {
-    const bool pass = (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward) && t.virtual_stage >= 0 &&
-                      static_cast<std::size_t>(t.virtual_stage) < forward.size();
+    const bool pass = (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward) &&
+                      dag::virtual_stage_of(t) >= 0 &&
+                      static_cast<std::size_t>(dag::virtual_stage_of(t)) < forward.size();
     if (!pass)
       return HostTimes::Issue{t.kind == dag::TaskKind::update ? times.update_s : times.launch_s};
     const Pass& whole =
-        (t.kind == dag::TaskKind::forward ? forward : backward)[static_cast<std::size_t>(t.virtual_stage)];
+        (t.kind == dag::TaskKind::forward ? forward : backward)[static_cast<std::size_t>(dag::virtual_stage_of(t))];
     const double share = whole.compute_s > 0 ? std::min(1.0, t.duration_s / whole.compute_s) : 1.0;
     const double before = whole.host_s * share / whole.layers;
     return HostTimes::Issue{before, whole.host_s * share - before};
@@ -301,12 +302,13 @@ std::vector<int> unit_starts(const dag::Model& model) {
 
 // The tensor collectives' time inside a pass task the analytic engine folded (0 for any other task).
 double folded_tensor_s(const std::vector<FoldedTensor>& folded, const dag::Task& t, int micro_batches) {
-  if (folded.empty() || t.virtual_stage < 0 || (t.kind != dag::TaskKind::forward && t.kind != dag::TaskKind::backward))
+  if (folded.empty() || dag::virtual_stage_of(t) < 0 ||
+      (t.kind != dag::TaskKind::forward && t.kind != dag::TaskKind::backward))
     return 0;
-  const auto& f = folded[static_cast<std::size_t>(t.virtual_stage)];
+  const auto& f = folded[static_cast<std::size_t>(dag::virtual_stage_of(t))];
   if (t.kind == dag::TaskKind::forward)
     return f.forward_s;
-  return f.backward_s + (t.micro_batch + 1 < micro_batches || f.recompute_last ? f.recompute_s : 0.0);
+  return f.backward_s + (dag::micro_batch_of(t) + 1 < micro_batches || f.recompute_last ? f.recompute_s : 0.0);
 }
 
 } // namespace
@@ -477,7 +479,9 @@ void fold_tensor_collectives(const Scenario& s, const CollectiveModel& whole_clu
       for (auto& part : parts) {
         if (part.collective == dag::Collective::none)
           continue;
-        const auto c = coster(dag::Task{.collective = part.collective, .bytes = part.bytes}, *layout);
+        const auto c = coster(
+            dag::Task{.payload = dag::CollectiveOp{.wire = {.collective = part.collective, .bytes = part.bytes}}},
+            *layout);
         part.collective_s = c.time_s;
         time_s += c.time_s;
         sent += c.bytes_sent;
@@ -541,8 +545,8 @@ PipelineStageReport stage_report(const Scenario& s, const dag::PipelinePlan& pla
   }
   const auto gpu = dag::Device::gpu(par.gpu(rank, 0));
   for (std::size_t v = 0; v < graph.size(); ++v)
-    if (graph.task(v).device == gpu && graph.task(v).collective == dag::Collective::point_to_point)
-      st.p2p_bytes += graph.task(v).bytes;
+    if (graph.task(v).device == gpu && dag::collective_of(graph.task(v)) == dag::Collective::point_to_point)
+      st.p2p_bytes += dag::bytes_of(graph.task(v));
   const auto ops = dag::pipeline_ops(*pl.schedule, stages, plan.micro_batches, pl.virtual_stages, rank);
   const auto& pr = plan.ranks[static_cast<std::size_t>(rank)];
   st.weight_versions =
@@ -653,9 +657,9 @@ IterationWindow pipeline_window(const Scenario& s, const dag::IterationGraph& gr
   std::optional<std::size_t> a, b;
   for (std::size_t v = 0; v < graph.size(); ++v) {
     const auto& t = graph.task(v);
-    if (t.kind == dag::TaskKind::backward && t.virtual_stage == 0 && t.micro_batch == first)
+    if (t.kind == dag::TaskKind::backward && dag::virtual_stage_of(t) == 0 && dag::micro_batch_of(t) == first)
       a = v;
-    if (t.kind == dag::TaskKind::backward && t.virtual_stage == 0 && t.micro_batch == last)
+    if (t.kind == dag::TaskKind::backward && dag::virtual_stage_of(t) == 0 && dag::micro_batch_of(t) == last)
       b = v;
   }
   if (!a || !b)

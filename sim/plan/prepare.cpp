@@ -39,9 +39,9 @@ std::string parameter_server_placement(const Scenario& s) {
 std::vector<double> server_shard_bytes(const std::vector<dag::GradientGroup>& groups, int servers) {
   std::vector<double> out(static_cast<std::size_t>(servers), 0.0);
   for (const auto& g : groups) {
-    const int count = g.shard_count > 0 ? g.shard_count : servers;
+    const int count = dag::shard_count_of(g) > 0 ? dag::shard_count_of(g) : servers;
     for (int j = 0; j < count; ++j)
-      out[static_cast<std::size_t>(g.shard_first + j)] += g.bytes / count;
+      out[static_cast<std::size_t>(dag::shard_first_of(g) + j)] += g.bytes / count;
   }
   return out;
 }
@@ -84,7 +84,7 @@ void prepare_parameter_server(const Scenario& s, Plan& p) {
     ps.warmup_iterations = kPsSyncIterations - 1;
     for (std::size_t v = 0; v < p.graph.size(); ++v) {
       const auto& t = p.graph.task(v);
-      if (t.kind == dag::TaskKind::backward && t.layer == 0)
+      if (t.kind == dag::TaskKind::backward && dag::layer_of(t) == 0)
         ps.iteration_end.push_back(v);
     }
     if (s.strategy.asynchronous()) {
@@ -277,12 +277,12 @@ CompressionTotals compression_totals(const std::vector<dag::GradientGroup>& grou
     const auto first = g.first_collective();
     if (first != dag::Collective::allgather && first != dag::Collective::global_topk)
       continue;
-    if (g.selected == 0 && g.wire_bits == 0 && g.kernel_s() == 0)
+    if (dag::selected_of(g) == 0 && dag::wire_bits_of(g) == 0 && g.kernel_s() == 0)
       continue; // a dense allgather (strategy traced), not a compressed group
     ++c.groups;
     c.elements += g.elements;
-    c.selected += g.selected;
-    c.wire_bits = g.wire_bits;
+    c.selected += dag::selected_of(g);
+    c.wire_bits = dag::wire_bits_of(g);
     c.compress_s += g.steps.front().kernel_s;
     c.decompress_s += g.kernel_s() - g.steps.front().kernel_s;
   }
@@ -293,13 +293,13 @@ std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGro
   PowerSgdTotals t;
   bool any = false;
   for (const auto& g : groups) {
-    if (g.wire_elements == 0 && g.low_rank_matrices == 0)
+    if (dag::wire_elements_of(g) == 0 && dag::low_rank_matrices_of(g) == 0)
       continue;
     any = true;
-    t.matrices += g.low_rank_matrices;
-    t.dense_tensors += static_cast<int>(g.tensors.size()) - g.low_rank_matrices;
+    t.matrices += dag::low_rank_matrices_of(g);
+    t.dense_tensors += static_cast<int>(g.tensors.size()) - dag::low_rank_matrices_of(g);
     t.elements += g.elements;
-    t.wire_elements += g.wire_elements;
+    t.wire_elements += dag::wire_elements_of(g);
     t.compress_s += g.kernel_s();
   }
   if (!any)
@@ -360,13 +360,13 @@ std::vector<std::string> CollectiveCoster::notes() const {
 
 CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const CommunicatorLayout& layout) {
   const auto shape = task_shape(s_, task, layout.shape);
-  const Key key{task.collective,   shape.nodes,          shape.gpus_per_node, shape.shard_first,
-                shape.shard_count, layout.whole_cluster, task.bytes};
+  const Key key{dag::collective_of(task), shape.nodes,          shape.gpus_per_node, shape.shard_first,
+                shape.shard_count,        layout.whole_cluster, dag::bytes_of(task)};
   const auto known = memo_.find(key);
   const int ranks = layout.shape.workers();
   Measured* measured = nullptr;
   for (const auto& m : measured_)
-    if (m->collective.collective == task.collective && m->collective.ranks == ranks &&
+    if (m->collective.collective == dag::collective_of(task) && m->collective.ranks == ranks &&
         (m->collective.nodes == 0 || m->collective.nodes == layout.shape.nodes))
       measured = m.get();
   // Else a measurement of the same collective with as many GPUs per node, inside one node or across nodes as this
@@ -375,7 +375,7 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
   if (measured == nullptr)
     for (const auto& m : measured_) {
       const auto& c = m->collective;
-      if (c.collective != task.collective || c.nodes <= 0 || c.ranks % c.nodes != 0 ||
+      if (c.collective != dag::collective_of(task) || c.nodes <= 0 || c.ranks % c.nodes != 0 ||
           c.ranks / c.nodes != layout.shape.gpus_per_node || (c.nodes > 1) != (layout.shape.nodes > 1))
         continue;
       if (measured == nullptr || std::abs(c.ranks - ranks) < std::abs(measured->collective.ranks - ranks))
@@ -384,9 +384,9 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
     }
   if (measured != nullptr && task.iteration == 0) { // counted per collective of one iteration, not per distinct cost
     ++(scaled ? measured->scaled[ranks] : measured->used);
-    if (!scaled && measured->model.time(task.bytes).extrapolated) {
+    if (!scaled && measured->model.time(dag::bytes_of(task)).extrapolated) {
       ++measured->extrapolated;
-      measured->largest_extrapolated_bytes = std::max(measured->largest_extrapolated_bytes, task.bytes);
+      measured->largest_extrapolated_bytes = std::max(measured->largest_extrapolated_bytes, dag::bytes_of(task));
     }
   }
   if (known != memo_.end())
@@ -395,27 +395,29 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
   // The closed form, or the phase-synchronous cost of the lowering; the flow engine replaces it with what it
   // simulates.
   CollectiveCost cost;
-  if (task.collective == dag::Collective::allreduce) {
+  if (dag::collective_of(task) == dag::Collective::allreduce) {
     if (layout.whole_cluster) {
-      cost = whole_cluster_.cost(task.bytes);
+      cost = whole_cluster_.cost(dag::bytes_of(task));
     } else {
       auto& model = other_groups_[{layout.shape.nodes, layout.shape.gpus_per_node}];
       if (!model) // a measured fit describes the whole cluster; a smaller group takes the algorithm's closed form
         model = make_cost_model(*s_.allreduce.algorithm, net);
-      cost = model->cost(task.bytes);
+      cost = model->cost(dag::bytes_of(task));
     }
   } else {
     const bool ps = s_.strategy.parameter_server() != nullptr;
-    const auto phases = collective_lowering(s_, task.collective).lower(shape, task.bytes, Granularity::aggregated);
+    const auto phases =
+        collective_lowering(s_, dag::collective_of(task)).lower(shape, dag::bytes_of(task), Granularity::aggregated);
     // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
     const double sent = !ps ? busiest_sender_bytes(phases, layout.shape.workers())
-                        : task.collective == dag::Collective::ps_push ? task.bytes
-                                                                      : 0.0;
+                        : dag::collective_of(task) == dag::Collective::ps_push ? dag::bytes_of(task)
+                                                                               : 0.0;
     cost = {phase_synchronous_time(phases, net), sent};
   }
   if (measured != nullptr) // what each rank sends stays the algorithm's; the time is the measurement's
-    cost.time_s =
-        dag::scaled_time(measured->model, task.collective, measured->collective.ranks, ranks, task.bytes).time_s;
+    cost.time_s = dag::scaled_time(measured->model, dag::collective_of(task), measured->collective.ranks, ranks,
+                                   dag::bytes_of(task))
+                      .time_s;
   memo_.emplace(key, cost);
   return cost;
 }
@@ -430,7 +432,7 @@ double cost_communication(const Scenario& s, const CollectiveModel& whole_cluste
   double bytes_sent = 0;
   for (std::size_t v = 0; v < graph.size(); ++v) {
     auto& task = graph.task(v);
-    if (task.collective == dag::Collective::none)
+    if (dag::collective_of(task) == dag::Collective::none)
       continue;
     const auto cost = coster(task, task_layout(s, graph, task, layouts));
     // The task's instances run at once: their time together (1 x alone when they share no link).
@@ -449,12 +451,12 @@ double cost_communication(const Scenario& s, const CollectiveModel& whole_cluste
 
 const CommunicatorLayout& task_layout(const Scenario& s, const dag::IterationGraph& graph, const dag::Task& task,
                                       std::vector<std::optional<CommunicatorLayout>>& cache) {
-  if (task.communicator < 0)
-    throw std::logic_error(fmt::format("{} task on {} has no communicator", dag::collective_name(task.collective),
-                                       dag::device_name(task.device)));
-  auto& slot = cache.at(static_cast<std::size_t>(task.communicator));
+  if (dag::communicator_of(task) < 0)
+    throw std::logic_error(fmt::format("{} task on {} has no communicator",
+                                       dag::collective_name(dag::collective_of(task)), dag::device_name(task.device)));
+  auto& slot = cache.at(static_cast<std::size_t>(dag::communicator_of(task)));
   if (!slot)
-    slot = layout_of(graph.communicator(task.communicator).ranks, s.cluster);
+    slot = layout_of(graph.communicator(dag::communicator_of(task)).ranks, s.cluster);
   return *slot;
 }
 
@@ -477,11 +479,11 @@ LoweringShape server_shape(const Scenario& s, LoweringShape communicator) {
 
 LoweringShape task_shape(const Scenario& s, const dag::Task& task, const LoweringShape& communicator) {
   LoweringShape shape = communicator;
-  if (task.collective == dag::Collective::ps_push || task.collective == dag::Collective::ps_pull) {
+  if (const auto* server = std::get_if<dag::ServerTransfer>(&task.payload)) { // a push or pull
     const auto& o = *s.strategy.parameter_server();
     shape = server_shape(s, shape);
-    shape.shard_first = task.shard_first;
-    shape.shard_count = task.shard_count;
+    shape.shard_first = server->shard_first;
+    shape.shard_count = server->shard_count;
     shape.node_aggregation = o.byteps;
   }
   return shape;

@@ -128,7 +128,7 @@ private:
     while (!queued[r].empty() && (handed_tasks[r] == 0 || handed[r] < credit)) {
       const auto v = std::get<2>(queued[r].top());
       queued[r].pop();
-      handed[r] += g.task(v).bytes;
+      handed[r] += dag::bytes_of(g.task(v));
       ++handed_tasks[r];
       hand_over(v, now);
     }
@@ -156,7 +156,7 @@ private:
       // The credit it frees is handed out after every task that becomes ready at this instant has queued (a
       // ready entry after all of them: ids from n on name a slot to hand out).
       const auto r = slot_of(task);
-      handed[r] = --handed_tasks[r] == 0 ? 0.0 : handed[r] - task.bytes;
+      handed[r] = --handed_tasks[r] == 0 ? 0.0 : handed[r] - dag::bytes_of(task);
       ready.emplace(now, n + r);
     }
   }

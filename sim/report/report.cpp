@@ -63,15 +63,17 @@ std::vector<std::string> tensor_names(const Scenario& s) {
 std::string task_label(const Scenario& s, const dag::Task& t) {
   switch (t.kind) {
   case dag::TaskKind::forward:
-    return "fwd " + layer_name(s, t.layer);
+    return "fwd " + layer_name(s, dag::layer_of(t));
   case dag::TaskKind::backward:
-    return "bwd " + layer_name(s, t.layer);
+    return "bwd " + layer_name(s, dag::layer_of(t));
   case dag::TaskKind::communication:
-    return fmt::format("{} #{} ({})", dag::collective_name(t.collective), t.group, format_bytes(t.bytes));
+    return fmt::format("{} #{} ({})", dag::collective_name(dag::collective_of(t)), dag::group_of(t),
+                       format_bytes(dag::bytes_of(t)));
   case dag::TaskKind::compression:
-    return fmt::format("compression #{}", t.group);
+    return fmt::format("compression #{}", dag::group_of(t));
   case dag::TaskKind::delay:
-    return fmt::format("{} #{}", s.strategy.parameter_server() != nullptr ? "server update" : "fusion wait", t.group);
+    return fmt::format("{} #{}", s.strategy.parameter_server() != nullptr ? "server update" : "fusion wait",
+                       dag::group_of(t));
   default:
     return std::string(dag::task_kind_name(t.kind));
   }
@@ -323,7 +325,8 @@ std::string tasks_csv(const Scenario& s, const RunResult& r) {
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
     middle[v] = fmt::format(",{},{},{},{},{},", dag::resource_name(t.resource), dag::task_kind_name(t.kind),
-                            layer_name(s, t.layer), t.group >= 0 ? std::to_string(t.group) : "", t.bytes);
+                            layer_name(s, dag::layer_of(t)),
+                            dag::group_of(t) >= 0 ? std::to_string(dag::group_of(t)) : "", dag::bytes_of(t));
   }
   const auto replicas = reported_replicas(r);
   std::size_t row_bytes = 0; // the middle columns, a device name and two times of up to 24 characters each
@@ -430,8 +433,8 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
       e["dur"] = (timing.end_s - timing.start_s) * 1e6;
       e["pid"] = pid;
       e["tid"] = tid;
-      if (t.bytes > 0)
-        e["args"] = {{"bytes", t.bytes}};
+      if (dag::bytes_of(t) > 0)
+        e["args"] = {{"bytes", dag::bytes_of(t)}};
       slices.push_back(std::move(e));
     }
   OrderedJson events = OrderedJson::array();
@@ -497,7 +500,7 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
   std::size_t collectives = 0; // one per group, or a chain of them (PowerSGD)
   for (std::size_t v = 0; v < r.graph.size(); ++v)
     if (r.graph.task(v).kind == dag::TaskKind::communication && r.graph.task(v).iteration == 0 &&
-        r.graph.task(v).collective != dag::Collective::point_to_point &&
+        dag::collective_of(r.graph.task(v)) != dag::Collective::point_to_point &&
         r.graph.task(v).resource != dag::Resource::gpu_compute) // tensor parallelism's: on the pipeline line
       ++collectives;
   const std::string groups =

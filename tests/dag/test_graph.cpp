@@ -59,7 +59,7 @@ TEST_CASE("dag::build_iteration makes load, copy, forward, backward, groups and 
       if (g.task(v).kind == TaskKind::communication) {
         ++comms;
         CHECK(g.task(v).resource == Resource::comm);
-        CHECK(g.task(v).collective == Collective::allreduce);
+        CHECK(collective_of(g.task(v)) == Collective::allreduce);
       }
     CHECK(comms == 2);
     CHECK(g.topological_order().size() == g.size());
@@ -100,9 +100,9 @@ TEST_CASE("dag::unroll_iterations chains copies through the update and the loade
 
 TEST_CASE("dag::IterationGraph detects cycles", "[dag][graph]") {
   IterationGraph g;
-  const auto a = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .layer = 0});
-  const auto b = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .layer = 1});
-  const auto c = g.add({.kind = TaskKind::backward, .resource = Resource::gpu_compute, .layer = 1});
+  const auto a = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .payload = Compute{.layer = 0}});
+  const auto b = g.add({.kind = TaskKind::forward, .resource = Resource::gpu_compute, .payload = Compute{.layer = 1}});
+  const auto c = g.add({.kind = TaskKind::backward, .resource = Resource::gpu_compute, .payload = Compute{.layer = 1}});
   g.depend(a, b);
   g.depend(b, c);
   CHECK(g.topological_order() == std::vector<std::size_t>{a, b, c});
@@ -138,11 +138,11 @@ TEST_CASE("dag::IterationGraph::place makes the DAG stand for every member of it
   CHECK_THROWS_AS(g.replica_device(1, Device::gpu(6)), std::logic_error); // not a device of the placed worker
   int collectives = 0;
   for (IterationGraph::Id v = 0; v < g.size(); ++v) {
-    if (g.task(v).collective != Collective::none) {
+    if (collective_of(g.task(v)) != Collective::none) {
       CHECK(g.instances(g.task(v)) == 1);
       CHECK(g.instance_of(g.task(v), 2) == 0);
     }
-    collectives += g.task(v).collective != Collective::none ? 1 : 0;
+    collectives += collective_of(g.task(v)) != Collective::none ? 1 : 0;
   }
   CHECK(collectives == 1);
 

@@ -54,27 +54,27 @@ Dag two_device_dag() {
   auto& g = d.graph;
   d.produce = g.add({.kind = dag::TaskKind::forward,
                      .resource = dag::Resource::gpu_compute,
-                     .layer = 0,
                      .duration_s = 1e-3,
-                     .device = dag::Device::gpu(1)});
+                     .device = dag::Device::gpu(1),
+                     .payload = dag::Compute{.layer = 0}});
   d.other = g.add({.kind = dag::TaskKind::forward,
                    .resource = dag::Resource::gpu_compute,
-                   .layer = 0,
                    .duration_s = 5e-3,
-                   .device = dag::Device::gpu(2)});
+                   .device = dag::Device::gpu(2),
+                   .payload = dag::Compute{.layer = 0}});
   d.send = g.add({.kind = dag::TaskKind::communication,
                   .resource = dag::Resource::comm,
-                  .collective = dag::Collective::point_to_point,
-                  .bytes = kBytes,
                   .device = dag::Device::gpu(1),
-                  .communicator = g.add_communicator({{1, 2}}),
-                  .src = 1,
-                  .dst = 2});
+                  .payload = dag::Transfer{.wire = {.collective = dag::Collective::point_to_point,
+                                                    .communicator = g.add_communicator({{1, 2}}),
+                                                    .bytes = kBytes},
+                                           .src = 1,
+                                           .dst = 2}});
   d.consume = g.add({.kind = dag::TaskKind::backward,
                      .resource = dag::Resource::gpu_compute,
-                     .layer = 0,
                      .duration_s = 2e-3,
-                     .device = dag::Device::gpu(2)});
+                     .device = dag::Device::gpu(2),
+                     .payload = dag::Compute{.layer = 0}});
   g.depend(d.produce, d.send);
   g.depend(d.send, d.consume);
   return d;
@@ -101,8 +101,9 @@ TEST_CASE("analytic: a point-to-point task between ranks 1 and 2 on two devices"
 
   SECTION("on one node the pair is 1 x 2 and crosses two GPU links") {
     auto same = two_device_dag();
-    same.graph.task(same.send).dst = 0;
-    same.graph.task(same.send).communicator = same.graph.add_communicator({{1, 0}});
+    auto& send = std::get<dag::Transfer>(same.graph.task(same.send).payload);
+    send.dst = 0;
+    send.wire.communicator = same.graph.add_communicator({{1, 0}});
     cost_communication(s, *allreduce, same.graph);
     CHECK_THAT(same.graph.task(same.send).duration_s, WithinRel(2 * 2e-6 + kBytes / 100e9, 1e-12));
   }

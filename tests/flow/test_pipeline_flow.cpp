@@ -42,7 +42,7 @@ std::vector<double> flow_run(const Scenario& s) {
     const auto r = run_flow(s);
     double longest = 0;
     for (std::size_t v = 0; v < r.graph.size(); ++v)
-      if (r.graph.task(v).collective == dag::Collective::point_to_point)
+      if (dag::collective_of(r.graph.task(v)) == dag::Collective::point_to_point)
         longest = std::max(longest, r.timing[v].end_s - r.timing[v].start_s);
     out.values = {r.iteration_time_s, longest, static_cast<double>(r.replicas.size() + 1)};
   });
@@ -55,7 +55,7 @@ std::vector<double> flow_run(const Scenario& s) {
 double longest_transfer(const RunResult& r) {
   double longest = 0;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
-    if (r.graph.task(v).collective == dag::Collective::point_to_point)
+    if (dag::collective_of(r.graph.task(v)) == dag::Collective::point_to_point)
       longest = std::max(longest, r.timing[v].end_s - r.timing[v].start_s);
   return longest;
 }

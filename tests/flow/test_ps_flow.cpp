@@ -107,8 +107,8 @@ TEST_CASE("flow::a ps-sync iteration with dedicated servers agrees with the anal
   // Server 0's NIC receives, in each of the 3 unrolled iterations, its shard of every key from the 4 workers.
   double shard0 = 0;
   for (const auto& g : analytic.groups)
-    if (g.shard_first == 0)
-      shard0 += g.bytes / g.shard_count;
+    if (dag::shard_first_of(g) == 0)
+      shard0 += g.bytes / dag::shard_count_of(g);
   CHECK_THAT(out.values[2], WithinRel(kPsSyncIterations * 4 * shard0, 1e-6));
 }
 

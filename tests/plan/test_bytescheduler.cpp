@@ -30,9 +30,8 @@ TEST_CASE("schedule: prioritised transfers go in priority order while the credit
       return g.add({.kind = TaskKind::communication,
                     .resource = Resource::comm,
                     .duration_s = ms * 1e-3,
-                    .collective = dag::Collective::allreduce,
-                    .bytes = 4,
-                    .priority = priority});
+                    .priority = priority,
+                    .payload = dag::CollectiveOp{.wire = {.collective = dag::Collective::allreduce, .bytes = 4}}});
     };
     const auto a = transfer(4, 2);
     const auto c = transfer(3, 1);
@@ -58,12 +57,12 @@ TEST_CASE("schedule: prioritised transfers go in priority order while the credit
     g.set_priority_credit(4);
     std::vector<dag::IterationGraph::Id> ids;
     for (const int priority : {3, 1, 2})
-      ids.push_back(g.add({.kind = TaskKind::communication,
-                           .resource = Resource::comm,
-                           .duration_s = 1e-3,
-                           .collective = dag::Collective::allreduce,
-                           .bytes = 4,
-                           .priority = priority}));
+      ids.push_back(
+          g.add({.kind = TaskKind::communication,
+                 .resource = Resource::comm,
+                 .duration_s = 1e-3,
+                 .priority = priority,
+                 .payload = dag::CollectiveOp{.wire = {.collective = dag::Collective::allreduce, .bytes = 4}}}));
     const auto t = schedule(g);
     CHECK_THAT(t[ids[1]].start_s * 1e3, WithinAbs(0, 1e-9));
     CHECK_THAT(t[ids[2]].start_s * 1e3, WithinAbs(1, 1e-9));

@@ -61,8 +61,9 @@ TEST_CASE("sim::selection algorithms change the compression time, not the traffi
     const auto s = compression_scenario(doc);
     const auto r = run_scenario(s);
     const auto& g = r.groups.at(0);
-    const auto cost = dag::sparsification_cost(s.strategy.get<dag::SparsificationOptions>().selection,
-                                               static_cast<double>(g.elements), static_cast<double>(g.selected), 4);
+    const auto cost =
+        dag::sparsification_cost(s.strategy.get<dag::SparsificationOptions>().selection,
+                                 static_cast<double>(g.elements), static_cast<double>(dag::selected_of(g)), 4);
     CHECK_THAT(g.steps.at(0).kernel_s, WithinRel(cost.seconds(kBandwidth), 1e-12));
     CHECK(g.steps.at(0).kernel_s > previous_compression);
     previous_compression = g.steps.at(0).kernel_s;
@@ -87,9 +88,9 @@ TEST_CASE("sim::lags sparsifies and allgathers every tensor as soon as it is rea
   for (std::size_t i = 0; i < r.groups.size(); ++i) {
     const auto& g = r.groups[i];
     REQUIRE(g.tensors.size() == 1);
-    CHECK(g.selected == dag::selected_elements(g.elements, 0.01));
+    CHECK(dag::selected_of(g) == dag::selected_elements(g.elements, 0.01));
     // Recursive-doubling allgather of k pairs (8 bytes) per worker.
-    const double w = static_cast<double>(g.selected) * 8;
+    const double w = static_cast<double>(dag::selected_of(g)) * 8;
     CHECK_THAT(comms[i]->duration_s, WithinRel(std::log2(p) * kAlpha + (p - 1) * w * kBeta, 1e-12));
     sent += (p - 1) * w;
   }
@@ -162,7 +163,7 @@ double engine_allgather_finish(const dag::StrategyInput& in, const std::vector<d
   auto graph = dag::build_iteration(in.model, in.costs, groups, true);
   for (std::size_t v = 0; v < graph.size(); ++v)
     if (graph.task(v).kind == dag::TaskKind::communication)
-      graph.task(v).duration_s = in.allgather_time(graph.task(v).bytes);
+      graph.task(v).duration_s = in.allgather_time(dag::bytes_of(graph.task(v)));
   const auto timing = schedule(graph);
   double finish = 0;
   for (std::size_t v = 0; v < graph.size(); ++v)
@@ -288,7 +289,7 @@ TEST_CASE("sim::quantisation allgathers every DDP bucket at its bits per element
     const double m = static_cast<double>(g.elements);
     const double scales = kind == "qsgd" ? 4 * std::ceil(m / 512) : 4.0 * static_cast<double>(g.tensors.size());
     const double w = m * bits / 8 + scales;
-    CHECK(g.wire_bits == bits);
+    CHECK(dag::wire_bits_of(g) == bits);
     CHECK_THAT(comms[i]->duration_s, WithinRel(std::log2(p) * kAlpha + (p - 1) * w * kBeta, 1e-12));
     const auto encode = dag::quantisation_cost(kind == "qsgd"       ? dag::Quantiser::qsgd
                                                : kind == "terngrad" ? dag::Quantiser::terngrad
@@ -314,7 +315,7 @@ TEST_CASE("sim::qsgd's levels set its bits; an allgather of quantised gradients 
   doc["model"]["batch_per_gpu"] = 32;
   doc["strategy"]["levels"] = 7;
   const auto four_bit = run_scenario(compression_scenario(doc));
-  CHECK(four_bit.groups[0].wire_bits == 4);
+  CHECK(dag::wire_bits_of(four_bit.groups[0]) == 4);
   doc["strategy"]["levels"] = 127;
   const auto eight_bit = run_scenario(compression_scenario(doc));
   CHECK(four_bit.communication_bytes_per_worker < eight_bit.communication_bytes_per_worker);
@@ -356,7 +357,7 @@ TEST_CASE("sim::a calibrated selection cost curve replaces the traffic model", "
   REQUIRE(s.strategy.get<dag::SparsificationOptions>().selection_curve);
   const auto r = run_scenario(s);
   const auto& g = r.groups.at(0);
-  const double m = static_cast<double>(g.elements), k = static_cast<double>(g.selected);
+  const double m = static_cast<double>(g.elements), k = static_cast<double>(dag::selected_of(g));
   // Error feedback keeps its traffic model (4 m e, three kernels); the selection takes the curve.
   CHECK_THAT(g.steps.at(0).kernel_s,
              WithinRel(4 * m * 4 / kBandwidth + 3 * dag::kKernelLaunchS + 100e-6 + 50e-12 * m + 2e-9 * k, 1e-12));

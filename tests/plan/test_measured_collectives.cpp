@@ -41,7 +41,7 @@ Json measured_doc(std::int64_t parameters, int nodes = 2) {
 
 double allreduce_s(const RunResult& r) {
   for (std::size_t v = 0; v < r.graph.size(); ++v)
-    if (r.graph.task(v).collective == Collective::allreduce)
+    if (dag::collective_of(r.graph.task(v)) == Collective::allreduce)
       return r.graph.task(v).duration_s;
   FAIL("no allreduce");
   return 0;

@@ -43,7 +43,7 @@ PipelinePlan uniform(const PipelineScheduleInfo* schedule, int p, int m, int v, 
 // Sets every transfer's duration to c and returns the makespan.
 double makespan(IterationGraph g, double c = 0) {
   for (std::size_t v = 0; v < g.size(); ++v)
-    if (g.task(v).collective == Collective::point_to_point)
+    if (dag::collective_of(g.task(v)) == Collective::point_to_point)
       g.task(v).duration_s = c;
   return sim::makespan_of(sim::schedule(g));
 }
@@ -135,8 +135,8 @@ TEST_CASE("pipeline: PipeDream's steady state has no bubble: m (t_f + t_b) per i
     const auto timing = sim::schedule(g);
     std::vector<double> ends(static_cast<std::size_t>(m + 3 * p), -1);
     for (std::size_t v = 0; v < g.size(); ++v)
-      if (g.task(v).kind == TaskKind::backward && g.task(v).virtual_stage == 0)
-        ends[static_cast<std::size_t>(g.task(v).micro_batch)] = timing[v].end_s;
+      if (g.task(v).kind == TaskKind::backward && dag::virtual_stage_of(g.task(v)) == 0)
+        ends[static_cast<std::size_t>(dag::micro_batch_of(g.task(v)))] = timing[v].end_s;
     const auto first = static_cast<std::size_t>(2 * p - 1);
     CHECK_THAT(ends[first + m] - ends[first], WithinRel(48.0, 1e-9));
     // Every period in the window is t_f + t_b: no stage waits.
@@ -231,16 +231,17 @@ TEST_CASE("pipeline: a hybrid's stages reduce over their own data-parallel group
   int transfers = 0;
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
-    if (t.collective == Collective::allreduce) {
-      CAPTURE(t.device.index, t.bytes);
-      CHECK_THAT(t.duration_s, WithinRel(ring->cost(t.bytes).time_s, 1e-12));
-      reduced[t.device.index] += t.bytes;
-      const auto& group = r.graph.communicator(t.communicator).ranks;
+    if (dag::collective_of(t) == Collective::allreduce) {
+      CAPTURE(t.device.index, dag::bytes_of(t));
+      CHECK_THAT(t.duration_s, WithinRel(ring->cost(dag::bytes_of(t)).time_s, 1e-12));
+      reduced[t.device.index] += dag::bytes_of(t);
+      const auto& group = r.graph.communicator(dag::communicator_of(t)).ranks;
       CHECK(group == (t.device.index == 0 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{4, 5, 6, 7}));
     }
-    if (t.collective == Collective::point_to_point) {
+    if (const auto* p = std::get_if<dag::Transfer>(&t.payload)) {
       ++transfers;
-      CHECK(((t.src == 0 && t.dst == 4) || (t.src == 4 && t.dst == 0)));
+      CHECK(p->wire.collective == Collective::point_to_point);
+      CHECK(((p->src == 0 && p->dst == 4) || (p->src == 4 && p->dst == 0)));
     }
   }
   // bsp: one allreduce of each stage's whole gradient (layers 0-1: 3 M parameters, layers 2-3: 7 M), fp32.

@@ -41,7 +41,7 @@ Json two_layers(int rank) {
 std::vector<std::size_t> tasks_of_group(const RunResult& r, int group) {
   std::vector<std::size_t> out;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
-    if (r.graph.task(v).group == group)
+    if (dag::group_of(r.graph.task(v)) == group)
       out.push_back(v);
   return out;
 }
@@ -88,8 +88,8 @@ TEST_CASE("sim::PowerSGD traffic per matrix is (n + m) r elements per allreduce 
     std::vector<double> bytes;
     for (auto v : tasks_of_group(run, g))
       if (run.graph.task(v).kind == dag::TaskKind::communication) {
-        CHECK(run.graph.task(v).collective == dag::Collective::allreduce);
-        bytes.push_back(run.graph.task(v).bytes);
+        CHECK(dag::collective_of(run.graph.task(v)) == dag::Collective::allreduce);
+        bytes.push_back(dag::bytes_of(run.graph.task(v)));
       }
     CAPTURE(g);
     REQUIRE(bytes.size() == 3);

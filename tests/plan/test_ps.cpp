@@ -41,7 +41,7 @@ Json two_layers_ps(int nodes, const std::string& kind) {
 std::vector<const dag::Task*> tasks_of_collective(const RunResult& r, dag::Collective c, int iteration = 0) {
   std::vector<const dag::Task*> out;
   for (std::size_t v = 0; v < r.graph.size(); ++v)
-    if (r.graph.task(v).collective == c && r.graph.task(v).iteration == iteration)
+    if (dag::collective_of(r.graph.task(v)) == c && r.graph.task(v).iteration == iteration)
       out.push_back(&r.graph.task(v));
   return out;
 }
@@ -61,10 +61,10 @@ TEST_CASE("sim::parameter-server keys are placed as MXNet's KVStore places them"
   const auto r = run_scenario(s);
   REQUIRE(r.groups.size() == 2);
   // Gradient-ready order: tensor 1 (small, key 1) first, to server 9973 mod 4 = 1; then tensor 0 split over 4.
-  CHECK(r.groups[0].shard_first == 1);
-  CHECK(r.groups[0].shard_count == 1);
-  CHECK(r.groups[1].shard_first == 0);
-  CHECK(r.groups[1].shard_count == 4);
+  CHECK(dag::shard_first_of(r.groups[0]) == 1);
+  CHECK(dag::shard_count_of(r.groups[0]) == 1);
+  CHECK(dag::shard_first_of(r.groups[1]) == 0);
+  CHECK(dag::shard_count_of(r.groups[1]) == 4);
   CHECK(s.strategy.get<dag::ParameterServerOptions>().servers == 4); // one per node by default
 }
 
@@ -140,14 +140,14 @@ TEST_CASE("sim::ps-sync's steady-state period lies between its bounds", "[sim][p
       continue;
     if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward || t.kind == dag::TaskKind::h2d)
       compute += t.duration_s;
-    if (t.collective == dag::Collective::ps_push)
+    if (dag::collective_of(t) == dag::Collective::ps_push)
       push += t.duration_s;
-    if (t.collective == dag::Collective::ps_pull)
+    if (dag::collective_of(t) == dag::Collective::ps_pull)
       pull += t.duration_s;
     if (t.kind == dag::TaskKind::delay)
       updates += t.duration_s;
     if (t.kind == dag::TaskKind::communication)
-      lanes[{t.collective, t.lane}] += t.duration_s;
+      lanes[{dag::collective_of(t), t.lane}] += t.duration_s;
   }
   for (auto c : {dag::Collective::ps_push, dag::Collective::ps_pull}) {
     double busiest = 0;
@@ -184,7 +184,7 @@ TEST_CASE("sim::ps-sync's period is the per-iteration schedule when communicatio
       compute += t.duration_s;
     if (t.kind == dag::TaskKind::h2d)
       h2d = t.duration_s;
-    if (t.kind == dag::TaskKind::delay && t.group == 1)
+    if (t.kind == dag::TaskKind::delay && dag::group_of(t) == 1)
       last_update = t.duration_s;
   }
   const auto alone = dag::build_iteration(s.model, compute_costs(s).worker, {}, false);
@@ -519,9 +519,9 @@ TEST_CASE("sim::BytePS mode: nodes push once, one node uses no network, each NIC
     REQUIRE(r.groups.size() == 5);
     double total = 0;
     for (std::size_t i = 0; i < r.groups.size(); ++i) {
-      CHECK(r.groups[i].shard_first == static_cast<int>(i % 3));
-      CHECK(r.groups[i].shard_count == 1);
-      CHECK_THAT(r.groups[i].server_s, WithinRel(3 * r.groups[i].bytes / 15e9, 1e-12));
+      CHECK(dag::shard_first_of(r.groups[i]) == static_cast<int>(i % 3));
+      CHECK(dag::shard_count_of(r.groups[i]) == 1);
+      CHECK_THAT(dag::server_s_of(r.groups[i]), WithinRel(3 * r.groups[i].bytes / 15e9, 1e-12));
       total += r.groups[i].bytes;
     }
     CHECK_THAT(total, WithinRel(m, 1e-12));
@@ -545,7 +545,7 @@ TEST_CASE("sim::BytePS mode: nodes push once, one node uses no network, each NIC
       // per node: the keys of other nodes' servers pushed, its own server's keys pulled by the N-1 others
       std::vector<double> own(static_cast<std::size_t>(nodes), 0.0);
       for (const auto& g : r.groups)
-        own[static_cast<std::size_t>(g.shard_first)] += g.bytes;
+        own[static_cast<std::size_t>(dag::shard_first_of(g))] += g.bytes;
       double sum = 0;
       int nics = 0;
       for (const auto& l : r.links)

@@ -50,12 +50,12 @@ TEST_CASE("sim::topk and gtopk communicate as the gTop-k paper's cost model", "[
     const auto gtopk = run_scenario(resnet50(p, "gtopk", density));
     REQUIRE(topk.groups.size() == 1);
     const double m = static_cast<double>(topk.groups[0].elements);
-    const double k = static_cast<double>(topk.groups[0].selected);
+    const double k = static_cast<double>(dag::selected_of(topk.groups[0]));
     CHECK(k == std::ceil(density * m));
     // 2k elements per message: k values and k int32 indices.
     CHECK_THAT(only(topk, dag::TaskKind::communication).duration_s, WithinRel(lg * a + 2 * (p - 1) * k * b, 1e-12));
     CHECK_THAT(only(gtopk, dag::TaskKind::communication).duration_s, WithinRel(2 * lg * a + 4 * lg * k * b, 1e-12));
-    CHECK(only(gtopk, dag::TaskKind::communication).collective == dag::Collective::global_topk);
+    CHECK(dag::collective_of(only(gtopk, dag::TaskKind::communication)) == dag::Collective::global_topk);
     // Rank 0 of gTop-k's tree sends the global top-k log2 p times; Top-k's allgather sends p - 1 blocks.
     CHECK_THAT(gtopk.communication_bytes_per_worker, WithinRel(lg * 8 * k, 1e-12));
     CHECK_THAT(topk.communication_bytes_per_worker, WithinRel((p - 1) * 8 * k, 1e-12));
@@ -65,7 +65,7 @@ TEST_CASE("sim::topk and gtopk communicate as the gTop-k paper's cost model", "[
 TEST_CASE("sim::compression kernels cost their memory traffic and count as compression", "[sim][sparse]") {
   const auto r = run_scenario(resnet50(32, "gtopk"));
   const double bw = 900e9 * 0.642; // V100-SXM2 memory bandwidth x efficiency
-  const double m = static_cast<double>(r.groups[0].elements), k = static_cast<double>(r.groups[0].selected);
+  const double m = static_cast<double>(r.groups[0].elements), k = static_cast<double>(dag::selected_of(r.groups[0]));
   // Error feedback 4 m e, radix select 36 m e + k pairs, six kernels; decompression clears m e and adds k pairs,
   // two kernels; 5 us per launch.
   CHECK_THAT(only(r, dag::TaskKind::compression, 0).duration_s, WithinRel((40 * m * 4 + 8 * k) / bw + 6 * 5e-6, 1e-12));

@@ -48,11 +48,11 @@ std::map<Collective, int> tensor_collectives(const Plan& p, int gpu) {
   const auto& g = p.graph;
   for (std::size_t v = 0; v < g.size(); ++v) {
     const auto& t = g.task(v);
-    if (t.collective == Collective::none || t.resource != dag::Resource::gpu_compute || t.device.index != gpu)
+    if (dag::collective_of(t) == Collective::none || t.resource != dag::Resource::gpu_compute || t.device.index != gpu)
       continue;
-    CHECK(t.bytes == kBsh);
+    CHECK(dag::bytes_of(t) == kBsh);
     CHECK(g.axis(t) == dag::IterationGraph::Axis::tensor);
-    ++out[t.collective];
+    ++out[dag::collective_of(t)];
   }
   return out;
 }
@@ -70,8 +70,8 @@ TEST_CASE("tensor parallelism: 2 + 2 collectives of b s h per block and micro-ba
   // Their communicator is the stage's tensor group; the DAG stands for its 4 GPUs.
   for (std::size_t v = 0; v < p.graph.size(); ++v) {
     const auto& t = p.graph.task(v);
-    if (t.collective == Collective::allreduce && t.resource == dag::Resource::gpu_compute)
-      CHECK(p.graph.communicator(t.communicator).ranks ==
+    if (dag::collective_of(t) == Collective::allreduce && t.resource == dag::Resource::gpu_compute)
+      CHECK(p.graph.communicator(dag::communicator_of(t)).ranks ==
             (t.device.index == 0 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{4, 5, 6, 7}));
   }
   CHECK(p.graph.replicas() == 4);
@@ -89,8 +89,8 @@ TEST_CASE("tensor parallelism: 2 + 2 collectives of b s h per block and micro-ba
   // parallelism: b s h elements, or b s h / t.
   for (const auto* run : {&p, &sp})
     for (std::size_t v = 0; v < run->graph.size(); ++v)
-      if (run->graph.task(v).collective == Collective::point_to_point)
-        CHECK(run->graph.task(v).bytes == (run == &p ? kBsh : kBsh / 4));
+      if (dag::collective_of(run->graph.task(v)) == Collective::point_to_point)
+        CHECK(dag::bytes_of(run->graph.task(v)) == (run == &p ? kBsh : kBsh / 4));
 }
 
 TEST_CASE("tensor parallelism: 1/t of each layer's compute (LayerNorm whole without sequence parallelism), the "
@@ -241,7 +241,7 @@ TEST_CASE("tensor parallelism: the DAG's copies and the instances of its collect
   bool data = false, tensor = false, transfer = false;
   for (std::size_t v = 0; v < g.size(); ++v) {
     const auto& t = g.task(v);
-    if (t.collective == Collective::none || t.device.index != 0)
+    if (dag::collective_of(t) == Collective::none || t.device.index != 0)
       continue;
     switch (g.axis(t)) {
     case dag::IterationGraph::Axis::data: // one per tensor rank, shared by the replicas
@@ -260,7 +260,8 @@ TEST_CASE("tensor parallelism: the DAG's copies and the instances of its collect
       transfer = true;
       CHECK(g.instances(t) == 8);
       CHECK(g.instance_of(t, 6) == 6);
-      CHECK(g.instance_communicator(t, 6).ranks == (t.dst == 8 ? std::vector<int>{6, 14} : std::vector<int>{14, 6}));
+      CHECK(g.instance_communicator(t, 6).ranks ==
+            (std::get<dag::Transfer>(t.payload).dst == 8 ? std::vector<int>{6, 14} : std::vector<int>{14, 6}));
       break;
     }
   }

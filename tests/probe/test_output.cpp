@@ -269,18 +269,18 @@ TEST_CASE("ResNet-50: a probe file of the quickstart plan calibrates every layer
   int forward = 0, backward = 0;
   for (std::size_t v = 0; v < run.graph.size(); ++v) {
     const auto& t = run.graph.task(v);
-    if (t.layer < 0 || t.iteration != 0)
+    if (dag::layer_of(t) < 0 || t.iteration != 0)
       continue;
-    const double l = t.layer + 1;
+    const double l = dag::layer_of(t) + 1;
     if (t.kind == dag::TaskKind::forward) {
       ++forward;
       CHECK_THAT(t.duration_s, WithinRel(1e-4 * l, 1e-9));
     }
     if (t.kind == dag::TaskKind::backward) {
       ++backward;
-      const bool memory = plan.layers[static_cast<std::size_t>(t.layer)].kernel == probe::KernelKind::memory;
+      const bool memory = plan.layers[static_cast<std::size_t>(dag::layer_of(t))].kernel == probe::KernelKind::memory;
       // memory-bound: one backward kernel (x 2.25); otherwise backward-data (x 1.5, none for conv1) + filter (x 2.25)
-      const double expected = memory ? 2.25 : (t.layer == 0 ? 0 : 1.5) + 2.25;
+      const double expected = memory ? 2.25 : (dag::layer_of(t) == 0 ? 0 : 1.5) + 2.25;
       CHECK_THAT(t.duration_s, WithinRel(1e-4 * l * expected, 1e-9));
     }
   }

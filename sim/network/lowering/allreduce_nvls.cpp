@@ -4,7 +4,7 @@
 // Each GPU's link so carries n + n/g bytes each way (n out for the g load-reduces of its data, n/g of its own sums
 // out; n/g of sums in, n of every owner's stores in), against 2(g-1)/g n for a ring. Across N nodes (NVLS-tree), GPU
 // i of each node takes part, for the buffer's share i it owns, in an allreduce of n/g between the nodes (here a ring
-// over GPU i of every node, as `hierarchical` runs it: 2(N-1)/N n/g through the NICs), and NCCL pipelines the stages,
+// over GPU i of every node, as `hierarchical` runs it: 2(N-1)/N n/g through the NICs), and NCCL pipelines the two legs,
 // so the inside of the node and the network run at the same time and the slower one sets the pace.
 //
 // Rates and latency from NCCL (NVIDIA/nccl): its NVLS kernels reach nvlsEfficiency = 0.85 of the NVLink rate on Hopper
@@ -21,7 +21,7 @@ namespace {
 
 // The intra-node flows (GPU i -> GPU i+1 of its node: one flow out of and into every GPU link, carrying the link time
 // of n(1 + 1/g) at NVLS's share of the rate) and, across nodes, the inter-node ring of GPU i of every node at the same
-// time (pipelined stages): one phase when aggregated; per message, the ring's 2(N-1) steps of n/(gN) each in a phase
+// time (pipelined legs): one phase when aggregated; per message, the ring's 2(N-1) steps of n/(gN) each in a phase
 // of its own, the first beside the intra-node flows.
 std::vector<Phase> nvls_phases(const LoweringShape& shape, double bytes, Granularity granularity) {
   const int g = shape.gpus_per_node, nodes = shape.nodes;
@@ -66,7 +66,8 @@ public:
   }
 
 protected:
-  // Across nodes the slower of two stages sets the time: the maximum of two affine costs is not affine.
+  // Across nodes the slower of the two legs (inside the node, between nodes) sets the time: the maximum of two affine
+  // costs is not affine.
   [[nodiscard]] bool affine_in_bytes() const override { return net_.nodes == 1; }
 
 private:
