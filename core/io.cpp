@@ -225,6 +225,18 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
   return content;
 }
 
+std::string csv_cell(std::string_view text) {
+  if (text.find_first_of(",\"\n\r") == std::string_view::npos)
+    return std::string(text);
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"')
+      out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string fingerprint(std::string_view bytes) {
   std::uint64_t h = 14695981039346656037ull;
   for (const unsigned char c : bytes) {

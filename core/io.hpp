@@ -65,6 +65,10 @@ inline constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
 /// name, is a device (/dev/zero), or is larger than `max_bytes` (a pipe that does not end).
 [[nodiscard]] std::string read_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
 
+/// `text` as one field of a CSV row (RFC 4180): quoted, its quotes doubled, when it holds a comma, a quote or a line
+/// break; as it is otherwise.
+[[nodiscard]] std::string csv_cell(std::string_view text);
+
 /// FNV-1a (64 bits) of `bytes` as 16 hex digits: a fingerprint of a file's content, not a cryptographic hash.
 [[nodiscard]] std::string fingerprint(std::string_view bytes);
 

@@ -60,18 +60,6 @@ std::vector<Dimension> dimensions(const std::vector<SweepAxis>& axes) {
 
 // ---- text --------------------------------------------------------------------------------------------------------
 
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos)
-    return text;
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"')
-      out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 // A swept value as a cell: strings without quotes, everything else as compact JSON.
 std::string value_text(const Json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
@@ -425,6 +413,24 @@ std::size_t count_failed(const std::map<std::size_t, PointResult>& results) {
       std::count_if(results.begin(), results.end(), [](const auto& kv) { return !kv.second.ok; }));
 }
 
+// The results a journal holds for --resume, when it is this sweep's and shard's, on the same inputs.
+std::map<std::size_t, PointResult> resumed_results(const std::string& journal_path, const std::string& identity,
+                                                   const std::string& shard_text,
+                                                   const std::map<std::string, std::string>& inputs) {
+  auto j = read_journal(journal_path);
+  if (j.identity != identity || j.shard != shard_text)
+    throw InputError(journal_path, "",
+                     fmt::format("--resume: these results come from a different sweep ({} shard {}, this one is "
+                                 "{} shard {}); use another --out or run without --resume",
+                                 j.identity, j.shard, identity, shard_text));
+  if (const auto changed = changed_input(j.inputs, inputs); !changed.empty())
+    throw InputError(journal_path, "",
+                     fmt::format("--resume: an input changed since these results were computed: {}; use another "
+                                 "--out or run without --resume",
+                                 changed));
+  return std::move(j.results);
+}
+
 } // namespace
 
 std::vector<SweepPoint> expand_sweep(const std::vector<SweepAxis>& axes) {
@@ -569,18 +575,7 @@ SweepOutcome run_sweep(const Scenario& s, const SweepOptions& options) {
   SweepOutcome outcome;
   const OutputDir held(dir.string()); // locked before the journal is read
   if (options.resume && path_exists(journal_path)) {
-    auto j = read_journal(journal_path);
-    if (j.identity != identity || j.shard != shard_text)
-      throw InputError(journal_path, "",
-                       fmt::format("--resume: these results come from a different sweep ({} shard {}, this one is "
-                                   "{} shard {}); use another --out or run without --resume",
-                                   j.identity, j.shard, identity, shard_text));
-    if (const auto changed = changed_input(j.inputs, options.inputs); !changed.empty())
-      throw InputError(journal_path, "",
-                       fmt::format("--resume: an input changed since these results were computed: {}; use another "
-                                   "--out or run without --resume",
-                                   changed));
-    results = std::move(j.results);
+    results = resumed_results(journal_path, identity, shard_text, options.inputs);
     outcome.resumed = results.size();
   }
   // The journal is rewritten from what is kept (a cut-short last line disappears), then appended to.

@@ -325,7 +325,7 @@ std::string tasks_csv(const Scenario& s, const RunResult& r) {
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
     middle[v] = fmt::format(",{},{},{},{},{},", dag::resource_name(t.resource), dag::task_kind_name(t.kind),
-                            layer_name(s, dag::layer_of(t)),
+                            csv_cell(layer_name(s, dag::layer_of(t))), // RFC 4180: a name may hold commas
                             dag::group_of(t) >= 0 ? std::to_string(dag::group_of(t)) : "", dag::bytes_of(t));
   }
   const auto replicas = reported_replicas(r);

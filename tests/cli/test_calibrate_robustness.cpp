@@ -16,31 +16,19 @@
 #include <vector>
 
 using Catch::Contains;
+using ddlsim::test::check_refused;
 using ddlsim::test::Outcome;
 using ddlsim::test::read_text;
 using ddlsim::test::run_ddlsim;
 using ddlsim::test::run_ok;
 using ddlsim::test::TempDir;
+using ddlsim::test::write_text;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kQuickstart = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json";
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  REQUIRE(out.good());
-}
-
-// Exit 2, one line, the phrase in it.
-void check_refused(const Outcome& o, const std::string& phrase) {
-  INFO("stdout: " << o.out << "\nstderr: " << o.err);
-  CHECK(o.exit_code == 2);
-  CHECK_THAT(o.err, Contains(phrase));
-  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
-}
 
 // Time of an all_reduce of `size` bytes in microseconds, as nccl-tests prints it: 20 us + size / (10 GB/s).
 std::string linear_us(std::uint64_t size) {

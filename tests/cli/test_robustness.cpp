@@ -20,30 +20,18 @@
 #include <vector>
 
 using Catch::Contains;
+using ddlsim::test::check_refused;
 using ddlsim::test::Outcome;
 using ddlsim::test::read_text;
 using ddlsim::test::run_ddlsim;
 using ddlsim::test::run_ok;
 using ddlsim::test::TempDir;
+using ddlsim::test::write_text;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kQuickstart = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/quickstart.json";
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  REQUIRE(out.good());
-}
-
-// Exit 2, one line, the phrase in it.
-void check_refused(const Outcome& o, const std::string& phrase) {
-  INFO("stdout: " << o.out << "\nstderr: " << o.err);
-  CHECK(o.exit_code == 2);
-  CHECK_THAT(o.err, Contains(phrase));
-  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
-}
 
 // Files directly in `dir`, by name.
 std::vector<std::string> files_in(const fs::path& dir) {
@@ -463,6 +451,39 @@ TEST_CASE("robustness: without gnuplot a sweep finishes with a note; plot says w
   check_refused(plot, "gnuplot is not on PATH");
   check_refused(run_ddlsim({"plot", fs::path(tmp / "s") / "results.csv", "--out", tmp / "a\nb.png"}),
                 "a control character");
+}
+
+TEST_CASE("robustness: tasks.csv quotes layer names with commas, quotes and line breaks (RFC 4180, #31 R26)",
+          "[cli][robustness]") {
+  TempDir tmp;
+  auto doc = nlohmann::json::parse(read_text(kQuickstart));
+  const std::vector<std::string> names{"conv, 1", "say \"hi\"", "two\nlines"};
+  doc["model"] = {{"batch_per_gpu", 8}, {"layers", nlohmann::json::array()}};
+  for (std::size_t i = 0; i < names.size(); ++i)
+    doc["model"]["layers"].push_back({{"name", names[i]},
+                                      {"params", 1000},
+                                      {"fwd_flops", "1 GFLOP"},
+                                      {"inputs", i == 0 ? nlohmann::json::array() : nlohmann::json{names[i - 1]}}});
+  write_text(tmp / "named.json", doc.dump());
+  run_ok({"run", tmp / "named.json", "--out", tmp / "o", "--no-trace"});
+  const auto csv = read_text(fs::path(tmp / "o") / "tasks.csv");
+  CHECK_THAT(csv, Contains(",\"conv, 1\",") && Contains(",\"say \"\"hi\"\"\",") && Contains(",\"two\nlines\","));
+  // Every row has the header's 8 fields, counted as RFC 4180 reads them.
+  std::size_t fields = 1, rows = 0;
+  bool quoted = false;
+  for (std::size_t i = 0; i < csv.size(); ++i) {
+    const char c = csv[i];
+    if (c == '"')
+      quoted = !quoted;
+    else if (c == ',' && !quoted)
+      ++fields;
+    else if (c == '\n' && !quoted) {
+      CHECK(fields == 8);
+      fields = 1;
+      ++rows;
+    }
+  }
+  CHECK(rows > 3);
 }
 
 TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -125,6 +126,20 @@ inline Outcome run_ok(const std::vector<std::string>& args) {
   INFO("stderr: " << o.err);
   REQUIRE(o.exit_code == 0);
   return o;
+}
+
+// Bad input: exit 2 and one line on stderr, the phrase in it.
+inline void check_refused(const Outcome& o, const std::string& phrase) {
+  INFO("stdout: " << o.out << "\nstderr: " << o.err);
+  CHECK(o.exit_code == 2);
+  CHECK_THAT(o.err, Catch::Contains(phrase));
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+}
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
 }
 
 } // namespace ddlsim::test
