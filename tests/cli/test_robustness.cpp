@@ -486,6 +486,20 @@ TEST_CASE("robustness: tasks.csv quotes layer names with commas, quotes and line
   CHECK(rows > 3);
 }
 
+TEST_CASE("robustness: partitions too small for memory are refused by check, with the count (#31 R01)",
+          "[cli][robustness]") {
+  // ResNet-50's 25.6 M parameters: ByteScheduler's partition of 10 parameters, 1 parameter, BytePS's 4 B.
+  const auto [strategy, pointer] = GENERATE(table<std::string, std::string>({
+      {R"({"kind": "bytescheduler", "partition": 10})", "/strategy/partition"},
+      {R"({"kind": "bytescheduler", "partition": 1})", "/strategy/partition"},
+      {R"({"kind": "ps-sync", "mode": "byteps", "partition_bytes": "4 B"})", "/strategy/partition_bytes"},
+  }));
+  CAPTURE(strategy);
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", "strategy=" + strategy}),
+                pointer + ": cuts the gradients into ");
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", "strategy=" + strategy}), "the limit is 100000");
+}
+
 TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {
   TempDir tmp;
   for (const std::string& name : std::vector<std::string>{"..", ".", "/", "/tmp/x", "a/b", std::string(201, 'n')}) {
