@@ -146,7 +146,7 @@ std::vector<GradientGroup> plan_powersgd(const StrategyInput& in) {
                 .bytes = q_elements * e},
                {.kernel_s = decompress_s}};
     g.on_wire = LowRank{.low_rank_matrices = matrices,
-                       .wire_elements = static_cast<std::int64_t>(dense + p_elements + q_elements)};
+                        .wire_elements = static_cast<std::int64_t>(dense + p_elements + q_elements)};
     g.kernel_resource = options.separate_compression_stream ? Resource::gpu_compression : Resource::gpu_compute;
   }
   return groups;
