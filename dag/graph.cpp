@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <variant>
 
 namespace ddlsim::dag {
 
@@ -35,36 +34,6 @@ std::string_view resource_name(Resource r) {
 
 std::string device_name(Device d) {
   return (d.kind == Device::Kind::gpu ? "gpu" : "host") + std::to_string(d.index);
-}
-
-int group_of(const Task& t) {
-  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
-    return c->group;
-  if (const auto* w = std::get_if<GroupWork>(&t.payload))
-    return w->group;
-  if (const auto* s = std::get_if<ServerTransfer>(&t.payload))
-    return s->group;
-  return -1;
-}
-
-int micro_batch_of(const Task& t) {
-  if (const auto* c = std::get_if<Compute>(&t.payload))
-    return c->micro_batch;
-  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
-    return c->micro_batch;
-  if (const auto* p = std::get_if<Transfer>(&t.payload))
-    return p->micro_batch;
-  return -1;
-}
-
-int virtual_stage_of(const Task& t) {
-  if (const auto* c = std::get_if<Compute>(&t.payload))
-    return c->virtual_stage;
-  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
-    return c->virtual_stage;
-  if (const auto* p = std::get_if<Transfer>(&t.payload))
-    return p->virtual_stage;
-  return -1;
 }
 
 std::vector<WireStep> GradientGroup::effective_steps() const {

@@ -171,10 +171,35 @@ struct Task {
   return c != nullptr ? c->layer : -1;
 }
 /// The gradient group of a group's kernel, wait, collective or server transfer; -1 otherwise.
-[[nodiscard]] int group_of(const Task& t);
-/// The micro-batch and virtual stage of a pipeline's pass, kernel, tensor collective or transfer; -1 otherwise.
-[[nodiscard]] int micro_batch_of(const Task& t);
-[[nodiscard]] int virtual_stage_of(const Task& t);
+[[nodiscard]] inline int group_of(const Task& t) {
+  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
+    return c->group;
+  if (const auto* w = std::get_if<GroupWork>(&t.payload))
+    return w->group;
+  if (const auto* s = std::get_if<ServerTransfer>(&t.payload))
+    return s->group;
+  return -1;
+}
+/// The micro-batch of a pipeline's pass, kernel, load, tensor collective or transfer; -1 otherwise.
+[[nodiscard]] inline int micro_batch_of(const Task& t) {
+  if (const auto* c = std::get_if<Compute>(&t.payload))
+    return c->micro_batch;
+  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
+    return c->micro_batch;
+  if (const auto* p = std::get_if<Transfer>(&t.payload))
+    return p->micro_batch;
+  return -1;
+}
+/// The virtual stage of a pipeline's pass, kernel, tensor collective or transfer (the sender's); -1 otherwise.
+[[nodiscard]] inline int virtual_stage_of(const Task& t) {
+  if (const auto* c = std::get_if<Compute>(&t.payload))
+    return c->virtual_stage;
+  if (const auto* c = std::get_if<CollectiveOp>(&t.payload))
+    return c->virtual_stage;
+  if (const auto* p = std::get_if<Transfer>(&t.payload))
+    return p->virtual_stage;
+  return -1;
+}
 
 /// One step of a gradient group's communication: a GPU kernel (compression work; none when kernel_s is 0), then
 /// a collective that waits for it (none: the step is only its kernel). `bytes` is the collective's payload in the
