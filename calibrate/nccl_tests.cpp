@@ -616,9 +616,9 @@ void TextReader::row(const std::vector<std::string_view>& words, std::size_t lin
   detail::check_size(m, origin_, fmt::format("line {}", line));
   if (const auto range = detail::out_of_range(m))
     fail(line, *range);
-  if (log_.rows.size() == kMaxNcclRows)
-    fail(line,
-         fmt::format("more than {} rows, the most ddlsim reads from one log (calibrate/nccl_tests.hpp)", kMaxNcclRows));
+  if (log_.rows.size() == options_.max_rows)
+    fail(line, fmt::format("more than {} rows, the most ddlsim reads from one log (calibrate/nccl_tests.hpp)",
+                           options_.max_rows));
   for (int side = 0; side < 2 && !busbw_note_; ++side)
     if (auto note = detail::busbw_mismatch(m, side == 0 ? *m.out_of_place : m.in_place, resolution[side]))
       busbw_note_ = fmt::format("line {}: {} {}", line, side == 0 ? "out-of-place" : "in-place", *note);

@@ -106,6 +106,8 @@ struct NcclReadOptions {
   /// The communicator size of a log without a device listing (e.g. only the table was kept); nodes are then 0.
   /// A listing that says otherwise is an error.
   std::optional<int> ranks = std::nullopt;
+  /// The most rows (sizes) read from one log; kMaxNcclRows unless a test checks the bound on a smaller one.
+  std::size_t max_rows = kMaxNcclRows;
 };
 
 /// Parses nccl-tests output: JSON if the first non-blank character is '{', else text (any number of tests, each

@@ -222,9 +222,9 @@ NcclTestsLog JsonReader::read(const Json& doc) {
     fail("/results", "expected an array, got " + json_type_phrase(results));
   if (results.empty())
     fail("/results", "no results (did the run stop before its first size?)");
-  if (results.size() > kMaxNcclRows)
+  if (results.size() > options_.max_rows)
     fail("/results", fmt::format("{} results, more than the {} ddlsim reads from one log (calibrate/nccl_tests.hpp)",
-                                 results.size(), kMaxNcclRows));
+                                 results.size(), options_.max_rows));
   std::optional<std::string> busbw_note;
   const Resolution resolution{0.5e-6, 0.5e-6}; // "%lf": six decimals of GB/s
   for (std::size_t i = 0; i < results.size(); ++i) {

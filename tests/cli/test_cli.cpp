@@ -244,15 +244,20 @@ TEST_CASE("cli: every malformed scenario exits 2 with one line naming file and J
 }
 
 TEST_CASE("cli: run ignores the sweep block, check and sweep validate it (#31 R02)", "[cli][run][sweep]") {
-  // backup-workers.json sweeps strategy.backup_workers over values the flow engine refuses with its variability: the
-  // base (0 backup workers) runs on the flow engine; check on the flow engine still names the refused sweep value.
-  const std::string scenario = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/backup-workers.json";
+  // A sweep value the flow engine refuses (backup workers with variability, as scenarios/backup-workers.json sweeps
+  // them): run on the flow engine runs the base; check names the refused value.
+  const std::vector<std::string> sets{
+      "--set", R"(variability={"iterations": 2, "compute": {"distribution": "lognormal", "cv": 0.1}})", "--set",
+      R"(sweep={"strategy.backup_workers": [0, 1]})"};
   TempDir tmp;
-  const auto o = run_ddlsim({"run", scenario, "--engine", "flow", "--out", tmp / "out"});
-  CHECK(o.exit_code == 0);
+  std::vector<std::string> run{"run", kQuickstart, "--engine", "flow", "--out", tmp / "out", "--no-trace"};
+  run.insert(run.end(), sets.begin(), sets.end());
+  const auto o = run_ddlsim(run);
+  CHECK(o.exit_code == 0); // exit 2 at /sweep/strategy.backup_workers/1 before
   CHECK(fs::exists(fs::path(tmp / "out") / "summary.json"));
-  const auto c = run_ddlsim({"check", scenario, "--set", "engine=\"flow\""});
-  require_input_error(c, scenario, "/sweep/strategy.backup_workers/1", "the flow engine");
+  std::vector<std::string> check{"check", kQuickstart, "--set", "engine=\"flow\""};
+  check.insert(check.end(), sets.begin(), sets.end());
+  require_input_error(run_ddlsim(check), kQuickstart, "/sweep/strategy.backup_workers/1", "the flow engine");
 }
 
 TEST_CASE("cli: the base of the malformed scenarios is itself valid", "[cli][errors]") {
