@@ -38,6 +38,23 @@ void check_partitions(const Scenario& s, const std::string& file) {
                                  partitions, kMaxPartitions));
 }
 
+// flow.granularity "per-message" times every message of a collective as a flow: a ring allreduce over n GPUs sends
+// 2 n (n - 1) of them (a 1 GiB allreduce on 1,024 GPUs: 2.1 M flows, 2.0 s; docs/benchmarks.md), and the plan holds
+// them all. Refused beyond kMaxMessageFlows per collective (~35 s and ~2 GiB each at those rates: 4,096 GPUs).
+constexpr double kMaxMessageFlows = 33554432; // 2^25
+
+void check_message_flows(const Scenario& s, const std::string& file, double gpus) {
+  if (!s.flow_per_message || s.engine != Engine::flow)
+    return;
+  const double flows = 2 * gpus * (gpus - 1);
+  if (flows > kMaxMessageFlows)
+    throw InputError(file, "/flow/granularity",
+                     fmt::format("\"per-message\" on {:.0f} GPUs times ~{:.3g} flows per allreduce (2 n (n - 1); "
+                                 "1,024 GPUs: 2.1 M flows, 2.0 s); the limit is {:.0f} (4,096 GPUs): use "
+                                 "\"aggregated\", which times the same links and sharing",
+                                 gpus, flows, kMaxMessageFlows));
+}
+
 } // namespace
 
 // Sizes the engines cannot simulate in this machine's memory or in minutes are refused when the scenario is read,
@@ -102,6 +119,7 @@ void check_feasible(const Scenario& s, const std::string& file) {
                             ps->servers, gpus, pairs, engine.name, limit, analytic));
   }
   check_partitions(s, file);
+  check_message_flows(s, file, gpus);
 }
 
 } // namespace ddlsim::sim

@@ -500,6 +500,15 @@ TEST_CASE("robustness: partitions too small for memory are refused by check, wit
   check_refused(run_ddlsim({"check", kQuickstart, "--set", "strategy=" + strategy}), "the limit is 100000");
 }
 
+TEST_CASE("robustness: per-message flows beyond the limit are refused by check (#31 R23)", "[cli][robustness]") {
+  // 16,384 GPUs per message: 537 M flows per allreduce; SIGABRT after check passed, before.
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", "engine=\"flow\"", "--set",
+                            R"(flow={"granularity": "per-message"})", "--set", "cluster.nodes=4096"}),
+                "/flow/granularity: \"per-message\" on 16384 GPUs times ~5.37e+08 flows per allreduce");
+  run_ok({"check", kQuickstart, "--set", "engine=\"flow\"", "--set", R"(flow={"granularity": "per-message"})", "--set",
+          "cluster.nodes=1024"}); // 4,096 GPUs: at the limit
+}
+
 TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {
   TempDir tmp;
   for (const std::string& name : std::vector<std::string>{"..", ".", "/", "/tmp/x", "a/b", std::string(201, 'n')}) {
