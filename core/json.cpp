@@ -85,10 +85,14 @@ std::size_t overflowing_number(std::string_view text) {
 // JSON pointer of the value being parsed so that the error can name it.
 class StrictCallback {
 public:
-  StrictCallback(std::string origin, std::string base) : origin_(std::move(origin)), base_(std::move(base)) {}
+  StrictCallback(std::string origin, std::string base, std::size_t max_values = kMaxJsonValues)
+      : origin_(std::move(origin)), base_(std::move(base)), max_values_(max_values) {}
 
   bool operator()(int depth, Json::parse_event_t event, Json& parsed) {
     using E = Json::parse_event_t;
+    if ((event == E::object_start || event == E::array_start || event == E::value) && ++values_ > max_values_)
+      throw InputError(origin_, pointer(),
+                       fmt::format("more than {} JSON values, more than any ddlsim input holds", max_values_));
     switch (event) {
     case E::object_start:
     case E::array_start:
@@ -135,6 +139,8 @@ private:
 
   std::string origin_;
   std::string base_;
+  std::size_t max_values_;
+  std::size_t values_ = 0;
   std::vector<Frame> frames_;
 };
 
@@ -148,9 +154,9 @@ std::optional<Json> parse_json_value(std::string_view text, const std::string& o
   return value;
 }
 
-Json parse_json_text(std::string_view text, const std::string& origin) {
+Json parse_json_text(std::string_view text, const std::string& origin, std::size_t max_values) {
   try {
-    StrictCallback strict(origin, "");
+    StrictCallback strict(origin, "", max_values);
     return Json::parse(text.begin(), text.end(), std::ref(strict));
   } catch (const Json::out_of_range&) {
     const auto at = overflowing_number(text);

@@ -28,11 +28,16 @@ using OrderedJson = nlohmann::ordered_json;
 /// The deepest nesting of arrays and objects a JSON input may have (ddlsim's own files need 8).
 inline constexpr int kMaxJsonDepth = 256;
 
-/// Reads and parses a JSON file; syntax errors become InputError with line and column, and so do duplicate keys and
-/// nesting deeper than kMaxJsonDepth (with the JSON pointer where they occur).
+/// The most values (numbers, strings, arrays, objects...) a JSON input may hold: ~40 B each in memory, 1.3 GiB at the
+/// bound; the largest of ddlsim's own inputs (a workload of 100,000 layers) holds a few million.
+inline constexpr std::size_t kMaxJsonValues = std::size_t{1} << 25;
+
+/// Reads and parses a JSON file; syntax errors become InputError with line and column, and so do duplicate keys,
+/// nesting deeper than kMaxJsonDepth and more than kMaxJsonValues values (with the JSON pointer where they occur).
 [[nodiscard]] Json load_json_file(const std::string& path);
-/// Parses JSON text; `origin` names it in errors.
-[[nodiscard]] Json parse_json_text(std::string_view text, const std::string& origin);
+/// Parses JSON text; `origin` names it in errors. `max_values`: kMaxJsonValues but in tests of the bound.
+[[nodiscard]] Json parse_json_text(std::string_view text, const std::string& origin,
+                                   std::size_t max_values = kMaxJsonValues);
 /// Parses `text` as one JSON value (e.g. the VALUE of `--set key=VALUE`, which lands at `pointer`): nullopt if it
 /// is not JSON; duplicate keys and too deep nesting are InputErrors, as in parse_json_text.
 [[nodiscard]] std::optional<Json> parse_json_value(std::string_view text, const std::string& origin,

@@ -61,6 +61,19 @@ TEST_CASE("core::parse_json_text rejects numbers beyond a double with their line
   CHECK(parse_json_text(R"({"s": "1e309", "b": 1.7e308})", "ok.json")["b"] == 1.7e308);
 }
 
+TEST_CASE("core::parse_json_text bounds the values it holds (#31 R14)", "[core][json]") {
+  // 10^8 empty arrays in a 300 MB scenario ran out of memory in check (SIGABRT); the bound is checked here on 1,000
+  // values (the default, kMaxJsonValues, reads the same way).
+  std::string arrays = "{\"x\": [";
+  for (int i = 0; i < 999; ++i)
+    arrays += "[],";
+  arrays += "[]]}";                                                       // the object, the list, 1,000 arrays
+  CHECK(parse_json_text(arrays, "ok.json", 1002).at("x").size() == 1000); // exactly the bound
+  REQUIRE_THROWS_WITH(parse_json_text(arrays, "big.json", 1001),
+                      "big.json: /x/999: more than 1001 JSON values, more than any ddlsim input holds");
+  CHECK(kMaxJsonValues == 33554432);
+}
+
 TEST_CASE("core::parse_json_text refuses duplicate keys and deep nesting, naming the JSON path (#15 D4, D14)",
           "[core][json]") {
   REQUIRE_THROWS_WITH(parse_json_text(R"({"a": [1, {"b": 2}, [{"c": 1, "c": 2}]]})", "d.json"),
