@@ -611,6 +611,21 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
+// Removes a dotted key from `doc` where it is present (nothing to do where a part of it is missing).
+void remove_key(Json& doc, const std::string& dotted_key) {
+  Json* node = &doc;
+  std::size_t start = 0;
+  for (auto dot = dotted_key.find('.'); dot != std::string::npos; dot = dotted_key.find('.', start)) {
+    const std::string part = dotted_key.substr(start, dot - start);
+    if (!node->is_object() || !node->contains(part))
+      return;
+    node = &(*node)[part];
+    start = dot + 1;
+  }
+  if (node->is_object())
+    node->erase(dotted_key.substr(start));
+}
+
 } // namespace
 
 void apply_override(Json& doc, const std::string& assignment, const std::string& origin) {
@@ -623,6 +638,10 @@ void apply_override(Json& doc, const std::string& assignment, const std::string&
   const std::string text = assignment.substr(eq + 1);
   // not JSON: a plain string, e.g. strategy.kind=mg-wfbp
   Json value = parse_json_value(text, origin, dotted_key_pointer(key)).value_or(Json(text));
+  if (value.is_null()) { // key=null removes the key: its default applies
+    remove_key(doc, key);
+    return;
+  }
   apply_override(doc, key, value, origin);
 }
 
