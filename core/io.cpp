@@ -156,6 +156,12 @@ bool is_temporary(const std::string& name) {
   return std::regex_match(name, pattern);
 }
 
+// The staging directory of an import-trace (sim/cli/import_trace.cpp), named after its pid.
+bool is_temporary_dir(const std::string& name) {
+  static const std::regex pattern(R"(\.import-trace\.tmp\.[0-9]+)");
+  return std::regex_match(name, pattern);
+}
+
 } // namespace
 
 OutputDir::OutputDir(const std::string& dir) {
@@ -173,9 +179,16 @@ OutputDir::OutputDir(const std::string& dir) {
   }
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_regular_file(ec) && is_temporary(it->path().filename().string()) && fs::remove(it->path(), ec))
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (it->is_directory(ec) && !it->is_symlink(ec) && is_temporary_dir(name)) {
+      it.disable_recursion_pending();
+      std::error_code removed;
+      stale_removed_ += fs::remove_all(it->path(), removed) > 0 ? 1 : 0;
+    } else if (it->is_regular_file(ec) && is_temporary(name) && fs::remove(it->path(), ec)) {
       ++stale_removed_;
+    }
+  }
 }
 
 OutputDir::~OutputDir() {

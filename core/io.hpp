@@ -22,7 +22,8 @@ void prepare_output_dir(const std::string& dir);
 /// A command's output directory, held while this lives: prepare_output_dir's checks, an exclusive lock against
 /// another ddlsim writing there (flock on <dir>/.ddlsim.lock, released when this ends or the process dies; a second
 /// process gets an InputError naming the directory), and the temporaries a killed run left there removed
-/// (`*.tmp.<pid>`, `*.old.<pid>`, gnuplot's `*.gp.run.<pid>` and `*.gp.log.<pid>`: under the lock, none is in use).
+/// (`*.tmp.<pid>`, `*.old.<pid>`, gnuplot's `*.gp.run.<pid>` and `*.gp.log.<pid>`, import-trace's staging directory
+/// `.import-trace.tmp.<pid>`: under the lock, none is in use).
 class OutputDir {
 public:
   explicit OutputDir(const std::string& dir);

@@ -188,7 +188,7 @@ void size_activations(std::vector<TracedLayer>& layers) {
 TraceAnalysis analyse(const KinetoTrace& trace) {
   TraceAnalysis a;
   a.path = trace.path;
-  a.device_name = trace.device_name;
+  a.device = trace.device;
   a.world_size = trace.world_size;
   a.rank = trace.rank;
   const std::vector<std::size_t> steps = profiler_steps(trace);

@@ -85,7 +85,7 @@ inline constexpr int kMaxBatch = 1 << 24;
 
 struct TraceAnalysis {
   std::string path;
-  std::string device_name;
+  DeviceProperties device;
   std::optional<int> world_size;
   std::optional<int> rank;
   std::vector<StepSpan> steps;

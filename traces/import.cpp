@@ -322,6 +322,38 @@ std::vector<std::string> not_simulated(const TraceAnalysis& a) {
   return missing;
 }
 
+/// What a scenario of a GPU without a preset takes from the trace and what it assumes (its description and the
+/// summary say it).
+std::string device_assumed(const Imported& im) {
+  const DeviceProperties& d = im.analysis.device;
+  std::vector<std::string> known;
+  if (d.multiprocessors)
+    known.push_back(fmt::format("{} SMs", *d.multiprocessors));
+  if (d.compute_capability)
+    known.push_back(fmt::format("compute capability {}.{}", *d.compute_capability / 10, *d.compute_capability % 10));
+  return fmt::format(
+      "GPU '{}' has no ddlsim preset{}: the calibration's measured times cost every layer, {}{}; no peak FLOPS or "
+      "memory bandwidth (what needs a roofline, such as compression kernels, asks for gpu.peak_flops and "
+      "gpu.memory_bandwidth){}",
+      d.name.empty() ? "not named" : d.name,
+      im.gpu_candidate.empty() ? "" : fmt::format(" (no preset '{}')", im.gpu_candidate),
+      d.memory_bytes ? fmt::format("gpu.memory {} from the trace's deviceProperties", format_bytes(*d.memory_bytes))
+                     : "no memory size in the trace (fits-in-memory not checked)",
+      known.empty() ? "" : fmt::format(" ({})", fmt::join(known, ", ")),
+      im.analysis.world_size.value_or(1) > 1 ? "; a PCIe link inside a node assumed" : "");
+}
+
+/// The scenario's "gpu": the preset that the device name gives, else the trace's memory size (every layer has a
+/// measured time).
+OrderedJson gpu_json(const Imported& im) {
+  if (im.gpu_is_preset)
+    return {{"preset", im.gpu_candidate}};
+  OrderedJson gpu = OrderedJson::object();
+  if (im.analysis.device.memory_bytes)
+    gpu["memory"] = fmt::format("{} B", *im.analysis.device.memory_bytes);
+  return gpu;
+}
+
 /// The scenario: the imported workload and calibration on an assumed cluster, replaying the traced collectives.
 OrderedJson scenario_json(const Imported& im, const std::string& stem, const std::string& file_name,
                           const std::vector<std::string>& missing, OrderedJson traced) {
@@ -344,7 +376,7 @@ OrderedJson scenario_json(const Imported& im, const std::string& stem, const std
   std::string description = fmt::format(
       "Imported from {} ({}, {} GPU{}{}): median of {} {} ms; host per step {} (data loading {}, forward {}, backward "
       "{}, optimizer {}, other {}), GPU kernels {}.",
-      file_name, a.device_name.empty() ? "device not named" : a.device_name, world, world == 1 ? "" : "s",
+      file_name, a.device.name.empty() ? "device not named" : a.device.name, world, world == 1 ? "" : "s",
       a.rank ? fmt::format(", rank {}", *a.rank) : "", step_range, fmt::format("{:.3f}", p.step_s * 1e3),
       ms(p.data_loading_s + p.forward_s + p.backward_s + p.optimizer_host_s + other_host_s(p)), ms(p.data_loading_s),
       ms(p.forward_s), ms(p.backward_s), ms(p.optimizer_host_s), ms(other_host_s(p)), ms(p.gpu_kernels_s));
@@ -353,18 +385,19 @@ OrderedJson scenario_json(const Imported& im, const std::string& stem, const std
         fmt::format(" Cluster from distributedInfo (world size {}): {} GPUs per node assumed (min(world size, "
                     "8)); link bandwidths and latencies assumed, not traced.",
                     world, per_node);
+  if (!im.gpu_is_preset)
+    description += fmt::format(" {}.", device_assumed(im));
   if (!missing.empty())
     description += " Not in the trace or not simulated: " + fmt::format("{}.", fmt::join(missing, "; "));
   s["description"] = description;
   s["model"] = {{"workload", "workload.json"}, {"batch_per_gpu", a.batch.value_or(1)}, {"gradient_dtype", "fp32"}};
-  if (!im.gpu_candidate.empty())
-    s["gpu"] = {{"preset", im.gpu_candidate}};
+  s["gpu"] = gpu_json(im);
   s["calibration"] = "calibration.json";
   OrderedJson cluster;
   cluster["nodes"] = nodes;
   cluster["gpus_per_node"] = per_node;
   if (per_node > 1) {
-    const auto [bw, lat] = assumed_intra_node(im.gpu_candidate);
+    const auto [bw, lat] = assumed_intra_node(im.gpu_is_preset ? im.gpu_candidate : "");
     cluster["intra_node"] = {{"bandwidth", bw}, {"latency", lat}};
   }
   if (nodes > 1)
@@ -424,6 +457,8 @@ std::vector<std::string> summary_lines(const Imported& im, const std::string& fi
   }
   for (const auto& [k, v] : by_kind)
     out.push_back(fmt::format("collectives: {} x {}, {} per step", v.first, k, format_bytes(v.second)));
+  if (!im.gpu_is_preset)
+    out.push_back(device_assumed(im));
   for (const auto& m : missing)
     out.push_back("not in the trace / not simulated: " + m);
   return out;
@@ -455,7 +490,8 @@ Imported import_trace(const std::string& path, const ImportOptions& options) {
   OrderedJson traced = traced_collectives(a, names);
   const std::vector<std::string> missing = not_simulated(a);
   const std::string file_name = utf8_text(std::filesystem::path(path).filename().string());
-  im.gpu_candidate = gpu_preset_candidate(a.device_name);
+  im.gpu_candidate = gpu_preset_candidate(a.device.name);
+  im.gpu_is_preset = !im.gpu_candidate.empty() && (!options.is_gpu_preset || options.is_gpu_preset(im.gpu_candidate));
   im.scenario = scenario_json(im, stem, file_name, missing, std::move(traced));
   im.traced_step = traced_step_events(trace, a);
   im.summary = summary_lines(im, file_name, missing);

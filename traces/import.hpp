@@ -8,6 +8,7 @@
 #include "dag/model.hpp"
 #include "traces/analysis.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace ddlsim::traces {
 
 struct ImportOptions {
   double host_scale = 1; ///< multiplies every host time (profiler overhead correction)
+  /// Whether ddlsim has a GPU preset of this name (the simulator's list; the trace module does not know it). Unset:
+  /// every name gpu_preset_candidate derives is taken as a preset.
+  std::function<bool(const std::string&)> is_gpu_preset;
 };
 
 struct Imported {
@@ -22,9 +26,10 @@ struct Imported {
   std::string zoo;  ///< the zoo model whose weight shapes the layers match ("" if none)
   dag::Model model; ///< the workload
   dag::Calibration calibration;
-  OrderedJson scenario;             ///< DIR/scenario.json, GPU preset still to be checked (gpu_candidate)
+  OrderedJson scenario;             ///< DIR/scenario.json
   OrderedJson traced_step;          ///< DIR/traced_step.json
   std::string gpu_candidate;        ///< preset name derived from the device name ("" if none)
+  bool gpu_is_preset = false;       ///< the scenario names gpu_candidate as its preset
   std::vector<std::string> summary; ///< lines for the user: figures, checks, what the trace does not contain
 };
 

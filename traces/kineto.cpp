@@ -422,11 +422,11 @@ int dtype_size(const std::string& type) {
 
 namespace {
 
-// An integer of distributedInfo in [min, max]; nullopt when absent.
-std::optional<int> count_at(const Json& info, const char* key, std::int64_t min, std::int64_t max,
-                            const std::string& path, const char* what) {
-  const auto it = info.find(key);
-  if (it == info.end())
+// An integer of the trace's metadata at `pointer` (an object's `key`) in [min, max]; nullopt when absent.
+std::optional<std::int64_t> integer_at(const Json& object, const char* key, std::int64_t min, std::int64_t max,
+                                       const std::string& path, const std::string& pointer, const char* what) {
+  const auto it = object.find(key);
+  if (it == object.end())
     return std::nullopt;
   bool in_range = false;
   if (it->is_number_unsigned()) // 2^63 and above do not fit an int64_t
@@ -434,10 +434,17 @@ std::optional<int> count_at(const Json& info, const char* key, std::int64_t min,
   else if (it->is_number_integer())
     in_range = it->get<std::int64_t>() >= min && it->get<std::int64_t>() <= max;
   if (!in_range)
-    throw InputError(path, fmt::format("/distributedInfo/{}", key),
+    throw InputError(path, pointer,
                      fmt::format("expected {} from {} to {}, not {}", what, min, max,
                                  it->is_number() ? it->dump() : json_type_phrase(*it)));
-  return static_cast<int>(it->get<std::int64_t>());
+  return it->get<std::int64_t>();
+}
+
+// An integer of distributedInfo in [min, max]; nullopt when absent.
+std::optional<int> count_at(const Json& info, const char* key, std::int64_t min, std::int64_t max,
+                            const std::string& path, const char* what) {
+  const auto n = integer_at(info, key, min, max, path, fmt::format("/distributedInfo/{}", key), what);
+  return n ? std::optional<int>(static_cast<int>(*n)) : std::nullopt;
 }
 
 // A string of the trace's metadata at `pointer`; "" when absent.
@@ -450,6 +457,24 @@ std::string string_at(const Json& object, const char* key, const std::string& pa
   return it->get<std::string>();
 }
 
+// The first device of deviceProperties: what a scenario of a GPU without a preset takes from it.
+DeviceProperties device_properties(const Json& device, const std::string& path) {
+  DeviceProperties d;
+  d.name = string_at(device, "name", path, "/deviceProperties/0/name");
+  constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+  if (const auto m = integer_at(device, "totalGlobalMem", kMiB, kMiB << 30, path, "/deviceProperties/0/totalGlobalMem",
+                                "a memory size in bytes"))
+    d.memory_bytes = static_cast<double>(*m);
+  if (const auto n =
+          integer_at(device, "numSms", 1, 65536, path, "/deviceProperties/0/numSms", "a number of multiprocessors"))
+    d.multiprocessors = static_cast<int>(*n);
+  const auto major = integer_at(device, "computeMajor", 0, 99, path, "/deviceProperties/0/computeMajor", "a version");
+  const auto minor = integer_at(device, "computeMinor", 0, 9, path, "/deviceProperties/0/computeMinor", "a version");
+  if (major && minor)
+    d.compute_capability = static_cast<int>(*major * 10 + *minor);
+  return d;
+}
+
 // The trace's metadata: the first device's name (deviceProperties) and the run's ranks (distributedInfo), checked.
 void read_metadata(const std::map<std::string, Json>& tops, KinetoTrace& t) {
   if (const auto it = tops.find("deviceProperties"); it != tops.end()) {
@@ -459,7 +484,7 @@ void read_metadata(const std::map<std::string, Json>& tops, KinetoTrace& t) {
                        fmt::format("expected {}, not {}", devices.is_array() ? "an object" : "an array of objects",
                                    json_type_phrase(devices.is_array() ? devices[0] : devices)));
     if (!devices.empty())
-      t.device_name = string_at(devices[0], "name", t.path, "/deviceProperties/0/name");
+      t.device = device_properties(devices[0], t.path);
   }
   const auto it = tops.find("distributedInfo");
   if (it == tops.end())

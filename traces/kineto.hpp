@@ -57,11 +57,19 @@ struct Thread {
 /// The most ranks a trace's distributedInfo may give: ddlsim's largest cluster (sim/spec/scenario.hpp, kMaxGpus).
 inline constexpr int kMaxWorldSize = 1 << 20;
 
+/// The traced GPU as deviceProperties[0] describes it (each field absent when the trace does not give it).
+struct DeviceProperties {
+  std::string name;                      ///< "" if absent
+  std::optional<double> memory_bytes;    ///< totalGlobalMem: 1 MiB to 1 PiB
+  std::optional<int> multiprocessors;    ///< numSms: 1 to 65,536
+  std::optional<int> compute_capability; ///< computeMajor (0 to 99) x 10 + computeMinor (0 to 9)
+};
+
 struct KinetoTrace {
   std::string path;
   std::vector<Event> events; ///< complete events (ph X) and [memory] instants, in file order
   std::vector<Thread> threads;
-  std::string device_name;       ///< deviceProperties[0].name ("" if absent)
+  DeviceProperties device;
   std::optional<int> world_size; ///< distributedInfo: 1 to kMaxWorldSize
   std::optional<int> rank;       ///< 0 to world_size - 1
   std::string backend;

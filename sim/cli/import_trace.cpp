@@ -23,15 +23,10 @@ static_assert(traces::kMaxWorldSize == kMaxGpus, "a trace's ranks are bounded by
 traces::Imported import(const std::string& trace, double host_scale) {
   if (!(host_scale >= 1e-3 && host_scale <= 1e3))
     throw InputError("", "--host-scale", fmt::format("must be a factor from 0.001 to 1000, not {}", host_scale));
-  auto im = traces::import_trace(trace, {.host_scale = host_scale});
-  if (!im.gpu_candidate.empty() && find_gpu_preset(im.gpu_candidate) == nullptr) {
-    im.summary.push_back(fmt::format("not in the trace / not simulated: GPU preset for '{}' (no preset '{}'; the "
-                                     "calibration's measured times stand in)",
-                                     im.analysis.device_name, im.gpu_candidate));
-    im.scenario.erase("gpu");
-  } else if (!im.gpu_candidate.empty() && im.gpu_candidate != im.analysis.device_name) {
-    im.summary.push_back(fmt::format("GPU '{}' taken as preset {}", im.analysis.device_name, im.gpu_candidate));
-  }
+  const auto is_preset = [](const std::string& name) { return find_gpu_preset(name) != nullptr; };
+  auto im = traces::import_trace(trace, {.host_scale = host_scale, .is_gpu_preset = is_preset});
+  if (im.gpu_is_preset && im.gpu_candidate != im.analysis.device.name)
+    im.summary.push_back(fmt::format("GPU '{}' taken as preset {}", im.analysis.device.name, im.gpu_candidate));
   return im;
 }
 
@@ -44,8 +39,10 @@ public:
   ~Staging() {
     std::error_code ignored;
     fs::remove_all(dir_, ignored);
-    if (!kept_ && !made_out_.empty())
-      fs::remove(made_out_, ignored); // only if still empty
+    if (!kept_ && !made_out_.empty()) {
+      fs::remove(fs::path(made_out_) / ".ddlsim.lock", ignored); // the OutputDir's, released right after
+      fs::remove(made_out_, ignored);                            // only if still empty
+    }
   }
   [[nodiscard]] const fs::path& dir() const { return dir_; }
   void keep() { kept_ = true; }
@@ -57,13 +54,9 @@ private:
 };
 
 // Loads the staged scenario as `ddlsim check` does; a refusal names the trace and the file it would have written.
-// A trace from a GPU without a preset is checked with a stand-in preset (its scenario says what is missing).
-void check_staged(const traces::Imported& im, const std::string& trace, const fs::path& staged) {
-  std::vector<std::string> stand_in;
-  if (!im.scenario.contains("gpu"))
-    stand_in.emplace_back(R"(gpu={"preset": "V100-SXM2-32GB"})");
+void check_staged(const std::string& trace, const fs::path& staged) {
   try {
-    (void)load_scenario((staged / "scenario.json").string(), stand_in);
+    (void)load_scenario((staged / "scenario.json").string());
   } catch (const InputError& e) {
     const std::string file = fs::path(e.file()).filename().string();
     throw InputError(trace, "",
@@ -73,13 +66,14 @@ void check_staged(const traces::Imported& im, const std::string& trace, const fs
 }
 
 // Writes the import into DIR/.import-trace.tmp.<pid>, checks that ddlsim reads it back (a writer emits only what its
-// readers take), then moves the files into DIR; on a refusal nothing is left behind.
+// readers take), then moves the files into DIR; on a refusal nothing is left behind. DIR is locked meanwhile, and a
+// staging directory that a killed import left there is removed (OutputDir).
 void write_checked(const traces::Imported& im, const std::string& trace, const std::string& dir) {
   const bool made = !path_exists(dir);
-  prepare_output_dir(dir);
+  const OutputDir out(dir);
   Staging staging{fs::path(dir) / fmt::format(".import-trace.tmp.{}", static_cast<long>(::getpid())), made ? dir : ""};
   traces::write_import(im, staging.dir().string());
-  check_staged(im, trace, staging.dir());
+  check_staged(trace, staging.dir());
   for (const char* f : traces::kImportFiles) {
     std::error_code ec;
     fs::rename(staging.dir() / f, fs::path(dir) / f, ec);

@@ -207,17 +207,43 @@ TEST_CASE("cli: import-trace names the scenario so that check takes it (#31 R08)
   run_ok({"check", dir / "out/scenario.json"});
 }
 
-TEST_CASE("cli: import-trace of a GPU without a preset still writes its scenario (#31 R08)", "[traces][cli]") {
-  // The files are read back before they are moved into place; the scenario of a GPU ddlsim has no preset for lacks
-  // "gpu" (R10), and is read back with a stand-in preset rather than refused.
+TEST_CASE("cli: import-trace of a GPU without a preset gives a scenario that runs (#31 R08, R10)", "[traces][cli]") {
+  // The scenario of a GPU ddlsim has no preset for lacked "gpu" and `run` refused it ("/gpu: missing required key",
+  // nothing saying what to add). Now it takes the memory from deviceProperties, every layer from the calibration,
+  // and says what it assumed.
   TempDir dir;
   const std::string trace = dir / "t.json";
-  std::ofstream(trace) << tiny_replaced("Tesla V100-SXM2-32GB", "NVIDIA H200-NVL");
+  std::ofstream(trace) << tiny_with(
+      R"("deviceProperties":[{"name":"NVIDIA H200-NVL","totalGlobalMem":150754820096,"numSms":132,)"
+      R"("computeMajor":9,"computeMinor":0}])");
   const auto o = run_ok({"import-trace", trace, "--out", dir / "out"});
-  CHECK_THAT(o.out, Contains("GPU preset for 'NVIDIA H200-NVL' (no preset 'H200-NVL'"));
+  CHECK_THAT(o.out, Contains("GPU 'NVIDIA H200-NVL' has no ddlsim preset (no preset 'H200-NVL'): the calibration's "
+                             "measured times cost every layer, gpu.memory 140.4 GiB from the trace's deviceProperties "
+                             "(132 SMs, compute capability 9.0)"));
   const auto scenario = nlohmann::json::parse(read_text(fs::path(dir / "out") / "scenario.json"));
-  CHECK_FALSE(scenario.contains("gpu"));
-  CHECK(fs::exists(fs::path(dir / "out") / "traced_step.json"));
+  CHECK(scenario["gpu"] == nlohmann::json{{"memory", "150754820096 B"}});
+  CHECK_THAT(scenario["description"].get<std::string>(), Contains("no peak FLOPS or memory bandwidth"));
+  const auto r = run_ok({"run", dir / "out/scenario.json", "--out", dir / "run", "--no-trace"});
+  CHECK_THAT(r.out, Contains("compute costs from calibration"));
+  SECTION("a trace without the memory size runs too, and says that memory is not checked") {
+    std::ofstream(trace) << tiny_replaced("Tesla V100-SXM2-32GB", "NVIDIA H200-NVL");
+    const auto o2 = run_ok({"import-trace", trace, "--out", dir / "out2"});
+    CHECK_THAT(o2.out, Contains("no memory size in the trace (fits-in-memory not checked)"));
+    run_ok({"run", dir / "out2/scenario.json", "--out", dir / "run2", "--no-trace"});
+  }
+}
+
+TEST_CASE("cli: import-trace removes the staging directory that a killed import left (#31 R18)", "[traces][cli]") {
+  // A kill between staging and moving left DIR/.import-trace.tmp.<pid> behind for good.
+  TempDir dir;
+  const std::string trace = dir / "t.json";
+  std::ofstream(trace) << tiny_trace(true);
+  const fs::path stale = fs::path(dir / "out") / ".import-trace.tmp.99999999";
+  fs::create_directories(stale);
+  std::ofstream(stale / "scenario.json") << "{";
+  run_ok({"import-trace", trace, "--out", dir / "out"});
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(fs::path(dir / "out") / "scenario.json"));
 }
 
 TEST_CASE("cli: import-trace writes a time under a femtosecond as 0 (#31 R08)", "[traces][cli]") {

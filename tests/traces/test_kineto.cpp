@@ -27,7 +27,7 @@ TEST_CASE("traces::analyse joins launches, kernels and backward operators into l
   const bool kineto_names = GENERATE(false, true);
   CAPTURE(kineto_names);
   const auto trace = parse_kineto(tiny_trace(kineto_names), "tiny.json");
-  CHECK(trace.device_name == "Tesla V100-SXM2-32GB");
+  CHECK(trace.device.name == "Tesla V100-SXM2-32GB");
   const auto a = analyse(trace);
   REQUIRE(a.steps.size() == 1);
   CHECK(a.batch == 8);
@@ -191,6 +191,15 @@ TEST_CASE("traces::parse_kineto refuses a device name or backend that is not a s
       {R"("deviceProperties": {"name": "A100"})", "/deviceProperties", "expected an array of objects"},
       {R"("distributedInfo": {"backend": 7})", "/distributedInfo/backend", "expected a string, not an integer"},
       {R"("distributedInfo": [16])", "/distributedInfo", "expected an object"},
+      // What a scenario of a GPU without a preset takes from deviceProperties (#31 R10) is range-checked too.
+      {R"("deviceProperties": [{"name": "X", "totalGlobalMem": -1}])", "/deviceProperties/0/totalGlobalMem",
+       "expected a memory size in bytes from 1048576 to 1125899906842624, not -1"},
+      {R"("deviceProperties": [{"name": "X", "totalGlobalMem": "80GB"}])", "/deviceProperties/0/totalGlobalMem",
+       "expected a memory size in bytes from 1048576 to 1125899906842624, not a string"},
+      {R"("deviceProperties": [{"name": "X", "numSms": 0}])", "/deviceProperties/0/numSms",
+       "expected a number of multiprocessors from 1 to 65536, not 0"},
+      {R"("deviceProperties": [{"name": "X", "computeMinor": 10}])", "/deviceProperties/0/computeMinor",
+       "expected a version from 0 to 9, not 10"},
   }));
   CAPTURE(metadata);
   std::string text = tiny_trace(true); // its own deviceProperties replaced
