@@ -156,6 +156,15 @@ bool is_temporary(const std::string& name) {
   return std::regex_match(name, pattern);
 }
 
+// `dir` as an absolute path without a trailing separator ("" if it has none).
+fs::path absolute_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec).lexically_normal();
+  if (!ec && !p.has_filename())
+    p = p.parent_path();
+  return ec ? fs::path{} : p;
+}
+
 // The staging directory of an import-trace (sim/cli/import_trace.cpp), named after its pid.
 bool is_temporary_dir(const std::string& name) {
   static const std::regex pattern(R"(\.import-trace\.tmp\.[0-9]+)");
@@ -164,7 +173,10 @@ bool is_temporary_dir(const std::string& name) {
 
 } // namespace
 
-OutputDir::OutputDir(const std::string& dir) {
+OutputDir::OutputDir(const std::string& dir) : dir_(dir) {
+  for (fs::path p = absolute_dir(dir); !p.empty() && !path_exists(p.string()) && p != p.parent_path();
+       p = p.parent_path())
+    made_ = p.string();
   prepare_output_dir(dir);
   const std::string lock = (fs::path(dir) / ".ddlsim.lock").string();
   fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -192,8 +204,19 @@ OutputDir::OutputDir(const std::string& dir) {
 }
 
 OutputDir::~OutputDir() {
-  if (fd_ >= 0)
-    ::close(fd_); // releases the lock
+  if (fd_ < 0)
+    return;
+  std::error_code ec;
+  const bool only_lock =
+      !made_.empty() && std::distance(fs::directory_iterator(dir_, ec), fs::directory_iterator{}) == 1;
+  if (only_lock && !ec) // nothing written: the directories this made go again (the lock file first, still held)
+    fs::remove(fs::path(dir_) / ".ddlsim.lock", ec);
+  ::close(fd_); // releases the lock
+  if (!only_lock || ec)
+    return;
+  fs::path p = absolute_dir(dir_);
+  while (!p.empty() && fs::remove(p, ec) && p.string() != made_)
+    p = p.parent_path();
 }
 
 bool path_exists(const std::string& path) {

@@ -23,7 +23,8 @@ void prepare_output_dir(const std::string& dir);
 /// another ddlsim writing there (flock on <dir>/.ddlsim.lock, released when this ends or the process dies; a second
 /// process gets an InputError naming the directory), and the temporaries a killed run left there removed
 /// (`*.tmp.<pid>`, `*.old.<pid>`, gnuplot's `*.gp.run.<pid>` and `*.gp.log.<pid>`, import-trace's staging directory
-/// `.import-trace.tmp.<pid>`: under the lock, none is in use).
+/// `.import-trace.tmp.<pid>`: under the lock, none is in use). A directory this made and nothing was written into
+/// (a refusal after it was taken) is removed again when this ends, with the parents it made.
 class OutputDir {
 public:
   explicit OutputDir(const std::string& dir);
@@ -36,6 +37,8 @@ public:
 private:
   int fd_ = -1;
   std::size_t stale_removed_ = 0;
+  std::string dir_;
+  std::string made_; ///< the outermost directory that this made ("" if `dir` existed)
 };
 
 /// Files replaced all together or not at all: add() writes each to a temporary file beside its target, commit()

@@ -168,6 +168,13 @@ void simulate_ssp_parameter_server(const Scenario& s, const Plan& p, Timings& t)
 
 } // namespace
 
+void check_analytic(const Scenario& s) {
+  const Plan plan = prepare(s, Engine::analytic);
+  const bool ssp = plan.parameter_server && s.strategy.parameter_server()->staleness_bound >= 0;
+  if (s.variability && !ssp)
+    check_sampling(s, plan.graph);
+}
+
 RunResult run_analytic(const Scenario& s) {
   const auto wall_start = std::chrono::steady_clock::now();
   Plan plan = prepare(s, Engine::analytic);

@@ -11,4 +11,8 @@ namespace ddlsim::sim {
 /// Runs the scenario on the analytic engine.
 [[nodiscard]] RunResult run_analytic(const Scenario& s);
 
+/// Throws the InputError that run_analytic would throw before simulating (its plan's, its sampler's limits), without
+/// simulating: what `ddlsim check` asks.
+void check_analytic(const Scenario& s);
+
 } // namespace ddlsim::sim

@@ -40,21 +40,14 @@ struct TaskPlan {
 
 } // namespace
 
-SampledIterations sample_iterations(const Scenario& s, const dag::IterationGraph& g, const IterationWindow& window,
-                                    const std::vector<TaskTiming>& timing) {
-  const auto& spec = *s.variability;
-  const std::size_t n = g.size();
+void check_sampling(const Scenario& s, const dag::IterationGraph& g) {
   check_samplable(s, g);
+  const auto& spec = *s.variability;
   const auto copies = static_cast<std::size_t>(g.replicas());
-
-  // The order: dependencies plus each stream's order in the deterministic timeline.
-  const Dependencies deps = with_stream_order(g, timing);
-  const std::vector<std::size_t> order = topological_order(deps);
-  const auto preds = predecessors_in_order(deps, order);
-  CopyDraws draw_plan(g, order, spec, copies);
+  const std::size_t n = g.size();
   // Refused up front when too long or too large (task copies per sample, and those that draw a factor of their own).
   const double work = static_cast<double>(spec.iterations) * static_cast<double>(copies) * static_cast<double>(n);
-  const double drawing = draw_plan.per_task_draws();
+  const double drawing = per_task_draw_count(g, spec, copies);
   const double seconds = work * kSecondsPerTiming + static_cast<double>(spec.iterations) * drawing * kSecondsPerDraw;
   const double bytes = 8.0 * static_cast<double>(copies) * static_cast<double>(n);
   if (seconds > kMaxSamplingSeconds || bytes > kMaxSamplingBytes)
@@ -64,7 +57,20 @@ SampledIterations sample_iterations(const Scenario& s, const dag::IterationGraph
                                  "fewer iterations (several runs with other seeds add up), or fewer GPUs",
                                  spec.iterations, copies, n, work, static_cast<double>(spec.iterations) * drawing,
                                  seconds, bytes / 1073741824, kMaxSamplingSeconds, kMaxSamplingBytes / 1073741824));
+}
 
+SampledIterations sample_iterations(const Scenario& s, const dag::IterationGraph& g, const IterationWindow& window,
+                                    const std::vector<TaskTiming>& timing) {
+  const auto& spec = *s.variability;
+  const std::size_t n = g.size();
+  check_sampling(s, g);
+  const auto copies = static_cast<std::size_t>(g.replicas());
+
+  // The order: dependencies plus each stream's order in the deterministic timeline.
+  const Dependencies deps = with_stream_order(g, timing);
+  const std::vector<std::size_t> order = topological_order(deps);
+  const auto preds = predecessors_in_order(deps, order);
+  CopyDraws draw_plan(g, order, spec, copies);
   // Tasks and the collectives' shared instances.
   std::vector<TaskPlan> plan(n);
   for (std::size_t v : order) {
@@ -179,7 +185,7 @@ SampledIterations sample_iterations(const Scenario& s, const dag::IterationGraph
     report.iteration_s.push_back(to - from);
     add_breakdown(out.breakdown_sum, breakdown_in(g, first_copy, from, to));
   }
-  out.events = static_cast<std::size_t>(work);
+  out.events = static_cast<std::size_t>(spec.iterations) * copies * n; // task timings
   out.timed = copies == 1 ? std::string("the DAG") : fmt::format("every one of the DAG's {} copies", copies);
   return out;
 }

@@ -12,6 +12,10 @@
 
 namespace ddlsim::sim {
 
+/// Refuses (InputError) what the sampler does not model, and samples that would take longer or more memory than its
+/// limits, from the scenario and its plan's graph alone (`ddlsim check` asks it too).
+void check_sampling(const Scenario& s, const dag::IterationGraph& g);
+
 /// Samples `s.variability`'s iterations of graph `g` as scheduled (`timing`: each stream's order), each read over the
 /// plan's `window`; finalize averages them into the figures. Throws InputError when the scenario asks for what the
 /// sampler does not model.

@@ -47,6 +47,7 @@ int run_command(const std::string& scenario_path, const std::string& out_dir, co
 
 int check_command(const std::string& scenario_path, const std::vector<std::string>& overrides) {
   const auto s = sim::load_scenario(scenario_path, overrides);
+  sim::check_runnable(s); // what `run` refuses from its plan, before simulating (#31 R25)
   std::size_t points = 1;
   std::vector<bool> counted_group;
   for (const auto& axis : s.sweep) {

@@ -22,6 +22,13 @@ RunResult run_on(const Scenario& s) {
 }
 } // namespace
 
+void check_runnable(const Scenario& s) {
+  if (s.engine == Engine::flow && (!s.strategy.asynchronous() || capabilities(s.engine).simulates_asynchronous_workers))
+    check_flow(s);
+  else
+    check_analytic(s);
+}
+
 RunResult run_scenario(const Scenario& s) {
   if (!s.strategy.asynchronous() || capabilities(s.engine).simulates_asynchronous_workers)
     return run_on(s);

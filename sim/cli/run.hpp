@@ -10,4 +10,8 @@ namespace ddlsim::sim {
 /// this build does not have).
 [[nodiscard]] RunResult run_scenario(const Scenario& s);
 
+/// Throws the InputError that run_scenario would throw before simulating, from the scenario alone: the plan's
+/// refusals and the samplers' limits (`ddlsim check`).
+void check_runnable(const Scenario& s);
+
 } // namespace ddlsim::sim

@@ -308,6 +308,13 @@ Timings time_flow(const Scenario& s, const Plan& plan, std::size_t listed) {
 }
 } // namespace
 
+void check_flow(const Scenario& scenario) {
+  const Scenario s = with_measured_links(scenario);
+  const Plan plan = prepare(s, Engine::flow);
+  if (s.variability)
+    check_flow_sampling(s, plan.graph);
+}
+
 RunResult run_flow(const Scenario& scenario) {
   // A measured allreduce over the whole cluster sets the links the algorithm is simulated on (measured_links.hpp).
   const Scenario s = with_measured_links(scenario);

@@ -18,6 +18,10 @@ namespace ddlsim::sim {
 /// The flow-level engine on SimGrid (sim/flow/flow_engine.cpp). One per process: SimGrid's engine is a singleton.
 [[nodiscard]] RunResult run_flow(const Scenario& s);
 
+/// Throws the InputError that run_flow would throw before simulating (its plan's, its sampler's limits), without
+/// simulating: what `ddlsim check` asks.
+void check_flow(const Scenario& scenario);
+
 /// What the flow engine measured of one DAG.
 struct FlowGraphRun {
   std::vector<TaskTiming> timing;                        ///< by task id: the DAG's own devices (replica 0)

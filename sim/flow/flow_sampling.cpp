@@ -80,28 +80,6 @@ SampledChain chain_samples(const Scenario& s, const dag::IterationGraph& one, st
   return c;
 }
 
-void check_flow_sampling(const Scenario& s, const dag::IterationGraph& g) {
-  const auto& spec = *s.variability;
-  check_samplable(s, g);
-  double collectives = 0; // instances x their GPUs, per copy
-  for (std::size_t v = 0; v < g.size(); ++v)
-    if (const auto& t = g.task(v); dag::collective_of(t) != dag::Collective::none)
-      collectives += g.instances(t) * static_cast<double>(g.instance_communicator(t, 0).ranks.size());
-  const double copies = spec.iterations + 1.0;
-  const double tasks = copies * static_cast<double>(g.size());
-  const double timings = tasks * g.replicas();
-  const double seconds =
-      timings * kFlowSampledSecondsPerTiming + copies * collectives * kFlowSampledSecondsPerInstanceGpu;
-  const double bytes = tasks * kFlowSampledBytesPerTask + timings * kFlowSampledBytesPerTiming;
-  if (seconds > kFlowSampledMaxSeconds || bytes > kFlowSampledMaxBytes)
-    throw InputError(s.file, "/variability/iterations",
-                     fmt::format("{} sampled iterations of {} DAG copies x {} tasks on the flow engine would take "
-                                 "~{:.0f} s and ~{:.3g} GiB; its limits are {:.0f} s and {:.0f} GiB (it samples small "
-                                 "cases): sample fewer iterations, or use the analytic engine",
-                                 spec.iterations, g.replicas(), g.size(), seconds, bytes / 1073741824,
-                                 kFlowSampledMaxSeconds, kFlowSampledMaxBytes / 1073741824));
-}
-
 // Each sampled copy's iteration, read off the latest end of every replica's copy of each task over the plan's window,
 // and copy 0's breakdown in it.
 SampledIterations sample_copies(const Scenario& s, const Plan& plan, const SampledChain& chain,
@@ -133,6 +111,28 @@ SampledIterations sample_copies(const Scenario& s, const Plan& plan, const Sampl
 }
 
 } // namespace
+
+void check_flow_sampling(const Scenario& s, const dag::IterationGraph& g) {
+  const auto& spec = *s.variability;
+  check_samplable(s, g);
+  double collectives = 0; // instances x their GPUs, per copy
+  for (std::size_t v = 0; v < g.size(); ++v)
+    if (const auto& t = g.task(v); dag::collective_of(t) != dag::Collective::none)
+      collectives += g.instances(t) * static_cast<double>(g.instance_communicator(t, 0).ranks.size());
+  const double copies = spec.iterations + 1.0;
+  const double tasks = copies * static_cast<double>(g.size());
+  const double timings = tasks * g.replicas();
+  const double seconds =
+      timings * kFlowSampledSecondsPerTiming + copies * collectives * kFlowSampledSecondsPerInstanceGpu;
+  const double bytes = tasks * kFlowSampledBytesPerTask + timings * kFlowSampledBytesPerTiming;
+  if (seconds > kFlowSampledMaxSeconds || bytes > kFlowSampledMaxBytes)
+    throw InputError(s.file, "/variability/iterations",
+                     fmt::format("{} sampled iterations of {} DAG copies x {} tasks on the flow engine would take "
+                                 "~{:.0f} s and ~{:.3g} GiB; its limits are {:.0f} s and {:.0f} GiB (it samples small "
+                                 "cases): sample fewer iterations, or use the analytic engine",
+                                 spec.iterations, g.replicas(), g.size(), seconds, bytes / 1073741824,
+                                 kFlowSampledMaxSeconds, kFlowSampledMaxBytes / 1073741824));
+}
 
 std::string reported_replicas_note(const dag::IterationGraph& graph, std::size_t reported, std::size_t simulated) {
   return fmt::format("tasks.csv and timeline.json list the tasks of the first {} of the {} {} simulated "

@@ -16,6 +16,10 @@ namespace ddlsim::sim {
 /// `listed` replicas go to tasks.csv.
 [[nodiscard]] Timings time_flow_sampled(const Scenario& s, const Plan& plan, std::size_t listed);
 
+/// Refuses (InputError) what the flow engine's sampler does not model, and samples beyond its limits, from the
+/// scenario and its plan's graph alone (`ddlsim check` asks it too).
+void check_flow_sampling(const Scenario& s, const dag::IterationGraph& g);
+
 /// The note when tasks.csv and timeline.json list fewer replicas than were simulated (flow.report_replicas).
 [[nodiscard]] std::string reported_replicas_note(const dag::IterationGraph& graph, std::size_t reported,
                                                  std::size_t simulated);

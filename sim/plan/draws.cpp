@@ -32,8 +32,6 @@ CopyDraws::CopyDraws(const dag::IterationGraph& g, const std::vector<std::size_t
                : p.dist->per_task                                    ? Source::per_task
                : cls == static_cast<int>(VariedClass::communication) ? Source::network
                                                                      : Source::group;
-    if (p.source == Source::per_task)
-      per_task_draws_ += dag::collective_of(t) != dag::Collective::none ? 1.0 : static_cast<double>(copies);
     const auto device =
         static_cast<std::size_t>(std::lower_bound(devices.begin(), devices.end(), t.device) - devices.begin());
     const auto [it, inserted] = groups.try_emplace({device, t.iteration, cls}, static_cast<int>(group_class_.size()));
@@ -43,6 +41,7 @@ CopyDraws::CopyDraws(const dag::IterationGraph& g, const std::vector<std::size_t
     p.first = inserted;
   }
   group_count_ = group_class_.size();
+  per_task_draws_ = per_task_draw_count(g, spec, copies);
   group_factor_.assign(copies * group_count_, 1.0);
   group_delay_.assign(copies * group_count_, 0.0);
   network_factor_.assign(static_cast<std::size_t>(iterations), 1.0);
@@ -75,6 +74,20 @@ std::pair<double, double> sampled_window(const dag::IterationGraph& g, const Ite
   }
   }
   return {0.0, 0.0};
+}
+
+double per_task_draw_count(const dag::IterationGraph& g, const VariabilitySpec& spec, std::size_t copies) {
+  double count = 0;
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    const auto& t = g.task(v);
+    const int cls = varied_class_of(t);
+    if (cls < 0)
+      continue;
+    const auto& dist = spec.by_class[static_cast<std::size_t>(cls)];
+    if (dist && dist->kind != TimeDistribution::Kind::exponential && dist->per_task)
+      count += dag::collective_of(t) != dag::Collective::none ? 1.0 : static_cast<double>(copies);
+  }
+  return count;
 }
 
 void check_samplable(const Scenario& s, const dag::IterationGraph& g) {

@@ -119,6 +119,10 @@ private:
   double per_task_draws_ = 0;
 };
 
+/// Factors drawn per sample for per-task distributions over `copies` copies of `g`, counting a shared collective's
+/// instance once per copy (an upper bound, for the cost estimates): CopyDraws::per_task_draws.
+[[nodiscard]] double per_task_draw_count(const dag::IterationGraph& g, const VariabilitySpec& spec, std::size_t copies);
+
 /// A sampled iteration's window [from, to], read off the latest end of every task's copies (end_max, by task id of
 /// `g`, in any time origin) as finalize reads the deterministic timeline over the plan's `window`.
 [[nodiscard]] std::pair<double, double> sampled_window(const dag::IterationGraph& g, const IterationWindow& window,

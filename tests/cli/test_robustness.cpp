@@ -587,3 +587,32 @@ TEST_CASE("robustness: found by the mutation run: uneven parallel groups and too
   check_refused(run_ddlsim({"check", spectrain, "--set", "pipeline.micro_batches=1048576"}),
                 "/pipeline/micro_batches: 1048576 micro-batches x 4 virtual stages = 4194304 micro-batch passes");
 }
+
+TEST_CASE("robustness: check refuses what run refuses from its plan: the samplers' limits (#31 R25)",
+          "[cli][robustness]") {
+  // 100,000 sampled iterations of GPT-3's 128 DAG copies of 10,976 tasks (~418 s): `check` passed, `run` refused.
+  const std::string gpt3 = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-hybrid.json";
+  const std::string variability = R"(variability={"compute": {"distribution": "lognormal", "cv": 0.1}, )"
+                                  R"("iterations": 100000})";
+  check_refused(run_ddlsim({"check", gpt3, "--set", variability}),
+                "/variability/iterations: 100000 iterations x 128 DAG copies x 10976 tasks");
+  // The flow engine's sampler: 200,000 iterations of the quickstart's 8 copies of 449 tasks (~188 s, ~85 GiB).
+  check_refused(
+      run_ddlsim({"check", kQuickstart, "--set", "engine=\"flow\"", "--set",
+                  R"(variability={"compute": {"distribution": "lognormal", "cv": 0.1}, "iterations": 200000})"}),
+      "/variability/iterations: 200000 sampled iterations of 8 DAG copies");
+}
+
+TEST_CASE("robustness: a refusal after --out was taken leaves no output directory (#31 R25)", "[cli][robustness]") {
+  // The README promises no output on exit 2; a refusal from the plan left the directory (and its lock) behind.
+  TempDir dir;
+  const std::string variability = R"(variability={"compute": {"distribution": "lognormal", "cv": 0.1}, )"
+                                  R"("iterations": 100000})";
+  const std::string gpt3 = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-hybrid.json";
+  check_refused(run_ddlsim({"run", gpt3, "--out", dir / "made/out/", "--set", variability}), "/variability/iterations");
+  CHECK_FALSE(fs::exists(fs::path(dir / "made")));
+  fs::create_directories(fs::path(dir / "kept"));
+  check_refused(run_ddlsim({"run", gpt3, "--out", dir / "kept/out", "--set", variability}), "/variability/iterations");
+  CHECK(fs::exists(fs::path(dir / "kept")));
+  CHECK_FALSE(fs::exists(fs::path(dir / "kept/out")));
+}
