@@ -90,6 +90,10 @@ void OutputBatch::add(const std::string& path, std::string_view content) {
   staged_.emplace_back(std::move(tmp), path);
 }
 
+void OutputBatch::adopt(const std::string& temporary, const std::string& path) {
+  staged_.emplace_back(temporary, path);
+}
+
 namespace {
 
 // The old files of a batch, kept until every new one is in place: "<target>.old.<pid>" (a hard link, or a copy

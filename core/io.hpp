@@ -52,6 +52,9 @@ public:
   OutputBatch& operator=(const OutputBatch&) = delete;
   ~OutputBatch();
   void add(const std::string& path, std::string_view content);
+  /// Takes `temporary`, a complete file that another program wrote beside `path`, into the batch as `path`'s new
+  /// content.
+  void adopt(const std::string& temporary, const std::string& path);
   void commit();
 
 private:

@@ -1,9 +1,11 @@
 // gnuplot itself: quoting text for scripts and data files, the script of a figure (which finds its .dat beside it,
-// from ARG0), and rendering: write <base>.dat and <base>.gp, run gnuplot on a temporary copy that writes the images
-// under temporary names, and rename them into place, so an interrupted sweep never leaves a truncated image.
+// from ARG0), and rendering: run gnuplot on temporary copies of <base>.dat and <base>.gp that write the images under
+// temporary names, check that each image is complete, and replace the data, the script and the images together, so
+// that an interrupted sweep or a full disk never leaves a truncated image, nor a script beside another's image.
 #include "sim/report/plot.hpp"
 #include "sim/report/plot_detail.hpp"
 
+#include "core/error.hpp"
 #include "core/io.hpp"
 
 #include <fcntl.h>
@@ -93,9 +95,11 @@ std::string_view extension(Format f) {
   return f == Format::png ? ".png" : ".svg";
 }
 
-// The script for `fig`, writing `outputs` (file names relative to the script's directory). Paths are resolved
-// from ARG0, so `gnuplot some/dir/x.gp` works from any working directory and the text names no absolute path.
-std::string script_text(const Figure& fig, const std::vector<std::pair<Format, std::string>>& outputs, Size size,
+// The script for `fig`, reading `data` and writing `outputs` (file names relative to the script's directory). Paths
+// are resolved from ARG0, so `gnuplot some/dir/x.gp` works from any working directory and the text names no absolute
+// path.
+std::string script_text(const Figure& fig, const std::string& data,
+                        const std::vector<std::pair<Format, std::string>>& outputs, Size size,
                         std::string_view source) {
   std::string s;
   auto out = std::back_inserter(s);
@@ -112,7 +116,7 @@ std::string script_text(const Figure& fig, const std::vector<std::pair<Format, s
   s += "# The directory of this script (from ARG0), so that it finds its data wherever gnuplot is started.\n"
        "here = exists(\"ARG0\") ? ARG0 : \"\"\n"
        "while (strlen(here) > 0 && here[strlen(here):strlen(here)] ne \"/\") { here = here[1:strlen(here) - 1] }\n";
-  fmt::format_to(out, "data = here.{}\n\n", gp_quote(fig.base + ".dat"));
+  fmt::format_to(out, "data = here.{}\n\n", gp_quote(data));
   s += fig.setup;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const auto& [format, file] = outputs[i];
@@ -202,10 +206,21 @@ void run_gnuplot(const fs::path& script, const fs::path& log, const std::string&
   throw std::runtime_error(fmt::format("{}: gnuplot failed ({}): {}", shown, how, log_tail(log)));
 }
 
+// Whether gnuplot finished the image: a PNG ends with its IEND chunk, an SVG with </svg>. gnuplot exits 0 when a
+// write fails (a full disk, a file size limit), leaving the image cut short (#31 R15).
+bool complete_image(const fs::path& image, Format format) {
+  const std::string text = read_file(image.string());
+  if (format == Format::png) {
+    static constexpr std::string_view kIend{"\0\0\0\0IEND\xae\x42\x60\x82", 12};
+    return text.ends_with(kIend);
+  }
+  const auto end = text.find_last_not_of(" \t\r\n");
+  return end != std::string::npos && std::string_view(text).substr(0, end + 1).ends_with("</svg>");
+}
+
 } // namespace
 
-// Writes <dir>/<base>.dat and .gp, then runs gnuplot on a temporary copy of the script that writes the images
-// under temporary names in `dir`, and renames them into place. Returns the image paths.
+// Writes <dir>/<base>.dat, .gp and the images, all together or none of them (above). Returns the image paths.
 std::vector<std::string> render(const fs::path& dir, const Figure& fig, const std::vector<Format>& formats, Size size,
                                 std::string_view source) {
   if (!dir.empty())
@@ -218,15 +233,18 @@ std::vector<std::string> render(const fs::path& dir, const Figure& fig, const st
     finals.emplace_back(f, fig.base + std::string(extension(f)));
     temps.emplace_back(f, fmt::format("{}{}.tmp.{}", fig.base, extension(f), pid));
   }
-  write_file_atomic((dir / (fig.base + ".dat")).string(), fig.dat);
-  write_file_atomic(gp.string(), script_text(fig, finals, size, source));
+  OutputBatch batch; // the data, the script and the images replace the old ones together, or none of them
+  batch.add((dir / (fig.base + ".dat")).string(), fig.dat);
+  batch.add(gp.string(), script_text(fig, fig.base + ".dat", finals, size, source));
 
-  TempFiles temp;
+  TempFiles temp; // gnuplot runs on copies of the data and the script, writing the images under temporary names
+  const std::string run_data = fmt::format("{}.dat.gp.run.{}", fig.base, pid);
+  write_file_atomic(temp.add(dir / run_data).string(), fig.dat);
   const fs::path run_script = temp.add(dir / fmt::format("{}.gp.run.{}", fig.base, pid));
   const fs::path log = temp.add(dir / fmt::format("{}.gp.log.{}", fig.base, pid));
   for (const auto& [format, name] : temps)
     temp.add(dir / name);
-  write_file_atomic(run_script.string(), script_text(fig, temps, size, source));
+  write_file_atomic(run_script.string(), script_text(fig, run_data, temps, size, source));
   run_gnuplot(run_script, log, gp.string());
 
   std::vector<std::string> images;
@@ -235,11 +253,14 @@ std::vector<std::string> render(const fs::path& dir, const Figure& fig, const st
     std::error_code ec;
     if (fs::file_size(from, ec) == 0 || ec)
       throw std::runtime_error(fmt::format("{}: gnuplot wrote no {} ({})", gp.string(), to.string(), log_tail(log)));
-    fs::rename(from, to, ec);
-    if (ec)
-      throw std::runtime_error(fmt::format("{}: cannot rename into place: {}", to.string(), ec.message()));
+    if (!complete_image(from, formats[i]))
+      throw InputError(to.string(), "",
+                       "gnuplot could not finish the image (a full disk or a file size limit?): the previous "
+                       "files are kept");
+    batch.adopt(from.string(), to.string());
     images.push_back(to.string());
   }
+  batch.commit();
   return images;
 }
 

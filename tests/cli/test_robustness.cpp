@@ -616,3 +616,53 @@ TEST_CASE("robustness: a refusal after --out was taken leaves no output director
   CHECK(fs::exists(fs::path(dir / "kept")));
   CHECK_FALSE(fs::exists(fs::path(dir / "kept/out")));
 }
+
+namespace {
+
+// Runs ddlsim with `args` under a file size limit of `limit` bytes, SIGXFSZ ignored (inherited through exec, so
+// that gnuplot's writes fail with EFBIG as on a full disk, instead of killing it); returns its exit status.
+int run_with_file_limit(std::vector<std::string> args, rlim_t limit) {
+  const std::string binary = ddlsim::test::ddlsim_binary();
+  args.insert(args.begin(), binary);
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN); // this process writes nothing while the limit holds
+  rlimit limited = old;
+  limited.rlim_cur = limit;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, binary.c_str(), nullptr, nullptr, argv.data(), environ);
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  REQUIRE(spawned == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+} // namespace
+
+TEST_CASE("robustness: a plot that the disk cannot hold keeps the previous image, data and script (#31 R15)",
+          "[cli][robustness]") {
+  // gnuplot exits 0 when its writes fail: a 4 KiB file size limit left a 4,096-byte SVG (of ~18 KiB) in place of
+  // the previous image, with exit 0, and the new .dat and .gp beside it.
+  TempDir tmp;
+  run_ok({"sweep", kQuickstart, "--set", R"(sweep={"cluster.nodes": [1, 2, 4]})", "--out", tmp / "s", "--no-plots"});
+  const std::string extension = GENERATE(".svg", ".png");
+  const fs::path image = fs::path(tmp / "s") / ("p" + extension);
+  run_ok({"plot", tmp / "s/results.csv", "--out", image.string()});
+  REQUIRE(fs::file_size(image) > 8192);
+  const auto before = files_in(tmp / "s");
+  const std::string old_image = read_text(image);
+  const std::string old_script = read_text(fs::path(tmp / "s") / "p.gp");
+  CHECK(run_with_file_limit({"plot", tmp / "s/results.csv", "--out", image.string(), "--y", "iteration_time_s"},
+                            4096) == 2);
+  CHECK(files_in(tmp / "s") == before); // no temporary left, nothing replaced
+  CHECK(read_text(image) == old_image);
+  CHECK(read_text(fs::path(tmp / "s") / "p.gp") == old_script);
+}
