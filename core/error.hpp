@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ddlsim {
 
@@ -15,6 +16,16 @@ inline constexpr std::size_t kQuotedUserText = 200;
 inline constexpr std::size_t kQuotedPath = 1000;
 /// User text as an error quotes it: whole up to kQuotedUserText characters, else its start, its length and its end.
 [[nodiscard]] std::string clip_user_text(std::string_view text);
+
+/// Edit distance between two strings (optimal string alignment: a swap of neighbours counts as one edit).
+[[nodiscard]] std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The names among `known` that `text` probably misspells, for an error's "did you mean": once case, '-', '_' and ' '
+/// are ignored, those equal to it, else those it begins, else those within an edit distance of max(2, a third of
+/// its length), nearest first; at most three: "did you mean 'a' or 'b'?", or "" when none.
+[[nodiscard]] std::string near_names(std::string_view text, const std::vector<std::string>& known);
+/// near_names in parentheses after a space, or "".
+[[nodiscard]] std::string did_you_mean(std::string_view text, const std::vector<std::string>& known);
 
 class InputError : public std::runtime_error {
 public:

@@ -228,25 +228,6 @@ const Json* ObjectReader::optional(std::string_view key) {
   return &*it;
 }
 
-namespace {
-// Levenshtein distance, for "did you mean" on misspelled keys.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-} // namespace
-
 const Json& ObjectReader::required(std::string_view key) {
   const Json* v = optional(key);
   if (v != nullptr)
@@ -293,7 +274,8 @@ std::optional<std::string> ObjectReader::optional_choice(std::string_view key,
   for (const auto& a : allowed)
     if (a == *s)
       return s;
-  fail(key, fmt::format("unknown value '{}' (expected one of: {})", clip_user_text(*s), fmt::join(allowed, ", ")));
+  fail(key, fmt::format("unknown value '{}'{} (expected one of: {})", clip_user_text(*s), did_you_mean(*s, allowed),
+                        fmt::join(allowed, ", ")));
 }
 
 std::string ObjectReader::choice(std::string_view key, const std::vector<std::string>& allowed) {
@@ -395,7 +377,10 @@ void ObjectReader::finish() const {
   for (const auto& [key, unused] : value_->items()) {
     if (read_.contains(key))
       continue;
-    throw InputError(file_, path(key), fmt::format("unknown key (allowed here: {})", fmt::join(asked_, ", ")));
+    const std::string near = near_names(key, std::vector<std::string>(asked_.begin(), asked_.end()));
+    throw InputError(
+        file_, path(key),
+        fmt::format("unknown key ({}allowed here: {})", near.empty() ? "" : near + " ", fmt::join(asked_, ", ")));
   }
 }
 

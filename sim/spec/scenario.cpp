@@ -83,8 +83,8 @@ void parse_model(ObjectReader r, Scenario& s) {
     } else {
       auto model = dag::build_zoo_model(zoo);
       if (!model)
-        r.fail("zoo",
-               fmt::format("unknown model '{}' (`ddlsim list models` shows the built-in ones)", clip_user_text(zoo)));
+        r.fail("zoo", fmt::format("unknown model '{}'{} (`ddlsim list models` shows the built-in ones)",
+                                  clip_user_text(zoo), did_you_mean(zoo, dag::zoo_model_names())));
       s.model = std::move(*model);
     }
   } else if (has_layers) {

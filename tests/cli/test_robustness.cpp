@@ -666,3 +666,13 @@ TEST_CASE("robustness: a plot that the disk cannot hold keeps the previous image
   CHECK(read_text(image) == old_image);
   CHECK(read_text(fs::path(tmp / "s") / "p.gp") == old_script);
 }
+
+TEST_CASE("robustness: a misspelt model, GPU or strategy name gets a did-you-mean (#31, a new user's edge)",
+          "[cli][robustness]") {
+  const auto [set, phrase] = GENERATE(table<std::string, std::string>({
+      {"model.zoo=resnet5", "/model/zoo: unknown model 'resnet5' (did you mean 'resnet50'"},
+      {"gpu.preset=v100-sxm2", "unknown value 'v100-sxm2' (did you mean 'V100-SXM2-16GB' or 'V100-SXM2-32GB'?)"},
+      {"strategy.kind=mgwfbp", "/strategy/kind: unknown value 'mgwfbp' (did you mean 'mg-wfbp'?)"},
+  }));
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", set}), phrase);
+}

@@ -15,7 +15,9 @@ TEST_CASE("core::ObjectReader reports unknown keys with their path", "[core][jso
   auto cluster = root.object("cluster");
   CHECK(cluster.integer("nodes", 1) == 2);
   (void)cluster.optional_quantity("bandwidth", Dimension::bandwidth);
-  REQUIRE_THROWS_WITH(cluster.finish(), "s.json: /cluster/bandwith: unknown key (allowed here: bandwidth, nodes)");
+  REQUIRE_THROWS_WITH(
+      cluster.finish(),
+      "s.json: /cluster/bandwith: unknown key (did you mean 'bandwidth'? allowed here: bandwidth, nodes)");
 }
 
 TEST_CASE("core::ObjectReader checks types, ranges and units", "[core][json]") {
@@ -120,4 +122,22 @@ TEST_CASE("core::write_file_atomic replaces the file and leaves no temporary", "
   CHECK(files == 1);
   REQUIRE_THROWS_WITH(read_file((dir / "missing.txt").string()), Catch::EndsWith("missing.txt: cannot open file"));
   fs::remove_all(dir.parent_path());
+}
+
+TEST_CASE("core::near_names suggests the names a value probably misspells (#31)", "[core][error]") {
+  const std::vector<std::string> strategies{"bsp", "ddp", "mg-wfbp", "wfbp", "ps-sync", "ps-async"};
+  const auto [text, expected] = GENERATE(table<std::string, std::string>({
+      {"mgwfbp", " (did you mean 'mg-wfbp'?)"}, // the same name but for a separator: nothing else
+      {"MG_WFBP", " (did you mean 'mg-wfbp'?)"},
+      {"wfb", " (did you mean 'wfbp'?)"},                 // a prefix
+      {"ps", " (did you mean 'ps-sync' or 'ps-async'?)"}, // names it begins, in the given order (not 'bsp')
+      {"dpp", " (did you mean 'ddp' or 'bsp'?)"},         // within 2 edits, nearest first (a swap is one)
+      {"wbfp", " (did you mean 'wfbp' or 'bsp'?)"},
+      {"p", " (did you mean 'ps-sync' or 'ps-async'?)"},
+      {"bp", " (did you mean 'bsp', 'ddp' or 'wfbp'?)"}, // 1, 2 and 2 edits
+      {"xyzzy", ""},                                     // nothing near
+      {std::string(201, 'a'), ""},                       // longer than any name: not compared
+  }));
+  CAPTURE(text);
+  CHECK(did_you_mean(text, strategies) == expected);
 }
