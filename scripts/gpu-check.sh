@@ -285,6 +285,15 @@ time_left() {
   echo $((deadline - SECONDS - 30))
 }
 
+# --archive FILE: the whole folder as one .tar.gz (a device call brings back files of at most 16 MiB)
+write_archive() {
+  [[ -n $archive ]] || return 0
+  tar -czf "$archive" -C "$(dirname "$out")" "$(basename "$out")"
+  local size
+  size=$(stat -c %s "$archive")
+  echo "$prog: wrote $archive ($((size / 1024)) KiB)$( ((size <= 16 * 1024 * 1024)) || echo "; over the 16 MiB a device call brings back")"
+}
+
 # ---------------------------------------------------------------------------------------------------------------------
 # The GPU, the toolkit and the libraries the probe links (cuDNN, NCCL): beside the CUDA toolkit, on the loader's path,
 # or in the Python packages NVIDIA ships them in (site-packages/nvidia/*, which PyTorch's wheels depend on).
@@ -479,6 +488,7 @@ PY
   # Everything after this needs the GPU
   if [[ -n $no_gpu ]]; then
     record gpu "not run: no GPU ($no_gpu)" "" ""
+    write_archive
     echo "$prog: no GPU found ($no_gpu): the steps that need one were not run; what was done is in $out" >&2
     exit 3
   fi
@@ -639,11 +649,7 @@ PY
 
 analyse
 table
-if [[ -n $archive ]]; then
-  tar -czf "$archive" -C "$(dirname "$out")" "$(basename "$out")"
-  size=$(stat -c %s "$archive")
-  echo "$prog: wrote $archive ($((size / 1024)) KiB)$( ((size <= 16 * 1024 * 1024)) || echo "; over the 16 MiB a device call brings back")"
-fi
+write_archive
 if ((failures > 0)); then
   echo "$prog: $failures step(s) failed ($out/steps.tsv, $out/logs/): the table says which" >&2
   exit 1
