@@ -120,7 +120,7 @@ void add_run(OrderedJson& j, const Scenario& s, const RunResult& r) {
   j["peak_memory_bytes_per_gpu"] = byte_count(r.peak_memory_bytes_per_gpu);
   if (r.model_flops_utilisation)
     j["model_flops_utilisation"] = *r.model_flops_utilisation;
-  if (s.measured.iteration_s)
+  if (s.measured.iteration_s && s.measured.what_if_keys.empty()) // a what-if is not the measured run
     j["measured_iteration_s"] = *s.measured.iteration_s;
   if (r.backup_workers > 0)
     j["backup_workers"] = r.backup_workers;
@@ -495,6 +495,24 @@ std::string tensor_line(const Scenario& s, const RunResult& r) {
 }
 } // namespace
 
+namespace {
+
+// The measured step beside the prediction, for the run the scenario describes; a what-if (--set changed the run) is
+// not compared with it.
+std::string measured_line(const Scenario& s, const RunResult& r) {
+  const auto& m = s.measured;
+  if (!m.iteration_s)
+    return "";
+  const std::string source = m.source.empty() ? std::string() : "; " + m.source;
+  if (!m.what_if_keys.empty())
+    return fmt::format("  measured       {} by the run the scenario describes{}; not compared: --set changed {}\n",
+                       format_time(*m.iteration_s), source, fmt::join(m.what_if_keys, ", "));
+  return fmt::format("  measured       {}  (prediction {:+.1f} %{})\n", format_time(*m.iteration_s),
+                     100 * (r.iteration_time_s / *m.iteration_s - 1), source);
+}
+
+} // namespace
+
 std::string human_summary(const Scenario& s, const RunResult& r) {
   const auto& b = r.breakdown;
   std::size_t collectives = 0; // one per group, or a chain of them (PowerSGD)
@@ -536,12 +554,7 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                                       format_time(r.variability->p90_s), format_time(r.variability->p99_s),
                                       format_time(r.variability->deterministic_s))
                         : std::string()) +
-         (s.measured.iteration_s
-              ? fmt::format("  measured       {}  (prediction {:+.1f} %{})\n", format_time(*s.measured.iteration_s),
-                            100 * (r.iteration_time_s / *s.measured.iteration_s - 1),
-                            s.measured.source.empty() ? std::string() : "; " + s.measured.source)
-              : std::string()) +
-         fmt::format("{}", fmt::join(notes_lines(r), ""));
+         measured_line(s, r) + fmt::format("{}", fmt::join(notes_lines(r), ""));
 }
 
 void write_reports(const std::string& dir, const Scenario& s, const RunResult& r, bool trace) {

@@ -734,6 +734,29 @@ Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKey
   return s;
 }
 
+namespace {
+
+// The keys of `overrides` that change, from `original` to `doc`, what a scenario's `measured` run was: all but how
+// it is simulated (engine, flow, variability), its name, description and sweep, and `measured` itself.
+std::vector<std::string> what_if_keys(const Json& original, const Json& doc,
+                                      const std::vector<std::string>& overrides) {
+  static const std::set<std::string, std::less<>> kHow{"engine",      "flow",  "variability", "name",
+                                                       "description", "sweep", "measured"};
+  std::vector<std::string> keys;
+  for (const auto& o : overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    if (kHow.contains(key.substr(0, key.find('.'))) || std::find(keys.begin(), keys.end(), key) != keys.end())
+      continue;
+    const Json::json_pointer at(dotted_key_pointer(key));
+    const bool before = original.contains(at), after = doc.contains(at);
+    if (before != after || (before && original.at(at) != doc.at(at)))
+      keys.push_back(key);
+  }
+  return keys;
+}
+
+} // namespace
+
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides, SweepBlock sweep) {
   const std::string text = read_file(path);
   Json doc = parse_json_text(text, path);
@@ -743,10 +766,14 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
       order = sweep_key_order("{\"sweep\": " + o.substr(6) + "}");
   if (!doc.is_object())
     throw InputError(path, "", "expected a JSON object at the top level");
+  const Json original = doc.contains("measured") && !overrides.empty() ? doc : Json();
   for (const auto& o : overrides)
     apply_override(doc, o, path);
   try {
-    return parse_scenario(doc, path, order, sweep);
+    Scenario s = parse_scenario(doc, path, order, sweep);
+    if (s.measured.iteration_s && !overrides.empty())
+      s.measured.what_if_keys = what_if_keys(original, doc, overrides);
+    return s;
   } catch (const InputError& e) {
     // Say so when the offending value came from the command line rather than the file.
     for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {

@@ -62,6 +62,9 @@ struct MeasuredSpec {
   std::string timeline;              ///< a Chrome trace of the measured step (resolved path), "" when none
   std::string source;                ///< where it was measured
   std::vector<double> steps_s;       ///< `steps`: each measured step (import-trace writes the steps it used)
+  /// The keys that `--set` changed in what the measured run was (not how it is simulated): this run is a what-if of
+  /// the measured one, and its prediction is not compared with the measurement. Empty: the run measured.
+  std::vector<std::string> what_if_keys;
 };
 
 /// One sweep axis: a dotted scenario key and its values; axes in one zip group vary together.
