@@ -21,6 +21,7 @@
 #include <charconv>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -145,18 +146,76 @@ PipelineColumns pipeline_columns(const std::vector<PointResult>& results) {
 
 // A point's cell for a pipeline column; a point without a pipeline is pure data parallelism: data = workers,
 // pipeline = tensor = 1, the pipeline's own figures empty.
-std::string pipeline_cell(const OrderedJson& summary, const Field& f) {
-  const OrderedJson::json_pointer ptr(f.pointer);
+std::string pipeline_cell(const OrderedJson& summary, std::string_view column, const std::string& pointer) {
+  const OrderedJson::json_pointer ptr(pointer);
   if (summary.contains(ptr))
     return csv_cell(number_text(summary.at(ptr)));
   if (summary.contains("pipeline") || !summary.contains("workers"))
     return "";
-  const std::string_view column(f.column);
   if (column == "parallelism.data")
     return number_text(summary.at("workers"));
   if (column == "parallelism.pipeline" || column == "parallelism.tensor")
     return "1";
   return "";
+}
+
+// fits_memory: false when some stage's peak memory exceeds the GPU's (pipeline.per_stage[].exceeds_gpu_memory), true
+// otherwise; empty for a point without a pipeline, whose memory is not checked.
+std::string fits_memory_cell(const OrderedJson& summary) {
+  const OrderedJson::json_pointer ptr("/pipeline/per_stage");
+  if (!summary.contains(ptr))
+    return "";
+  for (const auto& stage : summary.at(ptr))
+    if (stage.value("exceeds_gpu_memory", false))
+      return "false";
+  return "true";
+}
+
+// A summary column of results.csv: its name, where its cells come from, and the JSON pointer they read.
+enum class Source : std::uint8_t { summary, pipeline, stage_memory, fits_memory, variability };
+struct Column {
+  std::string name;
+  Source source;
+  std::string pointer;
+};
+
+// The summary columns, in order: the fields, the pipeline's when some point ran one, variability's when some point
+// sampled iterations. A swept key is a column of its own, so a summary field of the same name is left out (the
+// point's summary in results.json keeps it): every column name appears once.
+std::vector<Column> summary_columns(const std::vector<std::string>& keys, const std::vector<PointResult>& results) {
+  std::vector<Column> out;
+  for (const auto& f : kFields)
+    out.push_back({f.column, Source::summary, f.pointer});
+  if (const auto [pipelines, stages] = pipeline_columns(results); pipelines) {
+    for (const auto& f : kPipelineFields)
+      out.push_back({f.column, Source::pipeline, f.pointer});
+    out.push_back({"fits_memory", Source::fits_memory, ""});
+    for (std::size_t st = 0; st < stages; ++st)
+      out.push_back({fmt::format("pipeline.per_stage.{}.peak_memory_bytes", st), Source::stage_memory,
+                     fmt::format("/pipeline/per_stage/{}/peak_memory_bytes", st)});
+  }
+  const bool varied = std::any_of(results.begin(), results.end(), [](const PointResult& r) {
+    return r.ok && r.summary.contains("iteration_time_percentiles_s");
+  });
+  if (varied)
+    for (const auto& f : kVariabilityFields)
+      out.push_back({f.column, Source::variability, f.pointer});
+  std::erase_if(out, [&](const Column& c) { return std::find(keys.begin(), keys.end(), c.name) != keys.end(); });
+  return out;
+}
+
+// A point's cell in a summary column (empty for a failed point).
+std::string summary_cell(const PointResult& r, const Column& c) {
+  if (!r.ok)
+    return "";
+  if (c.source == Source::pipeline)
+    return pipeline_cell(r.summary, c.name, c.pointer);
+  if (c.source == Source::fits_memory)
+    return fits_memory_cell(r.summary);
+  const OrderedJson::json_pointer ptr(c.pointer);
+  if (r.summary.contains(ptr))
+    return csv_cell(number_text(r.summary.at(ptr)));
+  return c.source == Source::variability && c.name == "backup_workers" ? "0" : "";
 }
 
 // ---- running one point -------------------------------------------------------------------------------------------
@@ -480,61 +539,21 @@ Shard parse_shard(const std::string& text) {
 }
 
 std::string results_csv(const std::vector<std::string>& keys, const std::vector<PointResult>& results) {
+  const auto columns = summary_columns(keys, results);
   std::string out = "point";
   for (const auto& k : keys)
     fmt::format_to(std::back_inserter(out), ",{}", csv_cell(k));
   out += ",status";
-  for (const auto& f : kFields)
-    out += std::string(",") + f.column;
-  const auto [pipelines, stages] = pipeline_columns(results);
-  if (pipelines) {
-    for (const auto& f : kPipelineFields)
-      out += std::string(",") + f.column;
-    for (std::size_t st = 0; st < stages; ++st)
-      fmt::format_to(std::back_inserter(out), ",pipeline.per_stage.{}.peak_memory_bytes", st);
-  }
-  const bool varied = std::any_of(results.begin(), results.end(), [](const PointResult& r) {
-    return r.ok && r.summary.contains("iteration_time_percentiles_s");
-  });
-  if (varied)
-    for (const auto& f : kVariabilityFields)
-      out += std::string(",") + f.column;
+  for (const auto& c : columns)
+    fmt::format_to(std::back_inserter(out), ",{}", c.name);
   out += ",error\n";
   for (const auto& r : results) {
     out += std::to_string(r.index);
     for (const auto& k : keys)
       fmt::format_to(std::back_inserter(out), ",{}", r.params.contains(k) ? csv_cell(value_text(r.params.at(k))) : "");
     out += r.ok ? ",ok" : ",failed";
-    for (const auto& f : kFields) {
-      out += ",";
-      if (r.ok) {
-        const OrderedJson::json_pointer ptr(f.pointer);
-        if (r.summary.contains(ptr))
-          out += csv_cell(number_text(r.summary.at(ptr)));
-      }
-    }
-    if (pipelines) {
-      for (const auto& f : kPipelineFields) {
-        out += ',';
-        if (r.ok)
-          out += pipeline_cell(r.summary, f);
-      }
-      for (std::size_t st = 0; st < stages; ++st) {
-        out += ",";
-        const OrderedJson::json_pointer ptr(fmt::format("/pipeline/per_stage/{}/peak_memory_bytes", st));
-        if (r.ok && r.summary.contains(ptr))
-          out += number_text(r.summary.at(ptr));
-      }
-    }
-    if (varied)
-      for (const auto& f : kVariabilityFields) {
-        out += ',';
-        const OrderedJson::json_pointer ptr(f.pointer);
-        if (r.ok && r.summary.contains(ptr))
-          out += csv_cell(number_text(r.summary.at(ptr)));
-        else if (r.ok && std::string_view(f.column) == "backup_workers")
-          out += '0';
-      }
+    for (const auto& c : columns)
+      fmt::format_to(std::back_inserter(out), ",{}", summary_cell(r, c));
     fmt::format_to(std::back_inserter(out), ",{}\n", csv_cell(r.error));
   }
   return out;

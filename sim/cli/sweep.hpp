@@ -56,7 +56,9 @@ struct PointResult {
 
 /// The results table (results.csv): `point`, the swept keys, `status`, the summary fields, `error`. When some point
 /// ran a pipeline, the summary fields continue with `parallelism.*`, `pipeline.*` (schedule, stages, micro-batches,
-/// virtual stages, partition, measured and closed-form bubble) and `pipeline.per_stage.<i>.peak_memory_bytes`.
+/// virtual stages, partition, measured and closed-form bubble), `model_flops_utilisation`, `fits_memory` and
+/// `pipeline.per_stage.<i>.peak_memory_bytes`. Every column name appears once: a summary field that is also a swept
+/// key is left out (the swept value stands; results.json keeps the summary's).
 [[nodiscard]] std::string results_csv(const std::vector<std::string>& keys, const std::vector<PointResult>& results);
 /// results.json: {"scenario", "swept_keys", "points": [{"point", "params", "status", "error"?, "summary"?}]}.
 [[nodiscard]] OrderedJson results_json(const std::string& scenario, const std::vector<std::string>& keys,

@@ -23,8 +23,8 @@ struct ResultsTable {
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows; // every row has columns.size() cells
 
-  /// Index of the first column called `name`, or -1 when absent. A swept key may share its name with a summary
-  /// field (sweeping "engine", or whole "strategy" objects); the swept key comes first.
+  /// Index of the first column called `name`, or -1 when absent. A sweep writes each name once (a swept key leaves
+  /// out the summary field of its name); in a table of older versions, which wrote both, the swept key comes first.
   [[nodiscard]] int column(std::string_view name) const;
   /// The swept keys: the columns between "point" and "status" (empty when either is missing).
   [[nodiscard]] std::vector<std::string> swept_keys() const;

@@ -60,22 +60,51 @@ std::vector<std::string> tensor_names(const Scenario& s) {
   return names;
 }
 
-std::string task_label(const Scenario& s, const dag::Task& t) {
+// Where a pipeline's task sits: " s<stage> mb<micro-batch>", and " c<chunk>" with interleaved chunks (virtual stage
+// c p + s); empty for a task of no micro-batch. `stage` false leaves the stage out (a transfer names its GPUs).
+std::string pipeline_place(const Scenario& s, const dag::Task& t, bool stage) {
+  const int mb = dag::micro_batch_of(t), vs = dag::virtual_stage_of(t);
+  const int p = s.parallelism.pipeline, chunks = s.pipeline ? s.pipeline->virtual_stages : 1;
+  std::string out;
+  if (stage && vs >= 0)
+    out += fmt::format(" s{}", vs % p);
+  if (mb >= 0)
+    out += fmt::format(" mb{}", mb);
+  if (chunks > 1 && vs >= 0)
+    out += fmt::format(" c{}", vs / p);
+  return out;
+}
+
+// What a communication task moves: "allreduce #3" (a gradient group's), "allreduce" (a tensor collective), "p2p
+// gpu3->gpu7" (a pipeline transfer, on copy `replica`'s GPUs).
+std::string wire_label(const dag::IterationGraph& g, int replica, const dag::Task& t) {
+  if (const auto* p = std::get_if<dag::Transfer>(&t.payload))
+    return fmt::format("p2p {}->{}", dag::device_name(g.replica_device(replica, dag::Device::gpu(p->src))),
+                       dag::device_name(g.replica_device(replica, dag::Device::gpu(p->dst))));
+  const std::string name(dag::collective_name(dag::collective_of(t)));
+  return dag::group_of(t) >= 0 ? fmt::format("{} #{}", name, dag::group_of(t)) : name;
+}
+
+// A task's name in timeline.json, as copy `replica` runs it: "fwd conv1", "bwd s2 mb3 c1", "allreduce #3 (25 MiB)",
+// "p2p gpu3->gpu7 mb3 (1.5 MiB)".
+std::string task_label(const Scenario& s, const dag::IterationGraph& g, int replica, const dag::Task& t) {
+  const bool transfer = std::holds_alternative<dag::Transfer>(t.payload);
+  const std::string place = pipeline_place(s, t, !transfer);
   switch (t.kind) {
   case dag::TaskKind::forward:
-    return "fwd " + layer_name(s, dag::layer_of(t));
-  case dag::TaskKind::backward:
-    return "bwd " + layer_name(s, dag::layer_of(t));
+  case dag::TaskKind::backward: {
+    const std::string layer = layer_name(s, dag::layer_of(t));
+    return (t.kind == dag::TaskKind::forward ? "fwd" : "bwd") + (layer.empty() ? "" : " " + layer) + place;
+  }
   case dag::TaskKind::communication:
-    return fmt::format("{} #{} ({})", dag::collective_name(dag::collective_of(t)), dag::group_of(t),
-                       format_bytes(dag::bytes_of(t)));
+    return fmt::format("{}{} ({})", wire_label(g, replica, t), place, format_bytes(dag::bytes_of(t)));
   case dag::TaskKind::compression:
     return fmt::format("compression #{}", dag::group_of(t));
   case dag::TaskKind::delay:
     return fmt::format("{} #{}", s.strategy.parameter_server() != nullptr ? "server update" : "fusion wait",
                        dag::group_of(t));
   default:
-    return std::string(dag::task_kind_name(t.kind));
+    return std::string(dag::task_kind_name(t.kind)) + place;
   }
 }
 
@@ -316,29 +345,64 @@ std::vector<ReportedReplica> reported_replicas(const RunResult& r) {
   return out;
 }
 
+// GPU ranks, consecutive or evenly spaced and rising as a range ("gpu0-7", "gpu0-120/8"), others one by one
+// ("gpu7 gpu3").
+std::string ranks_label(const std::vector<int>& ranks) {
+  const int step = ranks.size() > 2 ? ranks[1] - ranks[0] : 0;
+  bool even = step > 0;
+  for (std::size_t i = 2; even && i < ranks.size(); ++i)
+    even = ranks[i] - ranks[i - 1] == step;
+  if (even)
+    return fmt::format("gpu{}-{}{}", ranks.front(), ranks.back(), step > 1 ? fmt::format("/{}", step) : "");
+  std::string out;
+  for (const int rank : ranks)
+    out += fmt::format("{}gpu{}", out.empty() ? "" : " ", rank);
+  return out;
+}
+
+// The communicator of a collective or transfer as copy `replica` runs it: what it spans, its size and its GPUs
+// ("data 8 gpu0-7", "tensor 4 gpu8-11", "pair 2 gpu3 gpu7"); empty for a task on none.
+std::string communicator_label(const dag::IterationGraph& g, int replica, const dag::Task& t) {
+  if (dag::communicator_of(t) < 0)
+    return "";
+  const auto axis = g.axis(t);
+  const auto ranks = g.instance_communicator(t, g.instance_of(axis, replica)).ranks;
+  const char* spans = axis == dag::IterationGraph::Axis::data     ? "data"
+                      : axis == dag::IterationGraph::Axis::tensor ? "tensor"
+                                                                  : "pair";
+  return fmt::format("{} {} {}", spans, ranks.size(), ranks_label(ranks));
+}
+
 } // namespace
 
 std::string tasks_csv(const Scenario& s, const RunResult& r) {
-  std::string out = "device,resource,kind,layer,group,bytes,start_s,end_s\n";
-  // The columns between the device and the times are the same in every replica: formatted once per task.
-  std::vector<std::string> middle(r.graph.size());
+  std::string out = "device,resource,kind,layer,group,bytes,start_s,end_s,collective,communicator\n";
+  // The columns between the device and the times, and the collective, are the same in every replica: formatted once
+  // per task; the communicator once per task and replica.
+  std::vector<std::string> middle(r.graph.size()), collective(r.graph.size());
   for (std::size_t v = 0; v < r.graph.size(); ++v) {
     const auto& t = r.graph.task(v);
     middle[v] = fmt::format(",{},{},{},{},{},", dag::resource_name(t.resource), dag::task_kind_name(t.kind),
                             csv_cell(layer_name(s, dag::layer_of(t))), // RFC 4180: a name may hold commas
                             dag::group_of(t) >= 0 ? std::to_string(dag::group_of(t)) : "", dag::bytes_of(t));
+    if (dag::collective_of(t) != dag::Collective::none)
+      collective[v] = dag::collective_name(dag::collective_of(t));
   }
   const auto replicas = reported_replicas(r);
-  std::size_t row_bytes = 0; // the middle columns, a device name and two times of up to 24 characters each
-  for (const auto& m : middle)
-    row_bytes += m.size() + 8 + 2 * 24 + 2;
+  std::size_t row_bytes = 0; // the middle columns, a device name, two times of up to 24 characters each, a collective
+  for (std::size_t v = 0; v < r.graph.size(); ++v)
+    row_bytes += middle[v].size() + collective[v].size() + 8 + 2 * 24 + 4;
   out.reserve(out.size() + replicas.size() * row_bytes);
   auto it = std::back_inserter(out);
   for (const auto& [replica, timing] : replicas)
     for (std::size_t v = 0; v < r.graph.size(); ++v) {
       out += dag::device_name(r.graph.replica_device(replica, r.graph.task(v).device));
       out += middle[v];
-      fmt::format_to(it, FMT_COMPILE("{},{}\n"), (*timing)[v].start_s, (*timing)[v].end_s);
+      fmt::format_to(it, FMT_COMPILE("{},{},"), (*timing)[v].start_s, (*timing)[v].end_s);
+      out += collective[v];
+      out += ',';
+      out += communicator_label(r.graph, replica, r.graph.task(v));
+      out += '\n';
     }
   return out;
 }
@@ -426,7 +490,7 @@ OrderedJson timeline_json(const Scenario& s, const RunResult& r) {
         threads[pid].emplace(tid, std::move(name));
       }
       OrderedJson e;
-      e["name"] = task_label(s, t);
+      e["name"] = task_label(s, r.graph, replicas[i].replica, t);
       e["cat"] = dag::task_kind_name(t.kind);
       e["ph"] = "X";
       e["ts"] = timing.start_s * 1e6;

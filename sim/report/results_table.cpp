@@ -146,13 +146,13 @@ std::size_t column_index(const ResultsTable& t, std::string_view name, std::stri
   return static_cast<std::size_t>(c);
 }
 
-// Index of the summary field `name`: the first column of that name after "status" (a swept key may have the same
-// name: sweeping "engine", or whole "strategy" objects), or -1.
+// Index of the summary field `name`: the first column of that name after "status", else the swept key of that name
+// (a table leaves out a summary field that is swept: sweeping "engine", or whole "strategy" objects), or -1.
 int summary_field(const ResultsTable& t, std::string_view name) {
   for (auto c = static_cast<std::size_t>(t.column("status")) + 1; c < t.columns.size(); ++c)
     if (t.columns[c] == name)
       return static_cast<int>(c);
-  return -1;
+  return t.column(name);
 }
 
 std::size_t summary_index(const ResultsTable& t, std::string_view name, std::string_view role) {

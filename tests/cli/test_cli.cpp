@@ -7,6 +7,7 @@
 #include "support/cli.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include <iterator>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -100,17 +102,18 @@ void require_input_error(const Outcome& o, const std::string& file, const std::s
 struct TaskRow {
   std::string device, resource, kind, layer, group;
   double bytes = 0, start_s = 0, end_s = 0;
+  std::string collective, communicator;
 };
 
 std::vector<TaskRow> read_tasks(const fs::path& csv) {
   const auto lines = lines_of(read_text(csv));
   REQUIRE(!lines.empty());
-  REQUIRE(lines.front() == "device,resource,kind,layer,group,bytes,start_s,end_s");
+  REQUIRE(lines.front() == "device,resource,kind,layer,group,bytes,start_s,end_s,collective,communicator");
   std::vector<TaskRow> rows;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     INFO("tasks.csv line " << i + 1 << ": " << lines[i]);
     const auto f = split(lines[i], ',');
-    REQUIRE(f.size() == 8);
+    REQUIRE(f.size() == 10);
     // A device: "gpu<rank>" or "host<node>".
     const std::string prefix = f[0].starts_with("gpu") ? "gpu" : "host";
     REQUIRE(f[0].starts_with(prefix));
@@ -130,6 +133,8 @@ std::vector<TaskRow> read_tasks(const fs::path& csv) {
     REQUIRE(used == f[6].size());
     r.end_s = std::stod(f[7], &used);
     REQUIRE(used == f[7].size());
+    r.collective = f[8];
+    r.communicator = f[9];
     rows.push_back(r);
   }
   return rows;
@@ -479,6 +484,9 @@ TEST_CASE("cli: run writes summary.json and tasks.csv that agree with each other
       ++backward_per_layer[r.layer];
     if (r.kind == "communication") {
       REQUIRE(!r.group.empty());
+      // Each bucket's ring allreduce over all 8 GPUs (#31: tasks.csv named neither).
+      CHECK(r.collective == "allreduce");
+      CHECK(r.communicator == fmt::format("data {} gpu0-{}", workers, workers - 1));
       const int g = std::stoi(r.group);
       CHECK(comm_bytes_per_group.count(g) == 0); // one allreduce per bucket
       comm_bytes_per_group[g] = r.bytes;
@@ -614,6 +622,85 @@ TEST_CASE("cli: timeline.json is a Chrome trace with one event per non-empty tas
     CHECK(fs::is_regular_file(quiet / "tasks.csv"));
     CHECK_FALSE(fs::exists(quiet / "timeline.json"));
   }
+}
+
+TEST_CASE("cli: a pipeline's slices name stage, micro-batch and chunk, its transfers their GPUs (#31)",
+          "[cli][run][trace][pipeline]") {
+  // The quickstart's 8 GPUs as 2 replicas of a 4-stage interleaved pipeline (v = 2, m = 4): stage s of replica k on
+  // GPU k + 2 s. The flow engine lists both replicas, the analytic engine replica 0.
+  const auto engine = GENERATE(as<std::string>{}, "analytic", "flow");
+  CAPTURE(engine);
+  TempDir tmp;
+  const fs::path dir = tmp / "reports";
+  run_ok({"run", kQuickstart, "--out", dir.string(), "--engine", engine, "--set", R"(parallelism={"pipeline": 4})",
+          "--set", R"(pipeline={"schedule": "interleaved-1f1b", "micro_batches": 4, "virtual_stages": 2})"});
+  const json trace = read_json(dir / "timeline.json");
+  std::map<int, std::string> process_names; // pid -> device
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      process_names[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+  const std::regex pass(R"((fwd|bwd) s([0-3]) mb([0-3]) c([01]))");
+  const std::regex transfer(R"(p2p gpu([0-7])->gpu([0-7]) mb[0-3] c[01] \(.+\))");
+  std::map<std::string, std::set<std::string>> passes; // device -> its passes' names
+  std::size_t transfers = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X")
+      continue;
+    const auto name = e["name"].get<std::string>();
+    const auto& device = process_names.at(e["pid"].get<int>());
+    INFO(device << ": " << name);
+    std::smatch m;
+    if (e["cat"] == "forward" || e["cat"] == "backward") {
+      REQUIRE(std::regex_match(name, m, pass));
+      // The stage's GPU: replica k = rank mod 2 runs stage s on GPU k + 2 s.
+      const int gpu = std::stoi(device.substr(3));
+      CHECK(std::stoi(m[2].str()) == gpu / 2);
+      CHECK(passes[device].insert(name).second); // each pass once per GPU
+    } else if (name.starts_with("p2p")) {
+      REQUIRE(std::regex_match(name, m, transfer));
+      CHECK("gpu" + m[1].str() == device);                                     // the sender's p2p stream
+      CHECK(std::abs(std::stoi(m[1].str()) - std::stoi(m[2].str())) % 2 == 0); // within the sender's replica
+      ++transfers;
+    } else {
+      CHECK_THAT(name, !Contains("point_to_point") && !Contains("#-1")); // #31: "point_to_point #-1"
+    }
+  }
+  // Every GPU of a listed replica runs 2 chunks x 4 micro-batches forward and backward.
+  REQUIRE(passes.size() == (engine == "flow" ? 8U : 4U));
+  for (const auto& [device, names] : passes)
+    CHECK(names.size() == 2 * 2 * 4);
+  // Between 8 virtual stages, 7 cuts, each crossed forward and backward by every micro-batch, per replica.
+  CHECK(transfers == (engine == "flow" ? 2U : 1U) * 7 * 2 * 4);
+
+  // tasks.csv: a transfer is a point_to_point over its sender and receiver.
+  for (const auto& r : read_tasks(dir / "tasks.csv")) {
+    if (r.resource != "p2p")
+      continue;
+    INFO(r.device << ": " << r.communicator);
+    CHECK(r.collective == "point_to_point");
+    CHECK_THAT(r.communicator, StartsWith("pair 2 " + r.device + " gpu"));
+  }
+}
+
+TEST_CASE("cli: tasks.csv names a tensor-parallel collective's group (#31)", "[cli][run][tensor]") {
+  // GPT-2 on the quickstart's 2 x 4 GPUs, t = 4 (one group per node), p = 2, d = 1: stage s's tensor group is
+  // gpu4s-4s+3; its transfers go between tensor peers, gpu j and gpu 4 + j. The flow engine lowers every tensor
+  // collective (the analytic engine folds them into the passes).
+  TempDir tmp;
+  const fs::path dir = tmp / "reports";
+  run_ok({"run", kQuickstart, "--out", dir.string(), "--no-trace", "--engine", "flow", "--set", "model.zoo=gpt2",
+          "--set", "model.batch_per_gpu=4", "--set", R"(parallelism={"pipeline": 2, "tensor": 4})", "--set",
+          R"(pipeline={"micro_batches": 2})"});
+  std::set<std::string> communicators;
+  for (const auto& r : read_tasks(dir / "tasks.csv"))
+    if (!r.collective.empty())
+      communicators.insert(r.device + " " + r.collective + " " + r.communicator);
+  CHECK(communicators.contains("gpu0 allreduce tensor 4 gpu0-3"));
+  CHECK(communicators.contains("gpu4 allreduce tensor 4 gpu4-7"));
+  CHECK(communicators.contains("gpu0 point_to_point pair 2 gpu0 gpu4"));
+  CHECK(communicators.contains("gpu4 point_to_point pair 2 gpu4 gpu0"));
+  CHECK(communicators.contains("gpu2 allreduce tensor 4 gpu0-3"));
+  CHECK(communicators.contains("gpu2 point_to_point pair 2 gpu2 gpu6"));
 }
 
 TEST_CASE("cli: the same scenario gives byte-identical reports", "[cli][run][determinism]") {

@@ -5,7 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
+#include <string>
+#include <vector>
 
 using namespace ddlsim;
 using namespace ddlsim::sim;
@@ -65,7 +68,7 @@ TEST_CASE("sweep: results.csv quotes what needs quoting and leaves failed rows' 
   const auto csv = results_csv({"strategy", "topology"}, {ok, bad});
   const auto header = csv.substr(0, csv.find('\n'));
   CHECK(header.rfind("point,strategy,topology,status,scenario,engine,workers,iteration_time_s,", 0) == 0);
-  CHECK_THAT(header, Contains(",model,strategy,allreduce,") && Contains(",error"));
+  CHECK_THAT(header, Contains(",model,allreduce,") && Contains(",error")); // strategy: the swept key's column only
   CHECK_THAT(csv, Contains("\n0,ddp,\"{\"\"kind\"\":\"\"star\"\"}\",ok,s,,,0.25,"));
   CHECK_THAT(csv, Contains(",resnet50,"));
   CHECK_THAT(csv, Contains("\n1,\"a,b\",ring,failed,,,,,"));
@@ -88,6 +91,7 @@ TEST_CASE("sweep: results.csv keeps the data-parallel columns and adds the pipel
       "scaling_efficiency,breakdown_s.compute,breakdown_s.compression,breakdown_s.exposed_communication,"
       "breakdown_s.idle,communication_bytes_per_worker,peak_memory_bytes_per_gpu,sim.wall_s,sim.events,sim.flows,"
       "model,strategy,allreduce,compute_source,single_gpu_iteration_s,critical_path_s";
+  // parallelism.pipeline is swept: the pipeline columns leave out its summary field.
   SECTION("no point runs a pipeline: exactly the data-parallel columns") {
     const auto csv = results_csv({"parallelism.pipeline"}, {dp});
     CHECK(csv.substr(0, csv.find('\n')) == kDataParallelHeader + ",error");
@@ -109,14 +113,86 @@ TEST_CASE("sweep: results.csv keeps the data-parallel columns and adds the pipel
     const auto csv = results_csv({"parallelism.pipeline"}, {dp, pp, failed});
     CHECK(csv.substr(0, csv.find('\n')) ==
           kDataParallelHeader +
-              ",parallelism.data,parallelism.pipeline,parallelism.tensor,pipeline.schedule,pipeline.stages,"
+              ",parallelism.data,parallelism.tensor,pipeline.schedule,pipeline.stages,"
               "pipeline.micro_batches,pipeline.virtual_stages,pipeline.partition,pipeline.bubble_fraction,"
-              "pipeline.bubble_fraction_closed_form,model_flops_utilisation,pipeline.per_stage.0.peak_memory_bytes,"
-              "pipeline.per_stage.1.peak_memory_bytes,error");
-    // The data-parallel point: 8 replicas of one stage, no pipeline figures.
-    CHECK_THAT(csv, Contains("\n0,1,ok,s,,8,0.5,") && Contains(",,8,1,1,,,,,,,,,,,\n"));
+              "pipeline.bubble_fraction_closed_form,model_flops_utilisation,fits_memory,"
+              "pipeline.per_stage.0.peak_memory_bytes,pipeline.per_stage.1.peak_memory_bytes,error");
+    // The data-parallel point: 8 replicas of one stage, no pipeline figures, memory not checked.
+    CHECK_THAT(csv, Contains("\n0,1,ok,s,,8,0.5,") && Contains(",,8,1,,,,,,,,,,,,\n"));
     CHECK_THAT(csv, Contains("\n1,2,ok,s,,8,0.25,") &&
-                        Contains(",,4,2,1,gpipe,2,8,1,balanced,0.125,0.1111111111111111,,1000,2000,\n"));
+                        Contains(",,4,1,gpipe,2,8,1,balanced,0.125,0.1111111111111111,,true,1000,2000,\n"));
     CHECK_THAT(csv, Contains("\n2,3,failed,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,s.json: /parallelism: not divisible\n"));
   }
+}
+
+namespace {
+
+// A results.csv header's column names.
+std::vector<std::string> header_columns(const std::string& csv) {
+  std::vector<std::string> out;
+  std::string cell;
+  for (const char c : csv.substr(0, csv.find('\n'))) {
+    if (c == ',') {
+      out.push_back(cell);
+      cell.clear();
+    } else {
+      cell += c;
+    }
+  }
+  out.push_back(cell);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("sweep: results.csv names each column once, a swept summary field as its swept key (#31)",
+          "[sweep][pipeline]") {
+  // gpt3-175b-hybrid's and powersgd-100gbps's axes: each was a column twice, as the key and as a summary field.
+  const std::vector<std::string> keys{"strategy", "parallelism.tensor", "pipeline.micro_batches", "engine"};
+  PointResult pp;
+  pp.params = OrderedJson{{"strategy", {{"kind", "ddp"}}},
+                          {"parallelism.tensor", 8},
+                          {"pipeline.micro_batches", 64},
+                          {"engine", "analytic"}};
+  pp.ok = true;
+  pp.summary = OrderedJson::parse(R"({"scenario": "s", "engine": "analytic", "workers": 8, "strategy": "ddp",
+      "parallelism": {"data": 1, "pipeline": 1, "tensor": 8},
+      "pipeline": {"schedule": "1f1b", "stages": 1, "micro_batches": 64, "per_stage": [{"peak_memory_bytes": 1}]}})");
+  const auto csv = results_csv(keys, {pp});
+  const auto columns = header_columns(csv);
+  CAPTURE(csv);
+  const std::set<std::string> distinct(columns.begin(), columns.end());
+  CHECK(distinct.size() == columns.size());
+  for (const auto& k : keys)
+    CHECK(std::count(columns.begin(), columns.end(), k) == 1);
+  // The swept keys' columns hold the values the point set.
+  CHECK_THAT(csv, Contains("\n0,\"{\"\"kind\"\":\"\"ddp\"\"}\",8,64,analytic,ok,s,8,"));
+}
+
+TEST_CASE("sweep: results.csv says whether every pipeline stage fits in the GPU's memory (#31)", "[sweep][pipeline]") {
+  // exceeds_gpu_memory of the stages -> fits_memory: true when none exceeds, false when one does, empty without a
+  // pipeline (data-parallel points are not checked).
+  const auto point = [](std::size_t index, const std::string& per_stage) {
+    PointResult r;
+    r.index = index;
+    r.params = OrderedJson{{"pipeline.micro_batches", index}};
+    r.ok = true;
+    r.summary =
+        OrderedJson::parse(R"({"scenario": "s", "workers": 4)" +
+                           (per_stage.empty() ? "" : R"(, "pipeline": {"per_stage": )" + per_stage + "}") + "}");
+    return r;
+  };
+  const auto csv =
+      results_csv({"pipeline.micro_batches"},
+                  {point(0, R"([{"exceeds_gpu_memory": false}, {"exceeds_gpu_memory": false}])"),
+                   point(1, R"([{"exceeds_gpu_memory": false}, {"exceeds_gpu_memory": true}])"), point(2, "")});
+  const auto columns = header_columns(csv);
+  const auto fits = std::find(columns.begin(), columns.end(), "fits_memory");
+  REQUIRE(fits != columns.end());
+  const auto at = static_cast<std::size_t>(fits - columns.begin());
+  std::vector<std::string> cells;
+  std::size_t line = csv.find('\n') + 1;
+  for (; line < csv.size(); line = csv.find('\n', line) + 1)
+    cells.push_back(header_columns(csv.substr(line))[at]);
+  CHECK(cells == std::vector<std::string>{"true", "false", ""});
 }

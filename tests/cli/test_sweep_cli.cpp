@@ -307,13 +307,17 @@ TEST_CASE("sweep: pipeline keys sweep (schedules zipped with their virtual stage
   CHECK(rows[0][2] == "pipeline.schedule");
   CHECK(rows[0][3] == "pipeline.virtual_stages");
   CHECK(rows[0][4] == "status");
-  // The summary's own columns come after status (the swept keys of the same name come first).
+  // Each column once: the summary fields of the swept keys are left out (#31).
   const auto summary_column = [&](const std::string& name) {
     const auto& header = rows[0];
-    const auto it = std::find(header.begin() + 5, header.end(), name);
+    CHECK(std::count(header.begin(), header.end(), name) == 1);
+    const auto it = std::find(header.begin(), header.end(), name);
     REQUIRE(it != header.end());
     return static_cast<std::size_t>(it - header.begin());
   };
+  CHECK(summary_column("pipeline.schedule") == 2);
+  CHECK(summary_column("pipeline.micro_batches") == 1);
+  CHECK(summary_column("pipeline.virtual_stages") == 3);
   CHECK(rows[0].back() == "error");
   CHECK(std::find(rows[0].begin(), rows[0].end(), "pipeline.per_stage.3.peak_memory_bytes") != rows[0].end());
   CHECK(std::find(rows[0].begin(), rows[0].end(), "pipeline.per_stage.4.peak_memory_bytes") == rows[0].end());
@@ -324,9 +328,7 @@ TEST_CASE("sweep: pipeline keys sweep (schedules zipped with their virtual stage
     CHECK(row[summary_column("parallelism.data")] == "2");
     CHECK(row[summary_column("parallelism.pipeline")] == "4");
     CHECK(row[summary_column("parallelism.tensor")] == "1");
-    CHECK(row[summary_column("pipeline.schedule")] == row[2]);
-    CHECK(row[summary_column("pipeline.micro_batches")] == row[1]);
-    CHECK(row[summary_column("pipeline.virtual_stages")] == row[3]);
+    CHECK(row[summary_column("pipeline.stages")] == "4");
     // Closed form: (p - 1)/(v m + p - 1) (Narayanan et al. 2021, section 2.2).
     const double m = std::stod(row[1]), v = std::stod(row[3]);
     CHECK_THAT(std::stod(row[summary_column("pipeline.bubble_fraction_closed_form")]),
@@ -352,6 +354,16 @@ TEST_CASE("sweep: pipeline keys sweep (schedules zipped with their virtual stage
              WithinRel(summary["iteration_time_s"].get<double>(), 1e-15));
   const auto j = json::parse(read_text(fs::path(out) / "results.json"));
   CHECK(j["points"][8]["summary"]["pipeline"]["per_stage"] == summary["pipeline"]["per_stage"]);
+  // fits_memory: no stage over the V100's 32 GB (GPipe's 16 micro-batches of 64 images are not).
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    CAPTURE(r);
+    bool fits = true;
+    for (const auto& stage : j["points"][r - 1]["summary"]["pipeline"]["per_stage"])
+      fits = fits && !stage["exceeds_gpu_memory"].get<bool>();
+    CHECK(rows[r][summary_column("fits_memory")] == (fits ? "true" : "false"));
+  }
+  CHECK(rows[7][summary_column("fits_memory")] == "false"); // GPipe, 16 micro-batches: 43.6 GB
+  CHECK(rows[8][summary_column("fits_memory")] == "true");  // 1F1B holds 4: 10.9 GB
   // The standard plots include the bubble against the micro-batch count, with its closed form.
   CHECK(is_png(fs::path(out) / "bubble.png"));
   CHECK(is_svg(fs::path(out) / "bubble.svg"));

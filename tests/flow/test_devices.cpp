@@ -143,10 +143,10 @@ std::vector<Row> rows_of(const std::vector<std::string>& lines) {
   std::vector<Row> rows;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     std::vector<std::string> f;
-    std::stringstream in(lines[i]);
+    std::stringstream in(lines[i] + ","); // each field ends with a comma, so getline reads an empty last one too
     for (std::string field; std::getline(in, field, ',');)
       f.push_back(field);
-    REQUIRE(f.size() == 8);
+    REQUIRE(f.size() == 10); // ...,start_s,end_s,collective,communicator
     rows.push_back({f[0], f[1], f[2], f[3], std::stod(f[6]), std::stod(f[7])});
   }
   return rows;
