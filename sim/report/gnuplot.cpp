@@ -245,7 +245,12 @@ std::vector<std::string> render(const fs::path& dir, const Figure& fig, const st
   for (const auto& [format, name] : temps)
     temp.add(dir / name);
   write_file_atomic(run_script.string(), script_text(fig, run_data, temps, size, source));
-  run_gnuplot(run_script, log, gp.string());
+  try {
+    run_gnuplot(run_script, log, gp.string());
+  } catch (const GnuplotMissing&) {
+    batch.commit(); // the data and the script, for drawing once gnuplot is installed
+    throw;
+  }
 
   std::vector<std::string> images;
   for (std::size_t i = 0; i < formats.size(); ++i) {
