@@ -9,6 +9,7 @@
 #include "sim/cli/import_trace.hpp"
 #include "sim/cli/probe_plan.hpp"
 #include "sim/cli/run.hpp"
+#include "sim/cli/run_progress.hpp"
 #include "sim/cli/sweep.hpp"
 #include "sim/network/collectives.hpp"
 #include "sim/report/plot.hpp"
@@ -31,15 +32,19 @@ namespace {
 using namespace ddlsim;
 
 int run_command(const std::string& scenario_path, const std::string& out_dir, const std::string& engine,
-                const std::vector<std::string>& overrides, bool trace) {
+                const std::vector<std::string>& overrides, bool trace, bool quiet) {
   std::vector<std::string> all = overrides;
   if (!engine.empty())
     all.push_back("engine=" + engine);
   const auto scenario = sim::load_scenario(scenario_path, all, sim::SweepBlock::ignored); // runs the base only
   const std::string dir = out_dir.empty() ? (std::filesystem::path("out") / scenario.name).string() : out_dir;
   const OutputDir held(dir); // an unusable or busy --out fails before the simulation, not after
+  std::optional<sim::RunProgress> progress;
+  progress.emplace(!quiet, fmt::format("{} on the {} engine", scenario.name, sim::engine_name(scenario.engine)));
   const auto result = sim::run_scenario(scenario);
+  progress->step("writing the reports");
   sim::write_reports(dir, scenario, result, trace);
+  progress.reset(); // the line cleared before the summary
   fmt::print("{}  reports in {}/ (summary.json, tasks.csv{}{})\n", sim::human_summary(scenario, result), dir,
              result.variability ? ", iterations.csv" : "", trace ? ", timeline.json" : "");
   return 0;
@@ -86,7 +91,7 @@ int report_sweep(const sim::SweepOutcome& o, const std::string& dir) {
 }
 
 int sweep_command(const std::string& scenario_path, std::string out_dir, const std::vector<std::string>& overrides,
-                  int jobs, bool resume, const std::string& shard, bool plots) {
+                  int jobs, bool resume, const std::string& shard, bool plots, bool quiet) {
   ReadLog inputs; // what the scenario and its swept values read: the journal keeps their fingerprints
   const auto s = sim::load_scenario(scenario_path, overrides); // validates the scenario and every swept value
   if (s.sweep.empty())
@@ -98,6 +103,7 @@ int sweep_command(const std::string& scenario_path, std::string out_dir, const s
   if (!shard.empty())
     o.shard = sim::parse_shard(shard);
   o.plots = plots;
+  o.progress = !quiet;
   o.inputs = inputs.files();
   o.inputs.erase(scenario_path); // the scenario itself: the sweep's identity
   return report_sweep(sim::run_sweep(s, o), o.out_dir);
@@ -166,6 +172,7 @@ int main(int argc, char** argv) {
   std::string scenario, out_dir, engine, what;
   std::vector<std::string> overrides;
   bool no_trace = false;
+  bool quiet = false;
 
   auto* run = app.add_subcommand("run", "run one scenario and write summary.json, tasks.csv, timeline.json");
   run->add_option("SCENARIO", scenario, "scenario JSON file")->required();
@@ -178,6 +185,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(engine_names));
   run->add_option("--set", overrides, "override a scenario key: a.b=JSON (repeatable)");
   run->add_flag("--no-trace", no_trace, "do not write timeline.json");
+  run->add_flag("--quiet", quiet, "no progress line on a terminal (shown on stderr for runs over 2 s)");
 
   auto* check = app.add_subcommand("check", "validate a scenario (and its sweep) without running it");
   check->add_option("SCENARIO", scenario, "scenario JSON file")->required();
@@ -196,6 +204,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--shard", shard, "run the points whose index is I modulo N (I/N, e.g. $SLURM_ARRAY_TASK_ID/8)");
   sweep->add_option("--set", overrides, "override a scenario key: a.b=JSON (repeatable)");
   sweep->add_flag("--no-plots", no_plots, "do not draw the plots");
+  sweep->add_flag("--quiet", quiet, "no progress on stderr");
 
   std::vector<std::string> shard_dirs;
   auto* merge = app.add_subcommand("merge", "combine the results of sweep shards (--shard I/N) into one table");
@@ -263,11 +272,11 @@ int main(int argc, char** argv) {
 
   try {
     if (run->parsed())
-      return run_command(scenario, out_dir, engine, overrides, !no_trace);
+      return run_command(scenario, out_dir, engine, overrides, !no_trace, quiet);
     if (check->parsed())
       return check_command(scenario, overrides);
     if (sweep->parsed())
-      return sweep_command(scenario, out_dir, overrides, jobs, resume, shard, !no_plots);
+      return sweep_command(scenario, out_dir, overrides, jobs, resume, shard, !no_plots, quiet);
     if (merge->parsed())
       return merge_command(shard_dirs, out_dir, !no_plots);
     if (plot->parsed())
