@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 using namespace ddlsim;
 
@@ -122,6 +124,40 @@ int main(int argc, char** argv) {
     }
   }
   fmt::print("target: <= 1 s for 10,000 layers (ratio column = 1 s / linear time)\n");
+
+  // Issue #31 R28: deep profiler-derived workloads. One `ddlsim run` without its reports: the scenario's text (N inline
+  // layers, one tensor each) parsed and validated, then planned and run, on 2 x 4 V100s over 100 Gb/s. DDP is linear
+  // (target: 10^6 layers within a minute, <= 60 us per layer); OMGS searches n (n + 1) / 2 groups of consecutive
+  // tensors, which check refuses beyond ~60 s (sim/spec/limits.cpp).
+  fmt::print("\n{:<22} {:>9} {:>10} {:>10} {:>10} {:>10}\n", "deep workload", "layers", "parse (s)", "run (s)",
+             "us/layer", "vs target");
+  struct Deep {
+    const char* strategy;
+    int layers;
+  };
+  for (const auto& [strategy, layers] :
+       {Deep{"ddp", 10000}, Deep{"ddp", 100000}, Deep{"ddp", 300000}, Deep{"omgs", 10000}, Deep{"omgs", 20000}}) {
+    Json doc = scenario("resnet50", strategy, 2, 4);
+    Json list = Json::array();
+    for (std::int64_t i = 0; i < layers; ++i)
+      list.push_back({{"name", fmt::format("l{}", i)},
+                      {"params", 1000 + (i * 7919) % 100000},
+                      {"fwd_flops", 1e7 + static_cast<double>((i * 104729) % 100000000)}});
+    doc["model"] = {{"batch_per_gpu", 32}, {"layers", std::move(list)}};
+    const std::string text = doc.dump();
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    const auto s = sim::parse_scenario(parse_json_text(text, "bench.json"), "bench.json");
+    const auto parsed = clock::now();
+    (void)sim::run_scenario(s);
+    const double parse_s = std::chrono::duration<double>(parsed - start).count();
+    const double run_s = std::chrono::duration<double>(clock::now() - parsed).count();
+    const double per_layer_us = (parse_s + run_s) / layers * 1e6;
+    const bool linear = std::string_view(strategy) == "ddp"; // the target is DDP's; OMGS's search is quadratic
+    fmt::print("{:<22} {:>9} {:>10.2f} {:>10.2f} {:>10.1f} {:>10}\n", strategy, layers, parse_s, run_s, per_layer_us,
+               linear ? fmt::format("{:.1f}x", 60.0 / per_layer_us) : std::string());
+  }
+  fmt::print("target: 10^6 DDP layers within a minute, <= 60 us per layer (ratio column = 60 us / us per layer)\n");
 
   // Issue #16: Monte Carlo over iterations, ResNet-50 MG-WFBP on 1,024 GPUs (128 nodes x 8), every DAG copy (GPU) with
   // its own draws; one run (parse + plan + DAG + deterministic schedule + 1,000 samples); <= 5 s.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ddlsim::dag {
 
@@ -82,18 +83,43 @@ std::string_view task_kind_name(TaskKind k) {
   return "?";
 }
 
+IterationGraph::IterationGraph(const IterationGraph& other)
+    : graph_(std::make_unique<Graph>(*other.graph_)), communicators_(other.communicators_),
+      replication_(other.replication_), priority_credit_bytes_(other.priority_credit_bytes_) {}
+
+IterationGraph& IterationGraph::operator=(const IterationGraph& other) {
+  if (this != &other)
+    *this = IterationGraph(other);
+  return *this;
+}
+
+IterationGraph::IterationGraph(IterationGraph&& other)
+    : graph_(std::exchange(other.graph_, std::make_unique<Graph>())),
+      communicators_(std::exchange(other.communicators_, {})), replication_(std::exchange(other.replication_, {})),
+      priority_credit_bytes_(std::exchange(other.priority_credit_bytes_, 0)) {}
+
+IterationGraph& IterationGraph::operator=(IterationGraph&& other) noexcept {
+  graph_.swap(other.graph_);
+  communicators_.swap(other.communicators_);
+  std::swap(replication_, other.replication_);
+  std::swap(priority_credit_bytes_, other.priority_credit_bytes_);
+  return *this;
+}
+
+IterationGraph::~IterationGraph() = default;
+
 IterationGraph::Id IterationGraph::add(const Task& task) {
   // add_vertex(graph) then assign: add_vertex(property, graph) trips GCC 12's -Wuninitialized inside Boost's
   // named-graph lookup when optimised with sanitizers.
-  const Id id = boost::add_vertex(graph_);
-  graph_[id] = task;
+  const Id id = boost::add_vertex(*graph_);
+  (*graph_)[id] = task;
   return id;
 }
 
 void IterationGraph::depend(Id before, Id after) {
   if (before >= size() || after >= size())
     throw std::logic_error("IterationGraph::depend: no such task");
-  boost::add_edge(before, after, graph_);
+  boost::add_edge(before, after, *graph_);
 }
 
 int IterationGraph::add_communicator(const Communicator& c) {
@@ -116,7 +142,7 @@ void IterationGraph::place(const Placement& where) {
   const int group =
       add_communicator(where.data_parallel.ranks.empty() ? Communicator{{where.gpu}} : where.data_parallel);
   for (Id v = 0; v < size(); ++v) {
-    auto& t = graph_[v];
+    auto& t = (*graph_)[v];
     t.device = t.resource == Resource::host_cpu ? Device::host(where.node) : Device::gpu(where.gpu);
     if (const Collective c = collective_of(t); c != Collective::none && c != Collective::point_to_point)
       wire(t)->communicator = group; // collectives and server transfers: a transfer names its own pair
@@ -250,22 +276,22 @@ Communicator IterationGraph::instance_communicator(const Task& task, int i) cons
 std::vector<Device> IterationGraph::devices() const {
   std::vector<Device> out; // few devices, many tasks: a linear search per task
   for (Id v = 0; v < size(); ++v)
-    if (std::find(out.begin(), out.end(), graph_[v].device) == out.end())
-      out.push_back(graph_[v].device);
+    if (std::find(out.begin(), out.end(), (*graph_)[v].device) == out.end())
+      out.push_back((*graph_)[v].device);
   std::sort(out.begin(), out.end());
   return out;
 }
 
 std::vector<IterationGraph::Id> IterationGraph::successors(Id id) const {
   std::vector<Id> out;
-  for (auto [it, end] = boost::adjacent_vertices(id, graph_); it != end; ++it)
+  for (auto [it, end] = boost::adjacent_vertices(id, *graph_); it != end; ++it)
     out.push_back(*it);
   return out;
 }
 
 std::vector<IterationGraph::Id> IterationGraph::predecessors(Id id) const {
   std::vector<Id> out;
-  for (auto [it, end] = boost::inv_adjacent_vertices(id, graph_); it != end; ++it)
+  for (auto [it, end] = boost::inv_adjacent_vertices(id, *graph_); it != end; ++it)
     out.push_back(*it);
   return out;
 }
@@ -273,12 +299,12 @@ std::vector<IterationGraph::Id> IterationGraph::predecessors(Id id) const {
 std::vector<IterationGraph::Id> IterationGraph::topological_order() const {
   std::vector<Id> reversed;
   try {
-    boost::topological_sort(graph_, std::back_inserter(reversed));
+    boost::topological_sort(*graph_, std::back_inserter(reversed));
   } catch (const boost::not_a_dag&) {
     // Find a task on a cycle for the message: Kahn's algorithm leaves exactly the cyclic part unprocessed.
     std::vector<std::size_t> indegree(size(), 0);
     for (Id v = 0; v < size(); ++v)
-      indegree[v] = boost::in_degree(v, graph_);
+      indegree[v] = boost::in_degree(v, *graph_);
     std::vector<Id> stack;
     for (Id v = 0; v < size(); ++v)
       if (indegree[v] == 0)
@@ -293,8 +319,8 @@ std::vector<IterationGraph::Id> IterationGraph::topological_order() const {
     const auto on_cycle = std::find_if(indegree.begin(), indegree.end(), [](std::size_t d) { return d > 0; });
     const auto id = static_cast<std::size_t>(on_cycle - indegree.begin());
     throw std::logic_error("iteration graph has a cycle through task " + std::to_string(id) + " (" +
-                           std::string(task_kind_name(graph_[id].kind)) + ", layer " +
-                           std::to_string(layer_of(graph_[id])) + ")");
+                           std::string(task_kind_name((*graph_)[id].kind)) + ", layer " +
+                           std::to_string(layer_of((*graph_)[id])) + ")");
   }
   return {reversed.rbegin(), reversed.rend()};
 }
@@ -305,13 +331,13 @@ IterationGraph::CriticalPath IterationGraph::critical_path() const {
   std::vector<Id> via(size(), size());
   for (Id v : order) {
     double start = 0;
-    for (auto [it, end] = boost::inv_adjacent_vertices(v, graph_); it != end; ++it) {
+    for (auto [it, end] = boost::inv_adjacent_vertices(v, *graph_); it != end; ++it) {
       if (via[v] == size() || finish[*it] > start) {
         start = finish[*it];
         via[v] = *it;
       }
     }
-    finish[v] = start + graph_[v].duration_s;
+    finish[v] = start + (*graph_)[v].duration_s;
   }
   CriticalPath path;
   if (order.empty())

@@ -226,7 +226,16 @@ static_assert(kFamilyNames.size() == static_cast<std::size_t>(StrategyFamily::sc
   return kFamilyNames.at(static_cast<std::size_t>(f));
 }
 
+/// Which planners try every group of consecutive gradient tensors: n (n + 1) / 2 candidates for n tensors, each timed
+/// with a collective's cost model (sim/spec/limits.cpp bounds the work).
+enum class GroupSearch : std::uint8_t {
+  none,      ///< linear in the tensors
+  allgather, ///< every candidate, timed with the allgather (OMGS)
+  allreduce, ///< with the allreduce, every candidate where its cost is not affine in the payload (MG-WFBP)
+};
+
 struct StrategyTraits {
+  GroupSearch group_search = GroupSearch::none;
   bool asynchronous = false; ///< workers proceed without a barrier (ps-async: the analytic queue model times it)
   /// Its DAG unrolls its own iterations (ps-sync's, ByteScheduler's kPsSyncIterations) or has one worker loop of its
   /// own (ps-async): the plan does not unroll it for a host steady state.

@@ -35,6 +35,7 @@ extern constinit const StrategyInfo mgwfbp{
     .name = "mg-wfbp",
     .description = "MG-WFBP optimal merging of consecutive gradients (Shi et al., INFOCOM 2019)",
     .family = StrategyFamily::dense,
+    .traits = {.group_search = GroupSearch::allreduce},
     .plan = &plan_mgwfbp,
 };
 } // namespace builtin

@@ -37,17 +37,18 @@ std::vector<GradientGroup> plan_omgs(const StrategyInput& in) {
   const auto& options = options_as<SparsificationOptions>(in.options);
   const SelectionCurve* curve = options.selection_curve ? &*options.selection_curve : nullptr;
   const double bw = in.costs.memory_bandwidth;
-  const auto selection_delay = [&](std::size_t i) {
+  std::vector<double> selection_delay(n + 1); // d_i, once per prefix rather than per candidate group
+  for (std::size_t i = 0; i <= n; ++i) {
     const double m = static_cast<double>(prefix[i]);
-    return compression_seconds(options.selection, curve, m, options.density * m, e, bw, true);
-  };
+    selection_delay[i] = compression_seconds(options.selection, curve, m, options.density * m, e, bw, true);
+  }
   const auto group_time = [&](std::size_t i, std::size_t j, double after) {
     const std::int64_t m = prefix[j] - prefix[i];
     const std::int64_t k = selected_elements(m, options.density);
     const double select =
         compression_seconds(options.selection, curve, static_cast<double>(m), static_cast<double>(k), e, bw);
     const double comm = in.allgather_time(in.workers * static_cast<double>(k) * pair_bytes(e));
-    return std::max(after, ready[j - 1] + selection_delay(i) + select) + comm;
+    return std::max(after, ready[j - 1] + selection_delay[i] + select) + comm;
   };
   auto groups = optimal_consecutive_groups(in.model, tensors, order, e, group_time);
   for (auto& g : groups)
@@ -62,6 +63,7 @@ extern constinit const StrategyInfo omgs{
     .name = "omgs",
     .description = "optimal merging of layers for top-k sparsification (Shi et al., INFOCOM 2020)",
     .family = StrategyFamily::sparsification,
+    .traits = {.group_search = GroupSearch::allgather},
     .keys = kSparsificationKeys,
     .parse = &parse_sparsification_options,
     .plan = &plan_omgs,

@@ -66,12 +66,66 @@ private:
   std::vector<double> host_; ///< by node x 2 + direction (two sockets)
 };
 
-struct Record {
-  double t;
-  int worker;
-  int staleness; // pushes; -1 for a completed iteration
-  double push_s, pull_s;
+// The figures over the window, tallied as the events are processed: in time order, so that every update and
+// iteration recorded falls before the window's end (the slowest worker's last measured pull), and those after its
+// start (every worker warmed up) count. The sums are added in the order the records were once kept and summed in
+// afterwards, so the figures are the same; the memory is per worker, not per iteration (#31 R24).
+class Tally {
+public:
+  explicit Tally(std::size_t workers)
+      : iterations_(workers, 0), push_s_(workers, 0), pull_s_(workers, 0), pushes_(workers, 0) {}
+  void open(double t_start) {
+    open_ = true;
+    t_start_ = t_start;
+  }
+  void update(std::size_t w, double t, int staleness, double push_s) {
+    if (!counts(t))
+      return;
+    ++pushes_[w];
+    push_s_[w] += push_s;
+    ++staleness_[staleness];
+    ++updates_;
+    staleness_sum_ += staleness;
+    staleness_max_ = std::max(staleness_max_, staleness);
+  }
+  void iteration(std::size_t w, double t, double pull_s) {
+    if (!counts(t))
+      return;
+    iterations_[w] += 1;
+    pull_s_[w] += pull_s;
+  }
+  [[nodiscard]] AsyncPsResult result(double window_s) const;
+
+private:
+  [[nodiscard]] bool counts(double t) const { return open_ && t > t_start_; }
+  bool open_ = false;
+  double t_start_ = 0;
+  std::vector<double> iterations_, push_s_, pull_s_;
+  std::vector<long> pushes_;
+  std::map<int, long> staleness_;
+  long updates_ = 0;
+  double staleness_sum_ = 0;
+  int staleness_max_ = 0;
 };
+
+AsyncPsResult Tally::result(double window_s) const {
+  AsyncPsResult r;
+  r.window_s = window_s;
+  r.iterations_per_s = iterations_;
+  r.mean_push_s = push_s_;
+  r.mean_pull_s = pull_s_;
+  r.staleness = staleness_;
+  r.staleness_max = staleness_max_;
+  for (std::size_t w = 0; w < iterations_.size(); ++w) {
+    if (r.iterations_per_s[w] > 0)
+      r.mean_pull_s[w] /= r.iterations_per_s[w];
+    if (pushes_[w] > 0)
+      r.mean_push_s[w] /= static_cast<double>(pushes_[w]);
+    r.iterations_per_s[w] = window_s > 0 ? r.iterations_per_s[w] / window_s : 0;
+  }
+  r.staleness_mean = updates_ > 0 ? staleness_sum_ / static_cast<double>(updates_) : 0;
+  return r;
+}
 
 } // namespace
 
@@ -88,7 +142,9 @@ AsyncPsResult simulate_ps_async(const AsyncPsInput& in) {
   long versions = 0;
   int warmed = 0, finished = 0;
   double t_start = 0, t_end = 0;
-  std::vector<Record> records;
+  Tally tally(n);
+  if (in.warmup == 0)
+    tally.open(0);
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   // A worker's turn round the servers, starting with its own (w mod S): its k-th server.
   const auto server_of = [&](int w, int k) { return (w + k) % servers; };
@@ -117,56 +173,23 @@ AsyncPsResult simulate_ps_async(const AsyncPsInput& in) {
         events.push({last[w], e.worker, push ? applied : pulled});
     } else if (e.kind == applied) {
       applied_at[w] = e.t;
-      records.push_back({e.t, e.worker, static_cast<int>(versions - read_version[w]), e.t - computed_at[w], 0});
+      tally.update(w, e.t, static_cast<int>(versions - read_version[w]), e.t - computed_at[w]);
       ++versions;
       read_version[w] = versions; // the pull reads the parameters with every applied update
       last[w] = e.t;
       events.push({e.t, e.worker, pull_shard, 0});
     } else {
-      records.push_back({e.t, e.worker, -1, 0, e.t - applied_at[w]});
-      if (++done[w] == in.warmup && ++warmed == p)
+      tally.iteration(w, e.t, e.t - applied_at[w]);
+      if (++done[w] == in.warmup && ++warmed == p) {
         t_start = e.t;
+        tally.open(t_start);
+      }
       if (done[w] == in.warmup + in.measured && ++finished == p)
         t_end = e.t;
       events.push({e.t + in.compute_s[w], e.worker, computed});
     }
   }
-  if (in.warmup == 0)
-    t_start = 0;
-
-  AsyncPsResult r;
-  r.window_s = t_end - t_start;
-  r.iterations_per_s.assign(n, 0);
-  r.mean_push_s.assign(n, 0);
-  r.mean_pull_s.assign(n, 0);
-  std::vector<long> pushes(n, 0);
-  long updates = 0;
-  double staleness_sum = 0;
-  for (const auto& rec : records) {
-    if (!(rec.t > t_start && rec.t <= t_end))
-      continue;
-    const auto w = static_cast<std::size_t>(rec.worker);
-    if (rec.staleness < 0) {
-      r.iterations_per_s[w] += 1;
-      r.mean_pull_s[w] += rec.pull_s;
-      continue;
-    }
-    ++pushes[w];
-    r.mean_push_s[w] += rec.push_s;
-    ++r.staleness[rec.staleness];
-    ++updates;
-    staleness_sum += rec.staleness;
-    r.staleness_max = std::max(r.staleness_max, rec.staleness);
-  }
-  for (std::size_t w = 0; w < n; ++w) {
-    if (r.iterations_per_s[w] > 0)
-      r.mean_pull_s[w] /= r.iterations_per_s[w];
-    if (pushes[w] > 0)
-      r.mean_push_s[w] /= static_cast<double>(pushes[w]);
-    r.iterations_per_s[w] = r.window_s > 0 ? r.iterations_per_s[w] / r.window_s : 0;
-  }
-  r.staleness_mean = updates > 0 ? staleness_sum / static_cast<double>(updates) : 0;
-  return r;
+  return tally.result(t_end - t_start);
 }
 
 } // namespace ddlsim::sim

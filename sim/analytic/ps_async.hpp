@@ -27,6 +27,7 @@
 
 #include "sim/network/collectives.hpp"
 #include "sim/network/lowering/lowering.hpp"
+#include "sim/spec/limits.hpp"
 
 #include <map>
 #include <vector>
@@ -39,8 +40,8 @@ struct AsyncPsInput {
   std::vector<double> compute_s;       ///< per worker: one iteration's compute before the push
   std::vector<double> server_bytes;    ///< per server: bytes of its shards in one worker's push (and pull)
   std::vector<double> server_update_s; ///< per server: applying one push to its shards (empty: instant)
-  int warmup = 10;
-  int measured = 100;
+  int warmup = kAsyncPsWarmup;
+  int measured = kAsyncPsMeasured;
 };
 
 struct AsyncPsResult {

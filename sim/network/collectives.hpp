@@ -43,6 +43,10 @@ public:
     return AlphaBeta{alpha, (cost(kBytes).time_s - alpha) / kBytes};
   }
 
+  /// The flows one cost() visits: 0 for a closed form, its lowering's for a model that lowers the collective on every
+  /// call and times it phase by phase. Planners that cost many candidates estimate their work with it (#31 R28).
+  [[nodiscard]] virtual double evaluation_flows() const { return 0; }
+
 protected:
   [[nodiscard]] virtual bool affine_in_bytes() const { return false; }
 };

@@ -186,8 +186,7 @@ Plan prepare(const Scenario& s, Engine engine) {
                                   "docs/engines.md)",
                                   1 + slowdown.factor, slowdown.source == "gpu.comm_slowdown" ? "" : "calibration ",
                                   slowdown.source));
-  p.allreduce = s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
-                                     : make_cost_model(*s.allreduce.algorithm, net);
+  p.allreduce = allreduce_model(s, net);
   if (s.pipeline) {
     prepare_pipeline(s, p);
     return p;
@@ -458,16 +457,6 @@ const CommunicatorLayout& task_layout(const Scenario& s, const dag::IterationGra
   if (!slot)
     slot = layout_of(graph.communicator(dag::communicator_of(task)).ranks, s.cluster);
   return *slot;
-}
-
-const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective c) {
-  const auto chosen = s.algorithms.find(c);
-  const auto* lowering = c == dag::Collective::allreduce ? nullptr
-                         : chosen != s.algorithms.end()  ? chosen->second
-                                                         : default_lowering(c);
-  if (lowering == nullptr)
-    throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
-  return *lowering;
 }
 
 LoweringShape server_shape(const Scenario& s, LoweringShape communicator) {

@@ -114,12 +114,6 @@ struct PowerSgdTotals {
 };
 [[nodiscard]] std::optional<PowerSgdTotals> powersgd_totals(const std::vector<dag::GradientGroup>& groups);
 
-/// The lowering that carries a DAG collective other than the scenario's allreduce: the scenario's choice
-/// (`collectives.allgather`, `reduce_scatter`, `broadcast`), else the registry's default for it
-/// (sim/network/lowering/registry.cpp: the allgather by recursive doubling, gTop-k's tree, the parameter server's
-/// sharded push and pull, the ring reduce-scatter).
-[[nodiscard]] const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective c);
-
 /// The whole cluster's shape with the scenario's parameter servers (how many, dedicated or co-located).
 [[nodiscard]] LoweringShape server_shape(const Scenario& s, LoweringShape communicator);
 

@@ -2,9 +2,11 @@
 #include "sim/spec/limits.hpp"
 
 #include "core/error.hpp"
+#include "sim/network/lowering/evaluate.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ddlsim::sim {
@@ -53,6 +55,91 @@ void check_message_flows(const Scenario& s, const std::string& file, double gpus
                                  "1,024 GPUs: 2.1 M flows, 2.0 s); the limit is {:.0f} (4,096 GPUs): use "
                                  "\"aggregated\", which times the same links and sharing",
                                  gpus, flows, kMaxMessageFlows));
+}
+
+// The planners that try every group of consecutive gradient tensors (dag::GroupSearch: OMGS, and MG-WFBP where the
+// allreduce's cost is not affine in its payload: two sockets, NVLS across nodes) time n (n + 1) / 2 candidates for n
+// tensors with a collective's cost model (#31 R28). Measured on the release build (workloads of one tensor per layer,
+// 2026-11-27): a candidate timed with a closed form or a LinearLoweringCost ~12-18 ns plus ~1 ns per term of it (OMGS
+// on 2 x 4 GPUs, 30,000 tensors: 4.5e8 candidates, 8.1 s; 100,000 tensors, 5e9 candidates, took 104 s in #31); with
+// an allreduce lowered for every candidate (two sockets) ~70 ns more and ~37 ns per flow of the lowering (2 x 4 GPUs,
+// 8 flows: 365 ns; 8 x 4, 32 flows: 1.26 us). The constants below round those up. Refused beyond kMaxSearchSeconds.
+constexpr double kMaxSearchSeconds = 60;
+constexpr double kSearchSecondsPerCandidate = 20e-9;
+constexpr double kSearchSecondsPerTerm = 2e-9;
+constexpr double kSearchSecondsPerLowering = 80e-9;
+constexpr double kSearchSecondsPerFlow = 40e-9;
+
+struct SearchCost {
+  double seconds_per_candidate = 0; ///< 0: the search is linear
+  std::string what;                 ///< what times a candidate, for the message
+};
+
+SearchCost search_cost(const Scenario& s) {
+  const Network net = s.cluster.network();
+  if (s.strategy.entry().traits.group_search == dag::GroupSearch::allgather) {
+    const LinearLoweringCost allgather(collective_lowering(s, Collective::allgather), net.shape(), net);
+    const auto terms = static_cast<double>(allgather.terms());
+    return {kSearchSecondsPerCandidate + kSearchSecondsPerTerm * terms,
+            fmt::format("the allgather's cost ({:.0f} terms)", terms)};
+  }
+  const auto allreduce = allreduce_model(s, net);
+  if (allreduce->affine())
+    return {};
+  const double flows = allreduce->evaluation_flows();
+  if (flows == 0)
+    return {kSearchSecondsPerCandidate, "the allreduce's cost (not affine in its payload)"};
+  return {kSearchSecondsPerCandidate + kSearchSecondsPerLowering + kSearchSecondsPerFlow * flows,
+          fmt::format("the allreduce lowered anew ({:.0f} flows)", flows)};
+}
+
+void check_group_search(const Scenario& s, const std::string& file, double gpus) {
+  if (s.strategy.entry().traits.group_search == dag::GroupSearch::none || gpus < 2)
+    return;
+  const auto n = static_cast<double>(s.model.tensor_count());
+  const double candidates = n * (n + 1) / 2;
+  const auto cost = search_cost(s);
+  const double seconds = candidates * cost.seconds_per_candidate;
+  if (seconds <= kMaxSearchSeconds)
+    return;
+  const double most = std::floor(std::sqrt(2 * kMaxSearchSeconds / cost.seconds_per_candidate));
+  const bool allgather = s.strategy.entry().traits.group_search == dag::GroupSearch::allgather;
+  throw InputError(file, s.model_pointer,
+                   fmt::format("{:.0f} gradient tensors: strategy '{}' tries every group of consecutive tensors, "
+                               "{:.3g} candidates each timed with {} (~{:.0f} ns each): ~{:.0f} s; the limit is {:.0f} "
+                               "s, about {:.0f} tensors here: use fewer, larger tensors, or {}",
+                               n, s.strategy.kind(), candidates, cost.what, cost.seconds_per_candidate * 1e9, seconds,
+                               kMaxSearchSeconds, most,
+                               allgather ? "a strategy that plans in linear time (lags, mg-wfbp, ddp)"
+                                         : "an allreduce whose cost is affine (any but two sockets and NVLS across "
+                                           "nodes), where mg-wfbp plans in linear time"));
+}
+
+// ps-async's queue model (sim/analytic/ps_async.hpp, on either engine) takes every worker through its iterations,
+// each a push and a pull of one shard per server and three events more: (2 S + 3) events per worker and iteration,
+// kAsyncPsWarmup + kAsyncPsMeasured iterations of the slowest worker and up to 1 + spread times as many for the
+// fastest. Measured on the release build (2026-11-27): 1,024 workers x 1,024 servers 2.3e8 events in 17 s (74 ns
+// each), 65,536 workers x 1 server with a 0.5 spread ~4.3e7 events in 4.5 s (~100 ns); the analytic engine's 2^24
+// pairs took ~14 min (#31 R24). Refused beyond kMaxSearchSeconds at kAsyncPsSecondsPerEvent.
+constexpr double kAsyncPsSecondsPerEvent = 100e-9;
+
+void check_async_events(const Scenario& s, const std::string& file, double gpus) {
+  const auto* ps = s.strategy.parameter_server();
+  if (!s.strategy.asynchronous() || ps == nullptr || ps->staleness_bound >= 0)
+    return;
+  const int servers = std::max(ps->servers, 1);
+  const double iterations = (kAsyncPsWarmup + kAsyncPsMeasured) * (1 + ps->worker_speed_spread);
+  const double per_worker = (2.0 * servers + 3) * iterations;
+  const double events = gpus * per_worker;
+  const double seconds = events * kAsyncPsSecondsPerEvent;
+  if (seconds <= kMaxSearchSeconds)
+    return;
+  throw InputError(file, "/strategy/servers",
+                   fmt::format("{} servers x {:.0f} workers: ps-async's queue model simulates ~{:.3g} events ((2 S + "
+                               "3) per worker and iteration, up to {:.0f} iterations each), ~{:.0f} s; the limit is "
+                               "{:.0f} s (~{:.0f} workers with {} servers): use fewer servers or workers",
+                               servers, gpus, events, iterations, seconds, kMaxSearchSeconds,
+                               std::floor(kMaxSearchSeconds / kAsyncPsSecondsPerEvent / per_worker), servers));
 }
 
 } // namespace
@@ -120,6 +207,8 @@ void check_feasible(const Scenario& s, const std::string& file) {
   }
   check_partitions(s, file);
   check_message_flows(s, file, gpus);
+  check_group_search(s, file, gpus);
+  check_async_events(s, file, gpus);
 }
 
 } // namespace ddlsim::sim

@@ -7,6 +7,7 @@
 #include "dag/workload.hpp"
 #include "dag/zoo/zoo.hpp"
 #include "sim/network/collectives.hpp"
+#include "sim/network/lowering/evaluate.hpp"
 #include "sim/spec/limits.hpp"
 #include "sim/spec/measured_timeline.hpp"
 
@@ -20,6 +21,8 @@
 #include <filesystem>
 #include <set>
 #include <stdexcept>
+#include <string_view>
+#include <unordered_set>
 
 namespace ddlsim::sim {
 namespace {
@@ -64,10 +67,12 @@ void parse_model(ObjectReader r, Scenario& s) {
     r.fail_here("give exactly one of \"zoo\", \"layers\" or \"workload\"");
   if (has_zoo) {
     const std::string zoo = r.string("zoo");
+    s.model_pointer = r.path("zoo");
     if (zoo == "transformer") {
       auto t = r.object("transformer");
       dag::TransformerSpec spec;
       spec.layers = static_cast<int>(t.integer("layers", 1, 10000));
+      s.model_pointer = t.path("layers");
       spec.hidden = static_cast<int>(t.integer("hidden", 1, 1 << 20));
       spec.heads = static_cast<int>(t.integer("heads", 1, 1 << 14));
       spec.sequence = static_cast<int>(t.integer("sequence", 1, 1 << 24));
@@ -89,10 +94,12 @@ void parse_model(ObjectReader r, Scenario& s) {
     }
   } else if (has_layers) {
     s.model = dag::parse_layers(r.required("layers"), r.file(), r.path("layers"));
+    s.model_pointer = r.path("layers");
     s.model.name = "inline";
     s.model.input_bytes_per_sample = r.optional_quantity("input_bytes_per_sample", Dimension::bytes).value_or(0);
   } else {
     s.model = parse_workload_file(r.string("workload"), r.file(), r.path("workload"));
+    s.model_pointer = r.path("workload");
   }
   s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1, 1 << 24));
   const auto dtype = r.optional_choice("gradient_dtype", kDTypes).value_or("fp32");
@@ -114,13 +121,15 @@ void read_calibration(ObjectReader& r, Scenario& s) {
     s.gpu.calibration = dag::parse_calibration(c, r.file(), r.path("calibration"));
     s.gpu.calibration->origin = "<inline>";
   }
-  for (const auto& entry : s.gpu.calibration->layers) {
-    const std::string& name = entry.first; // a structured binding cannot be captured before clang 16
-    const bool known =
-        std::any_of(s.model.layers.begin(), s.model.layers.end(), [&](const dag::Layer& l) { return l.name == name; });
-    if (!known)
+  // By name through a hash set: a scan of the layers per calibrated layer was quadratic in a profiler-derived
+  // workload's size (#31 R28).
+  std::unordered_set<std::string_view> names;
+  names.reserve(s.model.layers.size());
+  for (const auto& layer : s.model.layers)
+    names.insert(layer.name);
+  for (const auto& [name, unused] : s.gpu.calibration->layers)
+    if (!names.contains(name))
       r.fail("calibration", fmt::format("calibrated layer '{}' is not a layer of model '{}'", name, s.model.name));
-  }
 }
 
 void parse_gpu(ObjectReader r, Scenario& s) {
@@ -651,6 +660,21 @@ CommSlowdown comm_slowdown(const Scenario& s) {
   if (s.gpu.calibration && s.gpu.calibration->compute_slowdown)
     return {*s.gpu.calibration->compute_slowdown, s.gpu.calibration->origin};
   return {};
+}
+
+const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective c) {
+  const auto chosen = s.algorithms.find(c);
+  const auto* lowering = c == dag::Collective::allreduce ? nullptr
+                         : chosen != s.algorithms.end()  ? chosen->second
+                                                         : default_lowering(c);
+  if (lowering == nullptr)
+    throw std::logic_error(fmt::format("no sparse lowering for collective {}", dag::collective_name(c)));
+  return *lowering;
+}
+
+std::unique_ptr<CollectiveModel> allreduce_model(const Scenario& s, const Network& net) {
+  return s.allreduce.measured ? make_measured_allreduce(net, *s.allreduce.measured)
+                              : make_cost_model(*s.allreduce.algorithm, net);
 }
 
 SweepKeyOrder sweep_key_order(std::string_view text) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,6 +79,7 @@ struct Scenario {
   std::string name;
   std::string file; ///< path it was loaded from (for messages and relative paths)
   dag::Model model;
+  std::string model_pointer; ///< the key that gave the model (messages about its size)
   int batch_per_gpu = 1;
   DType gradient_dtype = DType::fp32;
   GpuSpec gpu;
@@ -163,5 +165,14 @@ enum class SweepBlock : std::uint8_t { validated, ignored };
 /// Loads a scenario file, applies overrides in order, parses and validates it.
 [[nodiscard]] Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {},
                                      SweepBlock sweep = SweepBlock::validated);
+
+/// The lowering that carries a DAG collective other than the scenario's allreduce: the scenario's choice
+/// (`collectives.allgather`, `reduce_scatter`, `broadcast`), else the registry's default for it
+/// (sim/network/lowering/registry.cpp: the allgather by recursive doubling, gTop-k's tree, the parameter server's
+/// sharded push and pull, the ring reduce-scatter).
+[[nodiscard]] const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective c);
+
+/// The cost model of the scenario's allreduce over `net` (the whole cluster): its measured fit, else its algorithm's.
+[[nodiscard]] std::unique_ptr<CollectiveModel> allreduce_model(const Scenario& s, const Network& net);
 
 } // namespace ddlsim::sim

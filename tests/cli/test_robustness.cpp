@@ -3,6 +3,7 @@
 #include "support/cli.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -507,6 +508,47 @@ TEST_CASE("robustness: per-message flows beyond the limit are refused by check (
                 "/flow/granularity: \"per-message\" on 16384 GPUs times ~5.37e+08 flows per allreduce");
   run_ok({"check", kQuickstart, "--set", "engine=\"flow\"", "--set", R"(flow={"granularity": "per-message"})", "--set",
           "cluster.nodes=1024"}); // 4,096 GPUs: at the limit
+}
+
+TEST_CASE("robustness: merge searches beyond a minute are refused by check, with the estimate (#31 R28)",
+          "[cli][robustness]") {
+  // A transformer of 10,000 blocks has 120,004 gradient tensors: OMGS would time 7.2e9 candidate groups (~3 min; check
+  // and run ran them). MG-WFBP plans in linear time where its allreduce is affine, else it searches as OMGS does (two
+  // sockets, the allreduce lowered anew for each candidate: 2,000 blocks, 24,004 tensors, are too many).
+  const auto transformer = [](int blocks) {
+    return fmt::format(R"(model={{"zoo": "transformer", "transformer": {{"layers": {}, "hidden": 64, "heads": 4, )"
+                       R"("sequence": 128, "vocabulary": 1000}}, "batch_per_gpu": 8}})",
+                       blocks);
+  };
+  const std::string two_sockets =
+      R"(cluster.intra_node={"bandwidth": "12 GB/s", "latency": "5 us", )"
+      R"("fabric": "two-sockets", "host_link": {"bandwidth": "20 GB/s", "latency": "1 us"}})";
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", transformer(10000), "--set", "strategy.kind=omgs"}),
+                "/model/transformer/layers: 120004 gradient tensors: strategy 'omgs' tries every group of consecutive "
+                "tensors, 7.2e+09 candidates each timed with the allgather's cost (3 terms) (~26 ns each): ~187 s; the "
+                "limit is 60 s, about 67936 tensors here");
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", transformer(2000), "--set", two_sockets}),
+                "24004 gradient tensors: strategy 'mg-wfbp' tries every group of consecutive tensors, 2.88e+08 "
+                "candidates each timed with the allreduce lowered anew (8 flows) (~420 ns each): ~121 s");
+  run_ok({"check", kQuickstart, "--set", transformer(2000)}); // over a switch: affine, linear
+  run_ok({"check", kQuickstart, "--set", transformer(200), "--set", "strategy.kind=omgs"});
+}
+
+TEST_CASE("robustness: ps-async's queue model beyond a minute is refused by check, with the estimate (#31 R24)",
+          "[cli][robustness]") {
+  // At the pair limit, 16,384 workers x 1,024 servers = 2^24 pairs: 3.7e9 events, a run of ~14 min that check passed.
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", R"(strategy={"kind": "ps-async", "servers": 1024})", "--set",
+                            "cluster.nodes=4096"}),
+                "/strategy/servers: 1024 servers x 16384 workers: ps-async's queue model simulates ~3.7e+09 events "
+                "((2 S + 3) per worker and iteration, up to 110 iterations each), ~370 s; the limit is 60 s (~2659 "
+                "workers with 1024 servers)");
+  // A worker speed spread runs the faster workers longer.
+  check_refused(run_ddlsim({"check", kQuickstart, "--set",
+                            R"(strategy={"kind": "ps-async", "servers": 1024, "worker_speed_spread": 1})", "--set",
+                            "cluster.nodes=512"}),
+                "up to 220 iterations each");
+  run_ok({"check", kQuickstart, "--set", R"(strategy={"kind": "ps-async", "servers": 1024})", "--set",
+          "cluster.nodes=256"}); // 1,024 workers: ~23 s
 }
 
 TEST_CASE("robustness: a scenario name that is not a plain file name exits 2 (#15 D19)", "[cli][robustness]") {

@@ -106,6 +106,12 @@ public:
     const auto phases = algorithm_.lower(net_.shape(), bytes, Granularity::aggregated);
     return {phase_synchronous_time(phases, net_), busiest_sender_bytes(phases, net_.workers())};
   }
+  [[nodiscard]] double evaluation_flows() const override {
+    double flows = 0;
+    for (const auto& phase : algorithm_.lower(net_.shape(), 1048576.0, Granularity::aggregated))
+      flows += static_cast<double>(phase.flows.size());
+    return flows;
+  }
 
 private:
   CollectiveLowering algorithm_;
@@ -178,6 +184,13 @@ double LinearLoweringCost::operator()(double bytes) const {
     total += slowest;
   }
   return total;
+}
+
+std::size_t LinearLoweringCost::terms() const {
+  std::size_t n = 0;
+  for (const auto& phase : phases_)
+    n += phase.size();
+  return n;
 }
 
 double concurrent_phase_time(const std::vector<std::vector<Phase>>& collectives, const Network& net) {

@@ -37,6 +37,8 @@ class LinearLoweringCost {
 public:
   LinearLoweringCost(const CollectiveLowering& lowering, const LoweringShape& shape, const Network& net);
   [[nodiscard]] double operator()(double bytes) const;
+  /// The (latency, seconds per byte) terms an evaluation visits: its cost.
+  [[nodiscard]] std::size_t terms() const;
 
 private:
   struct Term {
