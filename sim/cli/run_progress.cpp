@@ -47,7 +47,8 @@ RunProgress::~RunProgress() {
 void RunProgress::show() {
   const auto start = Clock::now();
   std::unique_lock lock(mutex_);
-  if (stop_.wait_for(lock, quiet_for(), [this] { return done_; }))
+  const auto quiet = quiet_for(); // 0: shown at once, even for a run that ends first (the tests)
+  if (quiet.count() > 0 && stop_.wait_for(lock, quiet, [this] { return done_; }))
     return;
   do {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
