@@ -117,6 +117,21 @@ std::vector<StageSpan> min_max_partition(const std::vector<double>& prefix, cons
 
 } // namespace
 
+std::vector<int> unit_starts(const Model& model) {
+  const bool blocks =
+      std::any_of(model.layers.begin(), model.layers.end(), [](const Layer& l) { return l.block >= 0; });
+  std::vector<int> starts{0};
+  int seen = 0; // the last block met
+  for (std::size_t l = 1; l < model.layers.size(); ++l) {
+    const int b = model.layers[l].block;
+    if (!blocks || (b > 0 && b != seen))
+      starts.push_back(static_cast<int>(l));
+    if (b >= 0)
+      seen = b;
+  }
+  return starts;
+}
+
 std::vector<StageSpan> partition_uniform(const Model& model, int stages) {
   constexpr const char* who = "uniform partition";
   const int layers = static_cast<int>(model.layers.size());

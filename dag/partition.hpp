@@ -31,6 +31,11 @@ struct StageSpan {
 /// are not numbered 0, 1, ... in forward order.
 [[nodiscard]] std::vector<StageSpan> partition_uniform(const Model& model, int stages);
 
+/// Where a stage may begin (the units the min-max partitions cut between): at a layer for most models, at a block for
+/// a model of repeated blocks (a transformer's layers; Megatron cuts between them), the layers before the first block
+/// going with it and a layer outside a block with the block before it (as partition_uniform places them).
+[[nodiscard]] std::vector<int> unit_starts(const Model& model);
+
 /// The exact min-max contiguous partition of per-layer costs (e.g. forward + backward seconds per micro-batch) into
 /// `stages` non-empty stages: no other split has a smaller largest stage cost. Ties: among the optimal splits, the one
 /// whose every cut is as early as in any optimal split (the later stages take as many layers as the optimum allows,

@@ -282,24 +282,6 @@ std::vector<int> in_flight_at_peak(const std::vector<dag::PipelineOp>& ops, int 
   return at_peak;
 }
 
-// Where a stage may begin: at a layer for most models, at a block for a model of repeated blocks (a transformer's
-// layers; Megatron cuts between them), the layers before the first block going with it and a layer outside a block
-// with the block before it (as partition_uniform places them).
-std::vector<int> unit_starts(const dag::Model& model) {
-  const bool blocks =
-      std::any_of(model.layers.begin(), model.layers.end(), [](const dag::Layer& l) { return l.block >= 0; });
-  std::vector<int> starts{0};
-  int seen = 0; // the last block met
-  for (std::size_t l = 1; l < model.layers.size(); ++l) {
-    const int b = model.layers[l].block;
-    if (!blocks || (b > 0 && b != seen))
-      starts.push_back(static_cast<int>(l));
-    if (b >= 0)
-      seen = b;
-  }
-  return starts;
-}
-
 // The tensor collectives' time inside a pass task the analytic engine folded (0 for any other task).
 double folded_tensor_s(const std::vector<FoldedTensor>& folded, const dag::Task& t, int micro_batches) {
   if (folded.empty() || dag::virtual_stage_of(t) < 0 ||
@@ -322,7 +304,7 @@ std::vector<dag::StageSpan> partition_stages(const Scenario& s, const dag::Worke
   if (pl.partition == PartitionKind::explicit_layers)
     return dag::partition_explicit(pl.layers_per_stage, layers);
   // The min-max partitions run over units: layers, or blocks with the layers around them.
-  auto starts = unit_starts(s.model);
+  auto starts = dag::unit_starts(s.model);
   starts.push_back(layers);
   const std::size_t units = starts.size() - 1;
   std::vector<double> cost(units, 0.0);

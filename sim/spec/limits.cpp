@@ -2,6 +2,7 @@
 #include "sim/spec/limits.hpp"
 
 #include "core/error.hpp"
+#include "dag/partition.hpp"
 #include "sim/network/lowering/evaluate.hpp"
 
 #include <fmt/format.h>
@@ -142,6 +143,30 @@ void check_async_events(const Scenario& s, const std::string& file, double gpus)
                                std::floor(kMaxSearchSeconds / kAsyncPsSecondsPerEvent / per_worker), servers));
 }
 
+// PipeDream's partition (`pipeline.partition` "pipedream": a cut costs its activations' transfer, so the balanced
+// partition's binary search does not apply) tries every start of every stage but the first: (S - 1) (u - S + 1)
+// (u - S + 2) / 2 candidates for S virtual stages over u units (layers, or a transformer's blocks). Measured on the
+// release build (2026-11-27): 10^5 layers on 8 stages, 3.5e10 candidates, 29 s (0.84 ns each). Refused beyond
+// kMaxSearchSeconds (#31 R28).
+constexpr double kPartitionSecondsPerCandidate = 1.2e-9;
+
+void check_pipedream_partition(const Scenario& s, const std::string& file) {
+  if (!s.pipeline || s.pipeline->partition != PartitionKind::pipedream)
+    return;
+  const double stages = static_cast<double>(s.parallelism.pipeline) * s.pipeline->virtual_stages;
+  const auto units = static_cast<double>(dag::unit_starts(s.model).size());
+  const double candidates = (stages - 1) * (units - stages + 1) * (units - stages + 2) / 2;
+  const double seconds = candidates * kPartitionSecondsPerCandidate;
+  if (seconds <= kMaxSearchSeconds)
+    return;
+  throw InputError(file, "/pipeline/partition",
+                   fmt::format("\"pipedream\" tries every cut for each of {:.0f} stages over {:.0f} units (layers, or "
+                               "blocks): {:.3g} candidates, ~{:.0f} s at ~{:.1f} ns each; the limit is {:.0f} s: use "
+                               "\"balanced\" (the same split when transfers are free, in O(S u log u)) or fewer layers",
+                               stages, units, candidates, seconds, kPartitionSecondsPerCandidate * 1e9,
+                               kMaxSearchSeconds));
+}
+
 } // namespace
 
 // Sizes the engines cannot simulate in this machine's memory or in minutes are refused when the scenario is read,
@@ -208,6 +233,7 @@ void check_feasible(const Scenario& s, const std::string& file) {
   check_partitions(s, file);
   check_message_flows(s, file, gpus);
   check_group_search(s, file, gpus);
+  check_pipedream_partition(s, file);
   check_async_events(s, file, gpus);
 }
 

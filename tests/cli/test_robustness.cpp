@@ -530,6 +530,12 @@ TEST_CASE("robustness: merge searches beyond a minute are refused by check, with
   check_refused(run_ddlsim({"check", kQuickstart, "--set", transformer(2000), "--set", two_sockets}),
                 "24004 gradient tensors: strategy 'mg-wfbp' tries every group of consecutive tensors, 2.88e+08 "
                 "candidates each timed with the allreduce lowered anew (8 flows) (~420 ns each): ~121 s");
+  // PipeDream's partition tries every cut of every stage: 2,048 stages over 10,000 blocks, 6.5e10 candidates.
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", transformer(10000), "--set", "cluster.nodes=512", "--set",
+                            R"(parallelism={"pipeline": 2048})", "--set",
+                            R"(pipeline={"schedule": "gpipe", "micro_batches": 16, "partition": "pipedream"})"}),
+                "/pipeline/partition: \"pipedream\" tries every cut for each of 2048 stages over 10000 units (layers, "
+                "or blocks): 6.47e+10 candidates, ~78 s at ~1.2 ns each; the limit is 60 s");
   run_ok({"check", kQuickstart, "--set", transformer(2000)}); // over a switch: affine, linear
   run_ok({"check", kQuickstart, "--set", transformer(200), "--set", "strategy.kind=omgs"});
 }
