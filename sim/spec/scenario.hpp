@@ -11,6 +11,7 @@
 #include "sim/network/collectives.hpp"
 #include "sim/spec/engine.hpp"
 #include "sim/spec/gpus.hpp"
+#include "sim/spec/overrides.hpp"
 #include "sim/spec/parallelism.hpp"
 #include "sim/spec/variability.hpp"
 
@@ -120,11 +121,6 @@ struct Scenario {
 [[nodiscard]] inline int data_parallel_degree(const Scenario& s) {
   return s.cluster.workers() / (s.parallelism.pipeline * s.parallelism.tensor);
 }
-
-/// Applies one `--set key.path=VALUE` override to a raw scenario document. VALUE is parsed as JSON; text that
-/// is not valid JSON is taken as a string. Throws InputError naming `origin` (the scenario file).
-void apply_override(Json& doc, const std::string& assignment, const std::string& origin);
-void apply_override(Json& doc, const std::string& dotted_key, const Json& value, const std::string& origin);
 
 /// The compute slowdown beside communication the scenario runs with (`gpu.comm_slowdown`, else its calibration's
 /// `overlap.compute_slowdown`, else 0) and where it comes from.
