@@ -3,9 +3,11 @@
 // Built-in models derive these from the architecture (dag/zoo/), inline models come from the scenario.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ddlsim::dag {
@@ -16,6 +18,16 @@ enum class DType { fp32, fp16, bf16 };
 
 /// Bytes of one element: 4 for fp32, 2 for fp16 and bf16.
 [[nodiscard]] double dtype_bytes(DType d);
+
+/// The formats' names, by enumerator (the one name table): "fp32", "fp16", "bf16".
+inline constexpr std::array<std::string_view, 3> kDTypeNames{"fp32", "fp16", "bf16"};
+[[nodiscard]] constexpr std::string_view dtype_name(DType d) {
+  return kDTypeNames.at(static_cast<std::size_t>(d));
+}
+/// The format named `name` (one of kDTypeNames); fp32 for any other name (callers parse a closed choice first).
+[[nodiscard]] constexpr DType find_dtype(std::string_view name) {
+  return name == "fp16" ? DType::fp16 : name == "bf16" ? DType::bf16 : DType::fp32;
+}
 
 /// One parameter tensor as the framework registers it (e.g. torchvision's `layer1.0.conv1.weight`).
 struct ParamTensor {

@@ -12,6 +12,7 @@
 #include "sim/plan/measured_links.hpp"
 #include "sim/plan/pipeline.hpp"
 #include "sim/plan/schedule.hpp"
+#include "sim/plan/sharding.hpp"
 
 #include <fmt/format.h>
 
@@ -207,13 +208,17 @@ Plan prepare(const Scenario& s, Engine engine) {
   const bool ps = s.strategy.parameter_server() != nullptr;
   // A single worker communicates only with a dedicated server.
   const bool communicate = p.workers > 1 || (ps && s.strategy.parameter_server()->dedicated_servers);
-  p.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
-  // The family's DAG shape (its registry entry's builder), the data-parallel iteration by default.
-  const dag::GraphInput graph_input{
-      s.model, p.costs.worker, p.groups, s.strategy.options, dtype_bytes(s.gradient_dtype), communicate};
-  const auto build = s.strategy.entry().build;
-  p.graph = build != nullptr ? build(graph_input, p.notes)
-                             : dag::build_iteration(s.model, p.costs.worker, p.groups, communicate);
+  if (sharded(s) != nullptr) { // reduce-scatters, gathers and the step on the shard (sim/plan/sharding.hpp)
+    plan_sharded(s, p);
+  } else {
+    p.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
+    // The family's DAG shape (its registry entry's builder), the data-parallel iteration by default.
+    const dag::GraphInput graph_input{
+        s.model, p.costs.worker, p.groups, s.strategy.options, dtype_bytes(s.gradient_dtype), communicate};
+    const auto build = s.strategy.entry().build;
+    p.graph = build != nullptr ? build(graph_input, p.notes)
+                               : dag::build_iteration(s.model, p.costs.worker, p.groups, communicate);
+  }
   if (!s.strategy.entry().traits.own_iterations && HostTimes(p.costs.worker).steady_state()) {
     p.graph = dag::unroll_iterations(p.graph, kSteadyStateIterations);
     p.notes.push_back(fmt::format(
@@ -223,8 +228,12 @@ Plan prepare(const Scenario& s, Engine engine) {
         kSteadyStateIterations));
   }
   p.graph.place(worker_placement(s));
+  place_shard_groups(s, p.graph);
+  std::vector<double> sent;
   p.communication_bytes_per_worker =
-      cost_communication(s, *p.allreduce, p.graph, nullptr, measured_collectives_notes(s, p));
+      cost_communication(s, *p.allreduce, p.graph, p.sharding ? &sent : nullptr, measured_collectives_notes(s, p));
+  if (p.sharding)
+    count_sharded_traffic(p.graph, sent, *p.sharding);
   add_host_tasks(p.graph, HostTimes(p.costs.worker));
   if (ps)
     prepare_parameter_server(s, p);
@@ -263,6 +272,8 @@ Plan prepare(const Scenario& s, Engine engine) {
   }
   p.window = iteration_window(p);
   p.single_gpu_iteration_s = single_gpu_iteration_s(s, p.costs);
+  if (p.sharding) // plan_sharded has counted the memory by ZeRO's accounting
+    return p;
   double largest = 0;
   for (const auto& g : p.groups)
     largest = std::max(largest, g.bytes);
@@ -586,6 +597,15 @@ void read_window(RunResult& r) {
   }
 }
 
+// Where read_window read a data-parallel iteration: the makespan, or between the last two iterations' ends.
+std::pair<double, double> window_bounds(const RunResult& r) {
+  if (r.window.kind == IterationWindow::Kind::between_iterations) {
+    const auto ends = iteration_ends(r.graph, r.timing);
+    return {ends[ends.size() - 2], ends.back()};
+  }
+  return {0.0, r.iteration_time_s};
+}
+
 // ps-async: the workers' mean iteration, from the aggregate throughput; worker 0's timeline is padded with idle.
 // (ps-ssp: the timeline is ps-sync's lockstep iteration at worker 0's speed.)
 void mean_async_iteration(const Scenario& s, RunResult& r) {
@@ -617,6 +637,7 @@ RunResult result_of(Plan&& p, Timings& t) {
   if (r.parameter_server && t.async_workers)
     r.parameter_server->async = std::move(t.async_workers);
   r.pipeline = std::move(p.pipeline);
+  r.sharding = std::move(p.sharding);
   r.timing = std::move(t.timing);
   r.replicas = std::move(t.replicas);
   r.links = std::move(t.links);
@@ -634,6 +655,10 @@ RunResult finalize(const Scenario& s, Plan&& p, Timings&& t) {
     finalize_pipeline(s, folded, r);
   } else {
     read_window(r);
+    if (r.sharding) {
+      const auto [from, to] = window_bounds(r);
+      time_sharding(r, from, to, *r.sharding);
+    }
     if (r.parameter_server && r.parameter_server->async)
       mean_async_iteration(s, r);
     r.throughput_samples_per_s = r.workers * s.batch_per_gpu / r.iteration_time_s;

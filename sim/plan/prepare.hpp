@@ -51,6 +51,7 @@ struct Plan {
   std::vector<std::string> notes;
   std::optional<ParameterServerReport> parameter_server; ///< placement and traffic
   std::optional<PipelineReport> pipeline;                ///< layout, closed form and memory; finalize adds the timing's
+  std::optional<ShardingReport> sharding;                ///< schedule, traffic, memory; finalize adds the exposure
 };
 [[nodiscard]] Plan prepare(const Scenario& s, Engine engine);
 

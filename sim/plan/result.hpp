@@ -106,6 +106,35 @@ struct PipelineReport {
   std::vector<PipelineStageReport> per_stage;
 };
 
+/// Sharded data parallelism (scenario `sharding`, stage >= 1; summary.sharding: docs/sharding.md, "Report"): the
+/// schedule, each collective kind's traffic, the memory per GPU by part (ZeRO's accounting) and, once timed, the time
+/// the gathers and the reductions are exposed (not under compute) on GPU 0.
+struct ShardingReport {
+  int stage = 0;
+  int shard_size = 1; ///< GPUs of a shard group
+  int replicas = 1;   ///< shard groups per data-parallel group (HSDP when > 1)
+  std::string unit;   ///< stage 3: "block", "layer" or the unit size; else ""
+  int units = 0;      ///< stage 3: units gathered
+  int prefetch = 0;   ///< stage 3
+  bool reshard_after_forward = false;
+  std::string param_dtype, reduce_dtype;
+  int reduce_groups = 0; ///< reduce-scatters per iteration
+  /// Per GPU per iteration: collectives of each kind and the bytes the GPU sends in them.
+  int allgathers = 0, reduce_scatters = 0, allreduces = 0;
+  double allgather_bytes = 0, reduce_scatter_bytes = 0, allreduce_bytes = 0;
+  /// Memory per GPU (bytes): model state by ZeRO's accounting, the gathered units (stage 3), the largest reduce-scatter
+  /// input (a bucket or unit of unsharded gradients), and activations as for data parallelism.
+  double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0;
+  double gathered_bytes = 0, reduce_buffer_bytes = 0, activation_bytes = 0;
+  double unsharded_state_bytes = 0; ///< weights + gradients + optimizer state at stage 0, same accounting
+  [[nodiscard]] double total_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + gathered_bytes + reduce_buffer_bytes + activation_bytes;
+  }
+  std::optional<bool> fits;       ///< total within the GPU's memory; unset when the GPU's memory is unknown
+  double exposed_allgather_s = 0; ///< finalize: gathers running while GPU 0 computes nothing
+  double exposed_reduce_s = 0;    ///< finalize: reduce-scatters and HSDP's allreduces likewise
+};
+
 /// How iteration_time_s is read off a timeline (finalize): its makespan, the time between two tasks' ends (a
 /// steady-state window: ps-sync's unrolled iterations, an asynchronous pipeline's), or between the ends of the last
 /// two iterations (unrolled for host times).
@@ -152,6 +181,7 @@ struct RunResult {
   SimStats sim;
   std::optional<ParameterServerReport> parameter_server;
   std::optional<PipelineReport> pipeline;
+  std::optional<ShardingReport> sharding;
   std::optional<VariabilityReport> variability;
   IterationWindow window; ///< how finalize read iteration_time_s off the timeline
   int backup_workers = 0; ///< data-parallel replicas whose gradients each data-parallel collective drops

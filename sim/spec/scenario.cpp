@@ -27,7 +27,7 @@
 namespace ddlsim::sim {
 namespace {
 
-const std::vector<std::string> kDTypes{"fp32", "fp16", "bf16"};
+const std::vector<std::string> kDTypes(dag::kDTypeNames.begin(), dag::kDTypeNames.end());
 // The engines' names (sim/spec/engine.hpp), the default first.
 std::vector<std::string> engine_names() {
   std::vector<std::string> names;
@@ -103,7 +103,7 @@ void parse_model(ObjectReader r, Scenario& s) {
   }
   s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1, 1 << 24));
   const auto dtype = r.optional_choice("gradient_dtype", kDTypes).value_or("fp32");
-  s.gradient_dtype = dtype == "fp32" ? DType::fp32 : dtype == "fp16" ? DType::fp16 : DType::bf16;
+  s.gradient_dtype = dag::find_dtype(dtype);
   r.finish();
 }
 
@@ -644,6 +644,8 @@ Scenario parse_scenario(const Json& doc, const std::string& file, const SweepKey
     return r.optional_object(key);
   };
   parse_parallelism(object_or_null("parallelism"), object_or_null("pipeline"), s);
+  if (auto sh = object_or_null("sharding"))
+    parse_sharding(std::move(*sh), s);
   s.engine = find_engine(r.optional_choice("engine", engine_names()).value_or(std::string(engines().front().name)))
                  .value_or(Engine::analytic);
   if (auto f = r.optional_object("flow")) {

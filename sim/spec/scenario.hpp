@@ -13,6 +13,7 @@
 #include "sim/spec/gpus.hpp"
 #include "sim/spec/overrides.hpp"
 #include "sim/spec/parallelism.hpp"
+#include "sim/spec/sharding.hpp"
 #include "sim/spec/variability.hpp"
 
 #include <cstdint>
@@ -107,6 +108,8 @@ struct Scenario {
   dag::Optimizer optimizer = dag::Optimizer::sgd_momentum;
   Parallelism parallelism;              ///< `parallelism`: data x pipeline x tensor GPUs
   std::optional<PipelineSpec> pipeline; ///< `pipeline`: absent = pure data parallelism
+  /// `sharding`: sharded data parallelism (absent: every rank holds the whole model state, as stage 0)
+  std::optional<ShardingSpec> sharding;
   /// `variability`: task times drawn around their modelled values, sampled over iterations (absent: deterministic)
   std::optional<VariabilitySpec> variability;
   /// `strategy.backup_workers` b: of the d data-parallel replicas, each data-parallel collective takes the first

@@ -1,0 +1,366 @@
+// Planning sharded data parallelism (sim/plan/sharding.hpp).
+#include "sim/plan/sharding.hpp"
+
+#include "core/units.hpp"
+#include "dag/sharding.hpp"
+#include "sim/network/lowering/evaluate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+namespace ddlsim::sim {
+
+namespace {
+
+// The time of a reduce group's chain as planners see it: the reduce-scatter over the shard group, plus with HSDP the
+// allreduce of its shard (bytes / s) across the replicas; affine when both are.
+struct ReduceCost {
+  std::unique_ptr<CollectiveModel> reduce_scatter;
+  std::unique_ptr<CollectiveModel> allreduce; // HSDP only
+  int shard_size = 1;
+
+  [[nodiscard]] double operator()(double bytes) const {
+    double t = reduce_scatter->cost(bytes).time_s;
+    if (allreduce)
+      t += allreduce->cost(bytes / shard_size).time_s;
+    return t;
+  }
+  [[nodiscard]] std::optional<dag::AffineCost> affine() const {
+    const auto rs = affine_cost(*reduce_scatter);
+    if (!rs || !allreduce)
+      return rs;
+    const auto ar = affine_cost(*allreduce);
+    if (!ar)
+      return std::nullopt;
+    return dag::AffineCost{rs->alpha_s + ar->alpha_s, rs->seconds_per_byte + ar->seconds_per_byte / shard_size};
+  }
+};
+
+ReduceCost reduce_cost(const Scenario& s, const ShardingSpec& sh) {
+  ReduceCost c;
+  c.shard_size = sh.shard_size;
+  c.reduce_scatter = make_cost_model(collective_lowering(s, dag::Collective::reduce_scatter),
+                                     layout_of(shard_group_ranks(s), s.cluster).net);
+  if (sh.replicas(data_parallel_degree(s)) > 1)
+    c.allreduce = make_cost_model(*s.allreduce.algorithm, layout_of(replica_group_ranks(s), s.cluster).net);
+  return c;
+}
+
+// Stage 3's units as a model of their own: one layer and one tensor per unit, its compute the unit's layers', so that
+// the strategy groups units (wfbp: one per unit; mg-wfbp: consecutive units merged optimally).
+struct UnitModel {
+  dag::Model model;
+  dag::WorkerCosts costs;
+};
+
+UnitModel unit_model(const Scenario& s, const dag::WorkerCosts& costs, const std::vector<dag::ShardUnit>& units) {
+  UnitModel m;
+  m.model.name = s.model.name + " (units)";
+  m.costs = costs;
+  m.costs.fwd_host_s.clear(); // planners read the passes' times only
+  m.costs.bwd_host_s.clear();
+  m.costs.fwd_s.assign(units.size(), 0.0);
+  m.costs.bwd_s.assign(units.size(), 0.0);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    dag::Layer layer;
+    layer.name = fmt::format("unit{}", u);
+    layer.kind = "unit";
+    layer.params.push_back({.name = layer.name, .shape = {units[u].params}, .numel = units[u].params});
+    m.model.layers.push_back(std::move(layer));
+    for (int l = units[u].first_layer; l < units[u].end_layer; ++l) {
+      m.costs.fwd_s[u] += costs.fwd_s[static_cast<std::size_t>(l)];
+      m.costs.bwd_s[u] += costs.bwd_s[static_cast<std::size_t>(l)];
+    }
+  }
+  return m;
+}
+
+// A group of units (its tensors are unit indices) as a group of the model's tensors, in gradient-ready order.
+dag::GradientGroup expand_units(const dag::GradientGroup& g, const std::vector<dag::GradientGroup>& per_unit,
+                                std::size_t units) {
+  dag::GradientGroup out = g;
+  out.tensors.clear();
+  out.elements = 0;
+  int first_layer = -1;
+  for (const int u : g.tensors) { // a unit's group in per_unit is at units - 1 - u (launch order: last unit first)
+    const auto& unit = per_unit[units - 1 - static_cast<std::size_t>(u)];
+    out.tensors.insert(out.tensors.end(), unit.tensors.begin(), unit.tensors.end());
+    out.elements += unit.elements;
+    first_layer = unit.ready_layer;
+  }
+  out.ready_layer = first_layer;
+  return out;
+}
+
+std::vector<dag::ShardUnit> units_of(const Scenario& s, const ShardingSpec& sh) {
+  const double cap = sh.unit == dag::UnitKind::size ? sh.unit_bytes / dtype_bytes(sh.param_dtype) : 0;
+  return dag::shard_units(s.model, sh.unit, cap);
+}
+
+// The strategy's reduce groups: over the model's gradients (stages 1-2) or over the units (stage 3).
+std::vector<dag::GradientGroup> reduce_groups(const Scenario& s, const ShardingSpec& sh, const dag::WorkerCosts& costs,
+                                              const std::vector<dag::ShardUnit>& units) {
+  const auto cost = reduce_cost(s, sh);
+  const dag::CommCost time = [&cost](double bytes) { return cost(bytes); };
+  const double e = dtype_bytes(sh.reduce_dtype);
+  const auto plan = [&](const dag::Model& model, const dag::WorkerCosts& c) {
+    const dag::StrategyInput input{model, c, e, time, s.strategy.options, sh.shard_size, {}, cost.affine()};
+    return s.strategy.entry().plan(input);
+  };
+  if (sh.stage < 3)
+    return plan(s.model, costs);
+  const auto per_unit = dag::unit_groups(s.model, units, e);
+  const auto by_units = unit_model(s, costs, units);
+  std::vector<dag::GradientGroup> groups;
+  for (const auto& g : plan(by_units.model, by_units.costs)) {
+    groups.push_back(expand_units(g, per_unit, units.size()));
+    groups.back().bytes = static_cast<double>(groups.back().elements) * e;
+  }
+  return groups;
+}
+
+// Each group's chain: a reduce-scatter of its gradients over the shard group, and with HSDP an allreduce of the shard.
+void set_reduce_steps(std::vector<dag::GradientGroup>& groups, const ShardingSpec& sh, int replicas) {
+  for (auto& g : groups) {
+    g.steps = {{.collective = dag::Collective::reduce_scatter, .bytes = g.bytes}};
+    if (replicas > 1)
+      g.steps.push_back({.collective = dag::Collective::allreduce, .bytes = g.bytes / sh.shard_size});
+  }
+}
+
+// The most parameters gathered at once at stage 3: prefetch + 1 consecutive units, or every unit without resharding
+// (gathered in forward, kept for backward).
+double gathered_params(const std::vector<dag::ShardUnit>& units, const ShardingSpec& sh) {
+  double most = 0;
+  const std::size_t window = sh.reshard_after_forward ? static_cast<std::size_t>(sh.prefetch) + 1 : units.size();
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    double sum = 0;
+    for (std::size_t k = u; k < std::min(units.size(), u + window); ++k)
+      sum += static_cast<double>(units[k].params);
+    most = std::max(most, sum);
+  }
+  return most;
+}
+
+void set_memory(const Scenario& s, const ShardingSpec& sh, const std::vector<dag::ShardUnit>& units,
+                const std::vector<dag::GradientGroup>& groups, ShardingReport& r) {
+  const double params = static_cast<double>(s.model.param_count());
+  const auto state = dag::zero_state_per_parameter(s.optimizer, s.gradient_dtype, sh.stage, sh.shard_size);
+  r.weights_bytes = params * state.weights;
+  r.gradients_bytes = params * state.gradients;
+  r.optimizer_bytes = params * state.optimizer;
+  r.unsharded_state_bytes = params * dag::zero_state_per_parameter(s.optimizer, s.gradient_dtype, 0, 1).total();
+  if (sh.stage == 3)
+    r.gathered_bytes = gathered_params(units, sh) * dtype_bytes(sh.param_dtype);
+  for (const auto& g : groups)
+    r.reduce_buffer_bytes = std::max(r.reduce_buffer_bytes, g.bytes);
+  double activations = 0;
+  for (const auto& l : s.model.layers)
+    activations += l.activation_bytes;
+  r.activation_bytes = s.batch_per_gpu * (activations + s.model.input_bytes_per_sample); // as data parallelism's
+  if (s.gpu.memory_bytes > 0)
+    r.fits = r.total_bytes() <= s.gpu.memory_bytes;
+}
+
+std::string stage_name(int stage) {
+  static constexpr std::array<const char*, 4> kNames{
+      "", "1 (optimizer state: ZeRO-1, Megatron-Core's distributed optimizer)",
+      "2 (optimizer state and gradients: ZeRO-2, FSDP SHARD_GRAD_OP)",
+      "3 (optimizer state, gradients and parameters: ZeRO-3, FSDP FULL_SHARD)"};
+  return kNames.at(static_cast<std::size_t>(stage));
+}
+
+std::string unit_text(const ShardingSpec& sh) {
+  switch (sh.unit) {
+  case dag::UnitKind::layer:
+    return "layer";
+  case dag::UnitKind::block:
+    return "block";
+  case dag::UnitKind::size:
+    break;
+  }
+  return format_bytes(sh.unit_bytes);
+}
+
+std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const ShardingReport& r) {
+  const int d = data_parallel_degree(s);
+  const std::string where =
+      r.replicas > 1 ? fmt::format("HSDP: shard groups of {} GPUs (\"{}\"), {} replicas of each shard reduced by an "
+                                   "allreduce across the shard groups",
+                                   sh.shard_size, sh.group, r.replicas)
+                     : fmt::format("over the data-parallel group of {} GPUs", d);
+  std::string gathers;
+  if (sh.stage < 3)
+    gathers = fmt::format("each group's updated parameters all-gathered in {} before its first forward, in forward "
+                          "order from the start of the iteration (the steady state of Megatron-Core's "
+                          "overlap_param_gather)",
+                          dag::dtype_name(sh.param_dtype));
+  else
+    gathers = fmt::format(
+        "{} units ({}), each all-gathered in {} before its forward with {} unit{} prefetched{}; the all-gathers and "
+        "the "
+        "reductions one at a time on the communication stream, as NCCL runs FSDP2's two streams over one process "
+        "group",
+        r.units, r.unit, dag::dtype_name(sh.param_dtype), sh.prefetch, sh.prefetch == 1 ? "" : "s",
+        sh.reshard_after_forward ? " and again before its backward (reshard_after_forward; the last unit keeps its "
+                                   "parameters for the backward that starts with it, as FSDP2 and torchtitan do)"
+                                 : "");
+  if (sh.ring_gathers_by_default)
+    gathers += " (by the ring algorithm, NCCL's for all-gathers: collectives.allgather picks another)";
+  return fmt::format(
+      "sharding stage {} {}: {} reduce-scatter{} of the gradients in {} as the strategy groups them; {}; "
+      "the optimizer steps on 1/{} of the parameters; memory per GPU by ZeRO's accounting (Rajbhandari "
+      "et al., SC'20, §5.1): {} (model state {}, {} unsharded)",
+      stage_name(sh.stage), where, r.reduce_groups, r.reduce_groups == 1 ? "" : "s", dag::dtype_name(sh.reduce_dtype),
+      gathers, sh.shard_size, format_bytes(r.total_bytes()),
+      format_bytes(r.weights_bytes + r.gradients_bytes + r.optimizer_bytes), format_bytes(r.unsharded_state_bytes));
+}
+
+// Keys given that the stage does not read: said, not ignored silently.
+void note_unused_keys(const Scenario& s, const ShardingSpec& sh, std::vector<std::string>& notes) {
+  const auto& raw = s.raw.at("sharding");
+  std::vector<std::string> unused;
+  for (const char* key : {"unit", "prefetch", "reshard_after_forward"})
+    if (sh.stage < 3 && raw.contains(key))
+      unused.push_back(fmt::format("sharding.{}", key));
+  if (!unused.empty())
+    notes.push_back(fmt::format("{} appl{} to stage 3 only: stage {} reduces the strategy's gradient groups and keeps "
+                                "whole parameters on every GPU",
+                                fmt::join(unused, ", "), unused.size() == 1 ? "ies" : "y", sh.stage));
+}
+
+} // namespace
+
+std::vector<int> shard_group_ranks(const Scenario& s) {
+  std::vector<int> ranks(static_cast<std::size_t>(s.sharding ? s.sharding->shard_size : 1));
+  for (std::size_t k = 0; k < ranks.size(); ++k)
+    ranks[k] = static_cast<int>(k);
+  return ranks;
+}
+
+std::vector<int> replica_group_ranks(const Scenario& s) {
+  const int step = s.sharding ? s.sharding->shard_size : 1;
+  std::vector<int> ranks;
+  for (int k = 0; k < data_parallel_degree(s); k += step)
+    ranks.push_back(k);
+  return ranks;
+}
+
+void plan_sharded(const Scenario& s, Plan& p) {
+  const ShardingSpec& sh = *sharded(s);
+  const int replicas = sh.replicas(data_parallel_degree(s));
+  const auto units = sh.stage == 3 ? units_of(s, sh) : std::vector<dag::ShardUnit>{};
+  p.groups = reduce_groups(s, sh, p.costs.worker, units);
+  set_reduce_steps(p.groups, sh, replicas);
+  const dag::ShardedSchedule schedule{.stage = sh.stage,
+                                      .groups = p.groups,
+                                      .units = units,
+                                      .prefetch = sh.prefetch,
+                                      .reshard_after_forward = sh.reshard_after_forward,
+                                      .param_bytes_per_element = dtype_bytes(sh.param_dtype),
+                                      .update_s = p.costs.worker.update_s / sh.shard_size};
+  p.graph = dag::build_sharded_iteration(s.model, p.costs.worker, schedule);
+  ShardingReport r{.stage = sh.stage,
+                   .shard_size = sh.shard_size,
+                   .replicas = replicas,
+                   .unit = sh.stage == 3 ? unit_text(sh) : "",
+                   .units = static_cast<int>(units.size()),
+                   .prefetch = sh.stage == 3 ? sh.prefetch : 0,
+                   .reshard_after_forward = sh.stage == 3 && sh.reshard_after_forward,
+                   .param_dtype = std::string(dag::dtype_name(sh.param_dtype)),
+                   .reduce_dtype = std::string(dag::dtype_name(sh.reduce_dtype)),
+                   .reduce_groups = static_cast<int>(p.groups.size()),
+                   .fits = std::nullopt};
+  set_memory(s, sh, units, p.groups, r);
+  p.peak_memory_bytes_per_gpu = r.total_bytes();
+  p.notes.push_back(schedule_note(s, sh, r));
+  note_unused_keys(s, sh, p.notes);
+  if (r.fits && !*r.fits)
+    p.notes.push_back(fmt::format("a GPU needs {} with this sharding, more than its {}", format_bytes(r.total_bytes()),
+                                  format_bytes(s.gpu.memory_bytes)));
+  p.sharding = std::move(r);
+}
+
+void place_shard_groups(const Scenario& s, dag::IterationGraph& g) {
+  const auto* sh = sharded(s);
+  if (sh == nullptr || sh->replicas(data_parallel_degree(s)) == 1)
+    return;
+  const int shard = g.add_communicator({shard_group_ranks(s)});
+  const int replica = g.add_communicator({replica_group_ranks(s)});
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    auto& t = g.task(v);
+    const auto c = dag::collective_of(t);
+    if (c != dag::Collective::none)
+      dag::wire(t)->communicator = c == dag::Collective::allreduce ? replica : shard;
+  }
+  g.replicate({{.gpu = 0, .communicator = replica, .tensor = shard}}, s.cluster.gpus_per_node);
+}
+
+void count_sharded_traffic(const dag::IterationGraph& g, const std::vector<double>& sent, ShardingReport& report) {
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    const auto& t = g.task(v);
+    if (t.iteration != 0)
+      continue;
+    switch (dag::collective_of(t)) {
+    case dag::Collective::allgather:
+      ++report.allgathers;
+      report.allgather_bytes += sent[v];
+      break;
+    case dag::Collective::reduce_scatter:
+      ++report.reduce_scatters;
+      report.reduce_scatter_bytes += sent[v];
+      break;
+    case dag::Collective::allreduce:
+      ++report.allreduces;
+      report.allreduce_bytes += sent[v];
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+void time_sharding(const RunResult& r, double from, double to, ShardingReport& report) {
+  // Sweep over GPU 0's intervals: time a gather (or a reduction) runs while no compute does.
+  struct Edge {
+    double t;
+    int delta;
+    int cls; // 0 compute, 1 gather, 2 reduction
+  };
+  std::vector<Edge> edges;
+  const auto gpu0 = dag::Device::gpu(0);
+  for (std::size_t v = 0; v < r.graph.size(); ++v) {
+    const auto& t = r.graph.task(v);
+    if (t.device != gpu0)
+      continue;
+    int cls = -1;
+    if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward || t.kind == dag::TaskKind::update)
+      cls = 0;
+    else if (dag::collective_of(t) == dag::Collective::allgather)
+      cls = 1;
+    else if (dag::collective_of(t) == dag::Collective::reduce_scatter ||
+             dag::collective_of(t) == dag::Collective::allreduce)
+      cls = 2;
+    const double start = std::max(r.timing[v].start_s, from), end = std::min(r.timing[v].end_s, to);
+    if (cls >= 0 && end > start) {
+      edges.push_back({start, +1, cls});
+      edges.push_back({end, -1, cls});
+    }
+  }
+  std::sort(edges.begin(), edges.end(),
+            [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
+  std::array<int, 3> active{};
+  double last = from;
+  for (const auto& e : edges) {
+    if (const double span = e.t - last; span > 0 && active[0] == 0) {
+      report.exposed_allgather_s += active[1] > 0 ? span : 0;
+      report.exposed_reduce_s += active[2] > 0 ? span : 0;
+    }
+    active[static_cast<std::size_t>(e.cls)] += e.delta;
+    last = e.t;
+  }
+}
+
+} // namespace ddlsim::sim

@@ -1,0 +1,51 @@
+// Sharded data parallelism (scenario `sharding`, docs/sharding.md): which model state is sharded (ZeRO stage), over
+// which GPUs (the data-parallel group, a node, or s GPUs: HSDP), the units stage 3 gathers, their prefetch and
+// resharding, and the formats of the gathers and reductions.
+#pragma once
+
+#include "core/json.hpp"
+#include "dag/model.hpp"
+#include "dag/sharding.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ddlsim::sim {
+
+/// `sharding.offload`: where the sharded state lives.
+enum class Offload : std::uint8_t { none };
+
+struct ShardingSpec {
+  /// 0: none (every rank holds everything; the schedule of today's strategies), 1: optimizer state (ZeRO-1,
+  /// Megatron-Core's distributed optimizer), 2: + gradients (ZeRO-2, FSDP SHARD_GRAD_OP), 3: + parameters (ZeRO-3,
+  /// FSDP FULL_SHARD).
+  int stage = 0;
+  /// GPUs of a shard group (s): the whole data-parallel group (d), a node's GPUs, or s dividing d. s < d is HSDP:
+  /// reduce-scatter in the shard group, then an allreduce of the shard across the d / s replicas.
+  int shard_size = 1;
+  std::string group = "data"; ///< as the scenario gave it: "data", "node" or the number
+  dag::UnitKind unit = dag::UnitKind::block;
+  double unit_bytes = 0;             ///< unit == size: the unit's size in param_dtype
+  bool unit_given = false;           ///< `unit` was given (else block where the model has blocks, else layer)
+  int prefetch = 1;                  ///< stage 3: units gathered ahead
+  bool reshard_after_forward = true; ///< stage 3
+  dag::DType param_dtype = dag::DType::fp32;
+  dag::DType reduce_dtype = dag::DType::fp32;
+  Offload offload = Offload::none;
+  /// The all-gathers take the ring algorithm, NCCL's, because `collectives.allgather` is not given (the registry's
+  /// default allgather, recursive doubling, is the one sparse gradients are gathered with).
+  bool ring_gathers_by_default = false;
+
+  [[nodiscard]] int replicas(int data_parallel) const { return data_parallel / shard_size; }
+};
+
+struct Scenario;
+/// Reads `sharding` into s.sharding, checked against the model, cluster, strategy and parallelism parsed before it;
+/// errors name the JSON path and, for a combination that is refused, why.
+void parse_sharding(ObjectReader r, Scenario& s);
+
+/// The scenario's sharding when it shards anything (stage >= 1), else nullptr.
+[[nodiscard]] const ShardingSpec* sharded(const Scenario& s);
+
+} // namespace ddlsim::sim
