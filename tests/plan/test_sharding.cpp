@@ -1,0 +1,354 @@
+// Sharded data parallelism (issue #32): ZeRO's memory accounting (Rajbhandari et al., SC'20, §5.1), the traffic of
+// each stage against its closed form, the sharded iteration DAG's exposure against closed forms, FSDP's units of a
+// GPT, the reduce-scatter merge against brute force, the refused combinations, and flow = analytic.
+#include "dag/sharding.hpp"
+#include "sim/analytic/analytic.hpp"
+#include "sim/flow/flow_engine.hpp"
+#include "sim/network/communicator.hpp"
+#include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/prepare.hpp"
+#include "sim/plan/schedule.hpp"
+#include "sim/spec/scenario.hpp"
+#include "support/run_in_child.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace ddlsim;
+using namespace ddlsim::sim;
+using Catch::Matchers::Contains;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+// L identical layers of `params` parameters each (one tensor per layer), bf16, Adam, on `nodes` x `gpus` GPUs of a
+// star; WFBP (one group per layer).
+Json uniform_doc(int layers, std::int64_t params, int nodes, int gpus) {
+  Json doc = Json::parse(R"({
+    "model": {"batch_per_gpu": 1, "gradient_dtype": "bf16"},
+    "gpu": {"peak_flops": "100 TFLOPS", "memory_bandwidth": "1 TB/s", "memory": "80 GiB"},
+    "cluster": {"intra_node": {"bandwidth": "100 GB/s", "latency": "1 us"},
+                "inter_node": {"bandwidth": "10 GB/s", "latency": "5 us"}, "topology": "star"},
+    "optimizer": "adam",
+    "strategy": {"kind": "wfbp"}
+  })");
+  Json list = Json::array();
+  for (int l = 0; l < layers; ++l)
+    list.push_back({{"name", "l" + std::to_string(l)}, {"params", params}, {"fwd_flops", 1e9}});
+  doc["model"]["layers"] = list;
+  doc["cluster"]["nodes"] = nodes;
+  doc["cluster"]["gpus_per_node"] = gpus;
+  return doc;
+}
+
+Json with_sharding(Json doc, const Json& sharding) {
+  doc["sharding"] = sharding;
+  return doc;
+}
+
+// A model of L layers with one tensor of n parameters each, and its costs: forward f, backward b per layer.
+struct Uniform {
+  dag::Model model;
+  dag::WorkerCosts costs;
+};
+
+Uniform uniform(int layers, double f, double b) {
+  Uniform u;
+  for (int l = 0; l < layers; ++l) {
+    dag::Layer layer;
+    layer.name = "l" + std::to_string(l);
+    layer.params.push_back({.name = layer.name + ".weight", .shape = {1000}, .numel = 1000});
+    u.model.layers.push_back(std::move(layer));
+  }
+  u.costs.fwd_s.assign(static_cast<std::size_t>(layers), f);
+  u.costs.bwd_s.assign(static_cast<std::size_t>(layers), b);
+  return u;
+}
+
+// The makespan of a sharded schedule with every all-gather taking g and every reduce-scatter r.
+double makespan(const Uniform& u, dag::ShardedSchedule schedule, double g, double r) {
+  schedule.groups = dag::unit_groups(u.model, schedule.units, 2);
+  for (auto& group : schedule.groups)
+    group.steps = {{.collective = Collective::reduce_scatter, .bytes = group.bytes}};
+  auto graph = dag::build_sharded_iteration(u.model, u.costs, schedule);
+  for (std::size_t v = 0; v < graph.size(); ++v) {
+    auto& t = graph.task(v);
+    if (dag::collective_of(t) == Collective::allgather)
+      t.duration_s = g;
+    else if (dag::collective_of(t) == Collective::reduce_scatter)
+      t.duration_s = r;
+  }
+  return makespan_of(sim::schedule(graph));
+}
+
+} // namespace
+
+TEST_CASE("sharding: ZeRO's model state per parameter follows SC'20's table", "[sharding][memory]") {
+  // Mixed-precision Adam (K = 12): stage 0 16, stage 1 4 + 12/N, stage 2 2 + 14/N, stage 3 16/N (SC'20 §5.1).
+  const int n = GENERATE(1, 8, 64);
+  CAPTURE(n);
+  const double N = n;
+  for (const auto dtype : {dag::DType::fp16, dag::DType::bf16}) {
+    CHECK_THAT(dag::zero_state_per_parameter(dag::Optimizer::adam, dtype, 0, n).total(), WithinRel(16.0, 1e-12));
+    CHECK_THAT(dag::zero_state_per_parameter(dag::Optimizer::adam, dtype, 1, n).total(), WithinRel(4 + 12 / N, 1e-12));
+    CHECK_THAT(dag::zero_state_per_parameter(dag::Optimizer::adam, dtype, 2, n).total(), WithinRel(2 + 14 / N, 1e-12));
+    CHECK_THAT(dag::zero_state_per_parameter(dag::Optimizer::adam, dtype, 3, n).total(), WithinRel(16 / N, 1e-12));
+  }
+  // fp32 Adam: 4 + 4 + 8, stage 1 8 + 8/N (Megatron-Core's fp32 row, 8 + 8/d); SGD with momentum in bf16: K = 4 + 4.
+  CHECK_THAT(dag::zero_state_per_parameter(dag::Optimizer::adam, dag::DType::fp32, 1, n).total(),
+             WithinRel(8 + 8 / N, 1e-12));
+  CHECK_THAT(dag::zero_state_per_parameter(dag::Optimizer::sgd_momentum, dag::DType::bf16, 2, n).total(),
+             WithinRel(2 + 10 / N, 1e-12));
+}
+
+TEST_CASE("sharding: memory per GPU adds stage 3's gathered units to the sharded state", "[sharding][memory]") {
+  // 8 layers of 10^6 parameters on 8 GPUs, bf16 Adam: state 16 x 8e6 / 8; prefetch p keeps p + 1 units gathered
+  // (2 bytes each), the reduce buffer is one unit's gradients (2 bytes), activations as data parallelism's (0 here).
+  const int prefetch = GENERATE(0, 1, 3);
+  CAPTURE(prefetch);
+  const auto s = parse_scenario(
+      with_sharding(uniform_doc(8, 1000000, 1, 8), {{"stage", 3}, {"unit", "layer"}, {"prefetch", prefetch}}),
+      "t.json");
+  const auto r = run_analytic(s);
+  REQUIRE(r.sharding);
+  const auto& m = *r.sharding;
+  CHECK_THAT(m.weights_bytes + m.gradients_bytes + m.optimizer_bytes, WithinRel(16.0 * 8e6 / 8, 1e-12));
+  CHECK_THAT(m.gathered_bytes, WithinRel((prefetch + 1) * 1e6 * 2, 1e-12));
+  CHECK_THAT(m.reduce_buffer_bytes, WithinRel(2e6, 1e-12));
+  CHECK_THAT(r.peak_memory_bytes_per_gpu, WithinRel(m.total_bytes(), 1e-12));
+  CHECK_THAT(m.unsharded_state_bytes, WithinRel(16.0 * 8e6, 1e-12));
+  REQUIRE(m.fits);
+  CHECK(*m.fits);
+}
+
+TEST_CASE("sharding: bytes each GPU sends per iteration follow each stage's closed form", "[sharding][traffic]") {
+  // L = 6 identical layers of P/L parameters, bf16 (e = 2), d = 8 GPUs of a star, ring collectives: stage 0 allreduces
+  // 2(d-1)/d P e; stages 1-2 reduce-scatter and all-gather (d-1)/d P e each; stage 3 with resharding gathers every
+  // unit twice but the last (kept for backward), (3 - 1/L)(d-1)/d P e; without resharding 2(d-1)/d P e.
+  const int layers = 6;
+  const std::int64_t per_layer = 1000000;
+  const double P = layers * static_cast<double>(per_layer), e = 2, d = 8;
+  const auto sent = [&](const Json& sharding) {
+    Json doc = uniform_doc(layers, per_layer, 8, 1);
+    if (!sharding.is_null())
+      doc["sharding"] = sharding;
+    return prepare(parse_scenario(doc, "t.json"), Engine::analytic).communication_bytes_per_worker;
+  };
+  const double ring = (d - 1) / d * P * e;
+  CHECK_THAT(sent(Json()), WithinRel(2 * ring, 1e-9));
+  CHECK_THAT(sent({{"stage", 0}}), WithinRel(2 * ring, 1e-9));
+  CHECK_THAT(sent({{"stage", 1}}), WithinRel(2 * ring, 1e-9));
+  CHECK_THAT(sent({{"stage", 2}}), WithinRel(2 * ring, 1e-9));
+  CHECK_THAT(sent({{"stage", 3}, {"unit", "layer"}}), WithinRel((3 - 1.0 / layers) * ring, 1e-9));
+  CHECK_THAT(sent({{"stage", 3}, {"unit", "layer"}, {"reshard_after_forward", false}}), WithinRel(2 * ring, 1e-9));
+  // fp32 reductions of bf16 parameters: the reduce-scatter moves 4 bytes per element, the gathers 2.
+  CHECK_THAT(sent({{"stage", 1}, {"reduce_dtype", "fp32"}}), WithinRel(ring + 2 * ring, 1e-9));
+}
+
+TEST_CASE("sharding: HSDP reduce-scatters in the shard group and allreduces each shard across the replicas",
+          "[sharding][traffic]") {
+  // 4 nodes x 2 GPUs, shard groups of s = 2 (a node), r = 4 replicas: per GPU the reduce-scatter (s-1)/s P e, the
+  // allreduce of P/s across r: 2(r-1)/r P e / s, and the all-gather (s-1)/s P e (stage 1) or twice but the last unit's
+  // (stage 3).
+  const int layers = 4;
+  const std::int64_t per_layer = 500000;
+  const double P = layers * static_cast<double>(per_layer), e = 2, s = 2, r = 4;
+  const double reduce = (s - 1) / s * P * e + 2 * (r - 1) / r * P * e / s, gather = (s - 1) / s * P * e;
+  const auto plan = [&](const Json& sharding) {
+    return prepare(parse_scenario(with_sharding(uniform_doc(layers, per_layer, 4, 2), sharding), "t.json"),
+                   Engine::analytic);
+  };
+  const auto one = plan({{"stage", 1}, {"group", "node"}});
+  CHECK_THAT(one.communication_bytes_per_worker, WithinRel(reduce + gather, 1e-9));
+  REQUIRE(one.sharding);
+  CHECK(one.sharding->shard_size == 2);
+  CHECK(one.sharding->replicas == 4);
+  CHECK_THAT(one.sharding->allreduce_bytes, WithinRel(2 * (r - 1) / r * P * e / s, 1e-9));
+  const auto three = plan({{"stage", 3}, {"group", 2}, {"unit", "layer"}});
+  CHECK_THAT(three.communication_bytes_per_worker, WithinRel(reduce + (2 - 1.0 / layers) * gather, 1e-9));
+  // The copies: the replica group's members times the shard group's.
+  CHECK(three.graph.replicas() == 8);
+  CHECK(three.graph.tensor_peers() == 2);
+}
+
+TEST_CASE("sharding: stage 3 hides every gather but the first behind compute when a unit computes longer",
+          "[sharding][closed-form]") {
+  // L uniform units (one layer each), forward f, backward b, gather g, reduce-scatter r, prefetch 1, resharding:
+  // forward g + L f (each next gather runs under the current forward, g < f), backward L b with the backward gathers
+  // and reduce-scatters under it (g + r <= b), then the last reduce-scatter: g + L (f + b) + r.
+  const int layers = GENERATE(2, 3, 6, 10);
+  CAPTURE(layers);
+  const auto u = uniform(layers, 1.0, 2.0);
+  const dag::ShardedSchedule schedule{
+      .stage = 3, .groups = {}, .units = dag::shard_units(u.model, dag::UnitKind::layer), .prefetch = 1};
+  CHECK_THAT(makespan(u, schedule, 0.5, 0.5), WithinRel(0.5 + layers * 3.0 + 0.5, 1e-12));
+  CHECK_THAT(makespan(u, schedule, 0.9, 1.1), WithinRel(0.9 + layers * 3.0 + 1.1, 1e-12));
+}
+
+TEST_CASE("sharding: stage 3 runs at the gathers' pace when a unit computes shorter than its gather",
+          "[sharding][closed-form]") {
+  // Without resharding, forward f < gather g: the gathers run back to back (prefetch 1 never waits, a unit's forward
+  // ends before its successor's gather) and each forward waits for its gather: L g + f; then L b and the last
+  // reduce-scatter. With prefetch 0 each gather waits for the previous unit's forward: L (g + f) + L b + r.
+  const int layers = GENERATE(2, 5, 9);
+  CAPTURE(layers);
+  const auto u = uniform(layers, 1.0, 2.0);
+  dag::ShardedSchedule schedule{.stage = 3,
+                                .groups = {},
+                                .units = dag::shard_units(u.model, dag::UnitKind::layer),
+                                .prefetch = 1,
+                                .reshard_after_forward = false};
+  CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(layers * 1.5 + 1.0 + layers * 2.0 + 0.5, 1e-12));
+  schedule.prefetch = 0;
+  CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(layers * (1.5 + 1.0) + layers * 2.0 + 0.5, 1e-12));
+}
+
+TEST_CASE("sharding: FSDP's units of GPT-2 gather each block's parameters in param_dtype and reduce its gradients "
+          "in reduce_dtype",
+          "[sharding][fsdp]") {
+  // GPT-2 small by hand: a block holds 12 h^2 + 13 h parameters (h = 768: 7,087,872); the embeddings (wte 50257 x
+  // 768 + wpe 1024 x 768 = 39,383,808) are the first unit, the final LayerNorm (2 h = 1,536, the head tied to wte)
+  // the last. bf16 gathers (2 bytes), fp32 reductions (4 bytes); each block gathered twice (resharded), the last unit
+  // once.
+  Json doc = uniform_doc(1, 1, 2, 4);
+  doc["model"] = {{"zoo", "gpt2"}, {"batch_per_gpu", 1}, {"gradient_dtype", "bf16"}};
+  doc["sharding"] = {{"stage", 3}, {"param_dtype", "bf16"}, {"reduce_dtype", "fp32"}};
+  const auto p = prepare(parse_scenario(doc, "t.json"), Engine::analytic);
+  std::map<int, std::vector<double>> gathers, reductions; // by reduce group: the bytes of each
+  for (std::size_t v = 0; v < p.graph.size(); ++v) {
+    const auto& t = p.graph.task(v);
+    if (dag::collective_of(t) == Collective::allgather)
+      gathers[dag::group_of(t)].push_back(dag::bytes_of(t));
+    else if (dag::collective_of(t) == Collective::reduce_scatter)
+      reductions[dag::group_of(t)].push_back(dag::bytes_of(t));
+  }
+  REQUIRE(p.groups.size() == 14); // embeddings, 12 blocks, final LayerNorm
+  const double block = 12.0 * 768 * 768 + 13 * 768;
+  // Groups in launch order: the last unit (final LayerNorm) first, the embeddings last.
+  CHECK(gathers[0] == std::vector<double>{2 * 1536.0});
+  CHECK(reductions[0] == std::vector<double>{4 * 1536.0});
+  for (int g = 1; g <= 12; ++g) {
+    CAPTURE(g);
+    CHECK(gathers[g] == std::vector<double>{2 * block, 2 * block});
+    CHECK(reductions[g] == std::vector<double>{4 * block});
+  }
+  CHECK(gathers[13] == std::vector<double>{2 * 39383808.0, 2 * 39383808.0});
+  CHECK(reductions[13] == std::vector<double>{4 * 39383808.0});
+}
+
+TEST_CASE("sharding: MG-WFBP's merge of reduce-scatters is optimal by brute force", "[sharding][mgwfbp]") {
+  // Random small models (3-8 layers of random sizes and backward times) on 4 GPUs: the groups mg-wfbp plans for the
+  // reduce-scatters finish no later than any split of the layers into consecutive groups (all 2^(L-1)), timed with
+  // the same reduce-scatter cost; never later than one group per layer (wfbp) or one group (bsp's).
+  std::mt19937_64 rng(32);
+  for (int instance = 0; instance < 40; ++instance) {
+    const int layers = std::uniform_int_distribution<int>(3, 8)(rng);
+    Json doc = uniform_doc(layers, 1, 1, 4);
+    Json calibration = {
+        {"format", "ddlsim-calibration"}, {"version", 2}, {"batch_per_gpu", 1}, {"layers", Json::object()}};
+    for (int l = 0; l < layers; ++l) {
+      doc["model"]["layers"][static_cast<std::size_t>(l)]["params"] =
+          std::uniform_int_distribution<std::int64_t>(1000, 4000000)(rng);
+      calibration["layers"]["l" + std::to_string(l)] = {
+          {"forward", "1 ms"}, {"backward", fmt::format("{} us", std::uniform_int_distribution<int>(10, 3000)(rng))}};
+    }
+    doc["calibration"] = calibration;
+    doc["strategy"] = {{"kind", "mg-wfbp"}};
+    doc["sharding"] = {{"stage", 2}};
+    const auto s = parse_scenario(doc, "t.json");
+    const auto p = prepare(s, Engine::analytic);
+    const auto layout = layout_of({0, 1, 2, 3}, s.cluster);
+    const auto rs = make_cost_model(collective_lowering(s, Collective::reduce_scatter), layout.net);
+    const dag::CommCost cost = [&](double bytes) { return rs->cost(bytes).time_s; };
+    const auto finish = dag::backward_finish_times(p.costs.worker);
+    const double planned = dag::communication_finish_time(p.groups, finish, cost);
+    // Brute force: every split of the gradient-ready order (layers L-1 .. 0) into consecutive groups.
+    double best = std::numeric_limits<double>::infinity();
+    const auto tensors = dag::flatten_tensors(s.model);
+    const auto order = dag::gradient_ready_order(s.model);
+    for (unsigned mask = 0; mask < (1u << (layers - 1)); ++mask) {
+      std::vector<dag::GradientGroup> groups;
+      std::size_t first = 0;
+      for (std::size_t k = 1; k <= order.size(); ++k)
+        if (k == order.size() || (mask >> (k - 1) & 1u) != 0) {
+          groups.push_back(dag::make_group(s.model, tensors, order, first, k, 2));
+          first = k;
+        }
+      best = std::min(best, dag::communication_finish_time(groups, finish, cost));
+      if (mask == 0)
+        CHECK(planned <= dag::communication_finish_time(groups, finish, cost) * (1 + 1e-12)); // one group
+    }
+    CAPTURE(instance, layers);
+    CHECK_THAT(planned, WithinRel(best, 1e-12));
+  }
+}
+
+TEST_CASE("sharding: the refused combinations exit with the path and the reason", "[sharding][errors]") {
+  const auto fails = [](Json doc, const std::string& path, const std::string& text) {
+    CAPTURE(doc.dump());
+    try {
+      (void)parse_scenario(doc, "t.json");
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.pointer() == path);
+      CHECK_THAT(e.what(), Contains(text));
+    }
+  };
+  const Json base = uniform_doc(4, 1000, 2, 4);
+  fails(with_sharding(base, {{"stage", 4}}), "/sharding/stage", "");
+  fails(with_sharding(base, {{"stage", 1}, {"group", 3}}), "/sharding/group", "divides the data-parallel group of 8");
+  fails(with_sharding(base, {{"stage", 1}, {"group", "rack"}}), "/sharding/group", "\"node\"");
+  fails(with_sharding(base, {{"stage", 3}, {"unit", "blok"}}), "/sharding/unit", "\"layer\", \"block\"");
+  fails(with_sharding(base, {{"stage", 3}, {"unit", "block"}}), "/sharding/unit", "has no blocks");
+  fails(with_sharding(base, {{"stage", 1}, {"unit", "50 MB/s"}}), "/sharding/unit", "");
+  fails(with_sharding(base, {{"stage", 1}, {"offload", "optimizer"}}), "/sharding/offload", "not modelled yet");
+  fails(with_sharding(base, {{"stage", 1}, {"colour", 1}}), "/sharding/colour", "");
+  Json bsp = with_sharding(base, {{"stage", 2}});
+  bsp["strategy"] = {{"kind", "bsp"}};
+  fails(bsp, "/strategy/kind", "holding every gradient unsharded");
+  Json ddp = with_sharding(base, {{"stage", 3}});
+  ddp["strategy"] = {{"kind", "ddp"}};
+  fails(ddp, "/strategy/kind", "use wfbp");
+  Json ps = with_sharding(base, {{"stage", 1}});
+  ps["strategy"] = {{"kind", "ps-sync"}};
+  fails(ps, "/strategy/kind", "parameter servers keep the model state");
+  Json pipeline = with_sharding(base, {{"stage", 2}});
+  pipeline["parallelism"] = {{"pipeline", 2}};
+  pipeline["pipeline"] = {{"micro_batches", 2}};
+  fails(pipeline, "/sharding/stage", "DeepSpeed refuses ZeRO stages 2 and 3 with pipeline parallelism");
+  Json backup = with_sharding(base, {{"stage", 1}});
+  backup["strategy"]["backup_workers"] = 1;
+  fails(backup, "/strategy/backup_workers", "owns a shard");
+}
+
+TEST_CASE("sharding: stage 0 is today's data parallelism", "[sharding]") {
+  const auto plain = run_analytic(parse_scenario(uniform_doc(4, 1000000, 2, 4), "t.json"));
+  const auto zero =
+      run_analytic(parse_scenario(with_sharding(uniform_doc(4, 1000000, 2, 4), {{"stage", 0}}), "t.json"));
+  CHECK(zero.iteration_time_s == plain.iteration_time_s);
+  CHECK(zero.peak_memory_bytes_per_gpu == plain.peak_memory_bytes_per_gpu);
+  CHECK(zero.communication_bytes_per_worker == plain.communication_bytes_per_worker);
+  CHECK(!zero.sharding);
+}
+
+TEST_CASE("sharding: the flow engine times the sharded schedules as the analytic engine does", "[sharding][flow]") {
+  // GPT-2 medium on 2 nodes x 4 GPUs, stage 3 over the data-parallel group and HSDP over a node, stage 1.
+  const Json sharding = GENERATE(Json{{"stage", 3}}, Json{{"stage", 3}, {"group", "node"}},
+                                 Json{{"stage", 1}, {"group", "node"}}, Json{{"stage", 2}});
+  CAPTURE(sharding.dump());
+  Json doc = uniform_doc(1, 1, 2, 4);
+  doc["model"] = {{"zoo", "gpt2-medium"}, {"batch_per_gpu", 2}, {"gradient_dtype", "bf16"}};
+  doc["sharding"] = sharding;
+  const auto analytic = run_analytic(parse_scenario(doc, "t.json"));
+  doc["engine"] = "flow";
+  const auto report = test::run_in_child(
+      [&](test::ChildReport& out) { out.values = {run_flow(parse_scenario(doc, "t.json")).iteration_time_s}; });
+  REQUIRE(report.error.empty());
+  CHECK_THAT(report.values.at(0), WithinRel(analytic.iteration_time_s, 0.01));
+}
