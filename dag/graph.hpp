@@ -101,6 +101,9 @@ struct CollectiveOp {
   int group = -1;
   int micro_batch = -1;   ///< tensor collectives: the pass's micro-batch
   int virtual_stage = -1; ///< tensor collectives: the pass's virtual stage
+  /// Sharded data parallelism: an all-gather of parameters (of gradient group `group`'s tensors, dag/sharding.hpp),
+  /// not a step of the group's gradient exchange.
+  bool parameters = false;
 };
 /// A point-to-point transfer between pipeline stages; its communicator is the pair {src, dst}.
 struct Transfer {
@@ -151,6 +154,11 @@ struct Task {
 }
 [[nodiscard]] inline Wire* wire(Task& t) {
   return const_cast<Wire*>(wire(std::as_const(t)));
+}
+/// Whether `t` all-gathers a sharded schedule's parameters.
+[[nodiscard]] inline bool gathers_parameters(const Task& t) {
+  const auto* c = std::get_if<CollectiveOp>(&t.payload);
+  return c != nullptr && c->parameters;
 }
 
 /// A task's kind-specific fields, read alike whatever the task is: the default (Collective::none, -1, 0 bytes) where

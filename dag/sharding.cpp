@@ -57,7 +57,8 @@ IterationGraph::Id add_gather(IterationGraph& g, double bytes, int group, std::o
   const auto id =
       g.add({.kind = TaskKind::communication,
              .resource = Resource::comm,
-             .payload = CollectiveOp{.wire = {.collective = Collective::allgather, .bytes = bytes}, .group = group}});
+             .payload = CollectiveOp{
+                 .wire = {.collective = Collective::allgather, .bytes = bytes}, .group = group, .parameters = true}});
   if (previous)
     g.depend(*previous, id); // issued in order
   previous = id;

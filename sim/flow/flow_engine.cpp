@@ -188,9 +188,8 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, const dag::IterationGraph& g
     const auto& task = graph.task(v);
     if (dag::collective_of(task) == dag::Collective::none)
       continue;
-    const auto* lowering = dag::collective_of(task) == dag::Collective::allreduce
-                               ? &lowering_for(s)
-                               : &collective_lowering(s, dag::collective_of(task));
+    const auto* lowering =
+        dag::collective_of(task) == dag::Collective::allreduce ? &lowering_for(s) : &task_lowering(s, task);
     first_job[v] = jobs.size();
     const int count = graph.instances(task);
     for (int i = 0; i < count; ++i) {

@@ -15,8 +15,12 @@ double InstanceContention::factor(const dag::Task& task) {
   if (count <= 1 || w == nullptr || w->bytes <= 0)
     return 1.0;
   const auto* server = std::get_if<dag::ServerTransfer>(&task.payload); // a key's servers shape the lowering
-  const Key key{w->communicator, w->collective, server != nullptr ? server->shard_first : 0,
-                server != nullptr ? server->shard_count : 0, w->bytes};
+  const Key key{w->communicator,
+                w->collective,
+                dag::gathers_parameters(task),
+                server != nullptr ? server->shard_first : 0,
+                server != nullptr ? server->shard_count : 0,
+                w->bytes};
   if (const auto known = memo_.find(key); known != memo_.end())
     return known->second;
   // The instances run over disjoint GPUs, so inside a star node they share no GPU link: only a NIC that GPUs of one
@@ -28,7 +32,7 @@ double InstanceContention::factor(const dag::Task& task) {
     return 1.0;
   }
   const CollectiveLowering& lowering =
-      w->collective == dag::Collective::allreduce ? *s_.allreduce.algorithm : collective_lowering(s_, w->collective);
+      w->collective == dag::Collective::allreduce ? *s_.allreduce.algorithm : task_lowering(s_, task);
   std::vector<std::vector<Phase>> instances;
   instances.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {

@@ -23,7 +23,7 @@ public:
   [[nodiscard]] double factor(const dag::Task& task);
 
 private:
-  using Key = std::tuple<int, dag::Collective, int, int, double>;
+  using Key = std::tuple<int, dag::Collective, bool, int, int, double>; // bool: a parameter gather
   const Scenario& s_;
   const dag::IterationGraph& graph_;
   std::map<Key, double> memo_;

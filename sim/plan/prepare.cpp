@@ -209,7 +209,7 @@ Plan prepare(const Scenario& s, Engine engine) {
   // A single worker communicates only with a dedicated server.
   const bool communicate = p.workers > 1 || (ps && s.strategy.parameter_server()->dedicated_servers);
   if (sharded(s) != nullptr) { // reduce-scatters, gathers and the step on the shard (sim/plan/sharding.hpp)
-    plan_sharded(s, p);
+    plan_sharded(s, input, p);
   } else {
     p.groups = communicate ? s.strategy.entry().plan(input) : std::vector<dag::GradientGroup>{};
     // The family's DAG shape (its registry entry's builder), the data-parallel iteration by default.
@@ -370,8 +370,14 @@ std::vector<std::string> CollectiveCoster::notes() const {
 
 CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const CommunicatorLayout& layout) {
   const auto shape = task_shape(s_, task, layout.shape);
-  const Key key{dag::collective_of(task), shape.nodes,          shape.gpus_per_node, shape.shard_first,
-                shape.shard_count,        layout.whole_cluster, dag::bytes_of(task)};
+  const Key key{dag::collective_of(task),
+                dag::gathers_parameters(task),
+                shape.nodes,
+                shape.gpus_per_node,
+                shape.shard_first,
+                shape.shard_count,
+                layout.whole_cluster,
+                dag::bytes_of(task)};
   const auto known = memo_.find(key);
   const int ranks = layout.shape.workers();
   Measured* measured = nullptr;
@@ -416,8 +422,7 @@ CollectiveCost CollectiveCoster::operator()(const dag::Task& task, const Communi
     }
   } else {
     const bool ps = s_.strategy.parameter_server() != nullptr;
-    const auto phases =
-        collective_lowering(s_, dag::collective_of(task)).lower(shape, dag::bytes_of(task), Granularity::aggregated);
+    const auto phases = task_lowering(s_, task).lower(shape, dag::bytes_of(task), Granularity::aggregated);
     // A parameter-server worker sends its gradient (push) and receives the parameters (pull).
     const double sent = !ps ? busiest_sender_bytes(phases, layout.shape.workers())
                         : dag::collective_of(task) == dag::Collective::ps_push ? dag::bytes_of(task)

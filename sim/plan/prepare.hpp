@@ -148,7 +148,7 @@ public:
   [[nodiscard]] std::vector<std::string> notes() const;
 
 private:
-  using Key = std::tuple<dag::Collective, int, int, int, int, bool, double>;
+  using Key = std::tuple<dag::Collective, bool, int, int, int, int, bool, double>; // bool: a parameter gather
   struct Measured; // a calibration's measured collective, its model and its use
   const Scenario& s_;
   const CollectiveModel& whole_cluster_;

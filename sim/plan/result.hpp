@@ -122,6 +122,9 @@ struct ShardingReport {
   /// Per GPU per iteration: collectives of each kind and the bytes the GPU sends in them.
   int allgathers = 0, reduce_scatters = 0, allreduces = 0;
   double allgather_bytes = 0, reduce_scatter_bytes = 0, allreduce_bytes = 0;
+  /// A compressed exchange's collectives other than allreduces (sparse or quantised all-gathers, gTop-k's tree).
+  int other_exchanges = 0;
+  double other_exchange_bytes = 0;
   /// Memory per GPU (bytes): model state by ZeRO's accounting, the gathered units (stage 3), the largest reduce-scatter
   /// input (a bucket or unit of unsharded gradients), and activations as for data parallelism.
   double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0;
@@ -131,8 +134,8 @@ struct ShardingReport {
     return weights_bytes + gradients_bytes + optimizer_bytes + gathered_bytes + reduce_buffer_bytes + activation_bytes;
   }
   std::optional<bool> fits;       ///< total within the GPU's memory; unset when the GPU's memory is unknown
-  double exposed_allgather_s = 0; ///< finalize: gathers running while GPU 0 computes nothing
-  double exposed_reduce_s = 0;    ///< finalize: reduce-scatters and HSDP's allreduces likewise
+  double exposed_allgather_s = 0; ///< finalize: parameter all-gathers running while GPU 0 computes nothing
+  double exposed_reduce_s = 0;    ///< finalize: the gradients' exchange (reduce-scatters, allreduces, ...) likewise
 };
 
 /// How iteration_time_s is read off a timeline (finalize): its makespan, the time between two tasks' ends (a

@@ -200,8 +200,7 @@ std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const Shard
   else
     gathers = fmt::format(
         "{} units ({}), each all-gathered in {} before its forward with {} unit{} prefetched{}; the all-gathers and "
-        "the "
-        "reductions one at a time on the communication stream, as NCCL runs FSDP2's two streams over one process "
+        "the reductions one at a time on the communication stream, as NCCL runs FSDP2's two streams over one process "
         "group",
         r.units, r.unit, dag::dtype_name(sh.param_dtype), sh.prefetch, sh.prefetch == 1 ? "" : "s",
         sh.reshard_after_forward ? " and again before its backward (reshard_after_forward; the last unit keeps its "
@@ -209,12 +208,17 @@ std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const Shard
                                  : "");
   if (sh.ring_gathers_by_default)
     gathers += " (by the ring algorithm, NCCL's for all-gathers: collectives.allgather picks another)";
+  const std::string reductions =
+      exchanges_compressed(s)
+          ? fmt::format("the gradients exchanged compressed as {} exchanges them without sharding ({} group{}), "
+                        "every GPU decompressing the whole gradient",
+                        s.strategy.kind(), r.reduce_groups, r.reduce_groups == 1 ? "" : "s")
+          : fmt::format("{} reduce-scatter{} of the gradients in {} as the strategy groups them", r.reduce_groups,
+                        r.reduce_groups == 1 ? "" : "s", dag::dtype_name(sh.reduce_dtype));
   return fmt::format(
-      "sharding stage {} {}: {} reduce-scatter{} of the gradients in {} as the strategy groups them; {}; "
-      "the optimizer steps on 1/{} of the parameters; memory per GPU by ZeRO's accounting (Rajbhandari "
-      "et al., SC'20, §5.1): {} (model state {}, {} unsharded)",
-      stage_name(sh.stage), where, r.reduce_groups, r.reduce_groups == 1 ? "" : "s", dag::dtype_name(sh.reduce_dtype),
-      gathers, sh.shard_size, format_bytes(r.total_bytes()),
+      "sharding stage {} {}: {}; {}; the optimizer steps on 1/{} of the parameters; memory per GPU by ZeRO's "
+      "accounting (Rajbhandari et al., SC'20, §5.1): {} (model state {}, {} unsharded)",
+      stage_name(sh.stage), where, reductions, gathers, sh.shard_size, format_bytes(r.total_bytes()),
       format_bytes(r.weights_bytes + r.gradients_bytes + r.optimizer_bytes), format_bytes(r.unsharded_state_bytes));
 }
 
@@ -248,12 +252,16 @@ std::vector<int> replica_group_ranks(const Scenario& s) {
   return ranks;
 }
 
-void plan_sharded(const Scenario& s, Plan& p) {
+void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p) {
   const ShardingSpec& sh = *sharded(s);
   const int replicas = sh.replicas(data_parallel_degree(s));
   const auto units = sh.stage == 3 ? units_of(s, sh) : std::vector<dag::ShardUnit>{};
-  p.groups = reduce_groups(s, sh, p.costs.worker, units);
-  set_reduce_steps(p.groups, sh, replicas);
+  if (exchanges_compressed(s)) { // the strategy's own exchange, whole gradients to every GPU
+    p.groups = s.strategy.entry().plan(input);
+  } else {
+    p.groups = reduce_groups(s, sh, p.costs.worker, units);
+    set_reduce_steps(p.groups, sh, replicas);
+  }
   const dag::ShardedSchedule schedule{.stage = sh.stage,
                                       .groups = p.groups,
                                       .units = units,
@@ -303,11 +311,12 @@ void count_sharded_traffic(const dag::IterationGraph& g, const std::vector<doubl
     const auto& t = g.task(v);
     if (t.iteration != 0)
       continue;
-    switch (dag::collective_of(t)) {
-    case dag::Collective::allgather:
+    if (dag::gathers_parameters(t)) {
       ++report.allgathers;
       report.allgather_bytes += sent[v];
-      break;
+      continue;
+    }
+    switch (dag::collective_of(t)) { // a compressed exchange's collectives count as its reductions
     case dag::Collective::reduce_scatter:
       ++report.reduce_scatters;
       report.reduce_scatter_bytes += sent[v];
@@ -316,7 +325,11 @@ void count_sharded_traffic(const dag::IterationGraph& g, const std::vector<doubl
       ++report.allreduces;
       report.allreduce_bytes += sent[v];
       break;
+    case dag::Collective::none:
+      break;
     default:
+      ++report.other_exchanges;
+      report.other_exchange_bytes += sent[v];
       break;
     }
   }
@@ -338,11 +351,10 @@ void time_sharding(const RunResult& r, double from, double to, ShardingReport& r
     int cls = -1;
     if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward || t.kind == dag::TaskKind::update)
       cls = 0;
-    else if (dag::collective_of(t) == dag::Collective::allgather)
+    else if (dag::gathers_parameters(t))
       cls = 1;
-    else if (dag::collective_of(t) == dag::Collective::reduce_scatter ||
-             dag::collective_of(t) == dag::Collective::allreduce)
-      cls = 2;
+    else if (dag::collective_of(t) != dag::Collective::none)
+      cls = 2; // a reduction, or a compressed exchange
     const double start = std::max(r.timing[v].start_s, from), end = std::min(r.timing[v].end_s, to);
     if (cls >= 0 && end > start) {
       edges.push_back({start, +1, cls});

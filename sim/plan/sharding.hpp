@@ -16,7 +16,8 @@ namespace ddlsim::sim {
 
 /// prepare() for a sharded scenario without a pipeline: p.groups (reduce groups, launch order), p.graph (one worker's
 /// iteration, not yet placed), p.sharding (schedule and memory) and p.peak_memory_bytes_per_gpu, and the notes.
-void plan_sharded(const Scenario& s, Plan& p);
+/// `input`: what the strategy plans a compressed exchange with (exchanges_compressed), as without sharding.
+void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p);
 
 /// After IterationGraph::place: with HSDP (s < d), the reduce-scatters and gathers go over the shard group and the
 /// allreduces over the replica group; the DAG's copies are the replica group's members x the shard group's (its

@@ -82,7 +82,8 @@ std::string wire_label(const dag::IterationGraph& g, int replica, const dag::Tas
     return fmt::format("p2p {}->{}", dag::device_name(g.replica_device(replica, dag::Device::gpu(p->src))),
                        dag::device_name(g.replica_device(replica, dag::Device::gpu(p->dst))));
   const std::string name(dag::collective_name(dag::collective_of(t)));
-  return dag::group_of(t) >= 0 ? fmt::format("{} #{}", name, dag::group_of(t)) : name;
+  const std::string what = dag::gathers_parameters(t) ? name + " params" : name;
+  return dag::group_of(t) >= 0 ? fmt::format("{} #{}", what, dag::group_of(t)) : what;
 }
 
 // A task's name in timeline.json, as copy `replica` runs it: "fwd conv1", "bwd s2 mb3 c1", "allreduce #3 (25 MiB)",
@@ -205,6 +206,10 @@ void add_sharding(OrderedJson& j, const ShardingReport& sh) {
       {"allgathers", sh.allgathers},           {"allgather_bytes_sent", byte_count(sh.allgather_bytes)},
       {"reduce_scatters", sh.reduce_scatters}, {"reduce_scatter_bytes_sent", byte_count(sh.reduce_scatter_bytes)},
       {"allreduces", sh.allreduces},           {"allreduce_bytes_sent", byte_count(sh.allreduce_bytes)}};
+  if (sh.other_exchanges > 0) { // a compressed exchange's gathers or trees
+    o["per_iteration"]["compressed_exchanges"] = sh.other_exchanges;
+    o["per_iteration"]["compressed_exchange_bytes_sent"] = byte_count(sh.other_exchange_bytes);
+  }
   o["exposed_allgather_s"] = sh.exposed_allgather_s;
   o["exposed_reduce_s"] = sh.exposed_reduce_s;
   OrderedJson memory{{"weights_bytes", byte_count(sh.weights_bytes)},
@@ -642,13 +647,18 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                                     : r.groups.empty() ? "allreduce"
                                                        : dag::collective_name(r.groups.front().first_collective()),
                                     collectives == 1 ? "" : "s", groups, s.strategy.kind());
-  if (const auto& sh = r.sharding)
-    traffic =
-        fmt::format("{} reduce-scatter{}{} and {} all-gather{} ({}, sharding stage {})", sh->reduce_scatters,
-                    sh->reduce_scatters == 1 ? "" : "s",
-                    sh->allreduces > 0 ? fmt::format(", {} allreduce{}", sh->allreduces, sh->allreduces == 1 ? "" : "s")
-                                       : std::string(),
-                    sh->allgathers, sh->allgathers == 1 ? "" : "s", s.strategy.kind(), sh->stage);
+  if (const auto& sh = r.sharding) {
+    std::vector<std::string> parts;
+    const auto count = [&parts](int n, std::string_view what) {
+      if (n > 0)
+        parts.push_back(fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"));
+    };
+    count(sh->reduce_scatters, "reduce-scatter");
+    count(sh->allreduces, "allreduce");
+    count(sh->other_exchanges, "compressed exchange");
+    count(sh->allgathers, "parameter all-gather");
+    traffic = fmt::format("{} ({}, sharding stage {})", fmt::join(parts, ", "), s.strategy.kind(), sh->stage);
+  }
   return fmt::format("{}: {} on {} GPU{} ({} node{} x {}), {} engine\n"
                      "  iteration      {}  ({:.1f} samples/s, scaling efficiency {:.1f} %)\n"
                      "  1-GPU          {}  (compute costs from {})\n"

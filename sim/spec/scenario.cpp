@@ -568,6 +568,12 @@ CommSlowdown comm_slowdown(const Scenario& s) {
   return {};
 }
 
+const CollectiveLowering& task_lowering(const Scenario& s, const dag::Task& task) {
+  if (dag::gathers_parameters(task) && s.sharding && s.sharding->gather_algorithm != nullptr)
+    return *s.sharding->gather_algorithm;
+  return collective_lowering(s, dag::collective_of(task));
+}
+
 const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective c) {
   const auto chosen = s.algorithms.find(c);
   const auto* lowering = c == dag::Collective::allreduce ? nullptr

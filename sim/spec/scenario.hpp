@@ -170,6 +170,9 @@ enum class SweepBlock : std::uint8_t { validated, ignored };
 /// (sim/network/lowering/registry.cpp: the allgather by recursive doubling, gTop-k's tree, the parameter server's
 /// sharded push and pull, the ring reduce-scatter).
 [[nodiscard]] const CollectiveLowering& collective_lowering(const Scenario& s, dag::Collective c);
+/// The lowering that carries a DAG task's collective other than an allreduce: a sharded schedule's parameter
+/// all-gathers take `sharding`'s gather algorithm (dag::gathers_parameters), every other task collective_lowering's.
+[[nodiscard]] const CollectiveLowering& task_lowering(const Scenario& s, const dag::Task& task);
 
 /// The cost model of the scenario's allreduce over `net` (the whole cluster): its measured fit, else its algorithm's.
 [[nodiscard]] std::unique_ptr<CollectiveModel> allreduce_model(const Scenario& s, const Network& net);

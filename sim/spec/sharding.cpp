@@ -93,6 +93,11 @@ void read_unit(ObjectReader& r, const Scenario& s, ShardingSpec& sh) {
   sh.unit_bytes = parse_quantity_at(*u, Dimension::bytes, r.file(), r.path("unit"), 0, true);
 }
 
+bool compresses(const dag::Strategy& st) {
+  return st.is(dag::StrategyFamily::sparsification) || st.is(dag::StrategyFamily::quantisation) ||
+         st.is(dag::StrategyFamily::low_rank);
+}
+
 // Strategies whose gradients the sharded schedule reduces: the dense ones, DDP's buckets and Horovod's fusion
 // (stages 1-2); stage 3 reduces each unit's gradients (wfbp), or merges consecutive units (mg-wfbp).
 void check_strategy(const Scenario& s, const ShardingSpec& sh, const std::string& file) {
@@ -105,9 +110,14 @@ void check_strategy(const Scenario& s, const ShardingSpec& sh, const std::string
            "(bsp, wfbp, mg-wfbp, ddp, fusion)");
   if (st.get_if<dag::TracedOptions>() != nullptr)
     refuse("a traced run's collectives are replayed as they were recorded");
-  if (st.is(dag::StrategyFamily::sparsification) || st.is(dag::StrategyFamily::quantisation) ||
-      st.is(dag::StrategyFamily::low_rank))
-    refuse("compressed gradients with sharded state are not modelled yet; use bsp, wfbp, mg-wfbp, ddp or fusion");
+  if (compresses(st) && sh.stage >= 2)
+    refuse("stages 2-3 shard the gradients by reduce-scattering them, and a compressed message (top-k pairs, "
+           "quantised values, low-rank factors) is gathered or allreduced whole; compression shards with stage 1, "
+           "where every GPU receives the decompressed gradient and steps on its shard of the optimizer state");
+  if (compresses(st) && sh.shard_size < data_parallel_degree(s))
+    refuse(fmt::format("HSDP (sharding.group {}) reduces in two levels, reduce-scatter then allreduce, which a "
+                       "compressed exchange does not have; use group \"data\"",
+                       sh.group));
   const bool whole_gradient = st.is(dag::StrategyFamily::dense) && st.kind() == "bsp";
   if (sh.stage >= 2 && whole_gradient)
     refuse("bsp reduces the whole gradient after backward, holding every gradient unsharded until then; stages 2-3 "
@@ -149,10 +159,9 @@ void parse_sharding(ObjectReader r, Scenario& s) {
       offload && *offload != "none")
     r.fail("offload", fmt::format("offloading to host memory (\"{}\") is not modelled yet; use \"none\"", *offload));
   r.finish();
-  if (sh.stage >= 1 && !s.algorithms.contains(Collective::allgather)) {
-    s.algorithms[Collective::allgather] = find_lowering(Collective::allgather, "ring");
-    sh.ring_gathers_by_default = true;
-  }
+  sh.ring_gathers_by_default = !s.algorithms.contains(Collective::allgather);
+  sh.gather_algorithm = sh.ring_gathers_by_default ? find_lowering(Collective::allgather, "ring")
+                                                   : s.algorithms.at(Collective::allgather);
   if (sh.stage >= 1) {
     check_strategy(s, sh, r.file());
     check_parallelism(s, sh, r.file());
@@ -162,6 +171,10 @@ void parse_sharding(ObjectReader r, Scenario& s) {
                        "owns a shard of the model state that no other rank updates");
   }
   s.sharding = sh;
+}
+
+bool exchanges_compressed(const Scenario& s) {
+  return sharded(s) != nullptr && compresses(s.strategy);
 }
 
 const ShardingSpec* sharded(const Scenario& s) {

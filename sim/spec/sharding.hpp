@@ -6,6 +6,7 @@
 #include "core/json.hpp"
 #include "dag/model.hpp"
 #include "dag/sharding.hpp"
+#include "sim/network/collectives.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -33,8 +34,9 @@ struct ShardingSpec {
   dag::DType param_dtype = dag::DType::fp32;
   dag::DType reduce_dtype = dag::DType::fp32;
   Offload offload = Offload::none;
-  /// The all-gathers take the ring algorithm, NCCL's, because `collectives.allgather` is not given (the registry's
+  /// The parameter all-gathers' algorithm: `collectives.allgather` when given, else the ring, NCCL's (the registry's
   /// default allgather, recursive doubling, is the one sparse gradients are gathered with).
+  const CollectiveLowering* gather_algorithm = nullptr;
   bool ring_gathers_by_default = false;
 
   [[nodiscard]] int replicas(int data_parallel) const { return data_parallel / shard_size; }
@@ -47,5 +49,9 @@ void parse_sharding(ObjectReader r, Scenario& s);
 
 /// The scenario's sharding when it shards anything (stage >= 1), else nullptr.
 [[nodiscard]] const ShardingSpec* sharded(const Scenario& s);
+
+/// Stage 1 with a compressing strategy (sparsification, quantisation, PowerSGD): the gradients are exchanged as the
+/// strategy exchanges them, and every GPU then steps on its shard and all-gathers the parameters.
+[[nodiscard]] bool exchanges_compressed(const Scenario& s);
 
 } // namespace ddlsim::sim

@@ -352,3 +352,32 @@ TEST_CASE("sharding: the flow engine times the sharded schedules as the analytic
   REQUIRE(report.error.empty());
   CHECK_THAT(report.values.at(0), WithinRel(analytic.iteration_time_s, 0.01));
 }
+
+TEST_CASE("sharding: stage 1 exchanges compressed gradients as without sharding, then gathers the parameters",
+          "[sharding][compression]") {
+  // Top-k, QSGD and signSGD on 8 GPUs of a star: the groups and their exchange are the strategy's own (the same
+  // bytes as without sharding), and each GPU adds a ring all-gather of its groups' parameters, (d-1)/d P e; the
+  // sparse all-gathers keep their algorithm (recursive doubling) while the parameter gathers take the ring.
+  const std::string kind = GENERATE("topk", "qsgd", "signsgd");
+  CAPTURE(kind);
+  Json doc = uniform_doc(6, 1000000, 8, 1);
+  doc["strategy"] = {{"kind", kind}};
+  const auto plain = prepare(parse_scenario(doc, "t.json"), Engine::analytic);
+  doc["sharding"] = {{"stage", 1}};
+  const auto sharded = prepare(parse_scenario(doc, "t.json"), Engine::analytic);
+  REQUIRE(sharded.groups.size() == plain.groups.size());
+  for (std::size_t i = 0; i < plain.groups.size(); ++i)
+    CHECK(sharded.groups[i].effective_steps().size() == plain.groups[i].effective_steps().size());
+  const double gather = 7.0 / 8 * 6e6 * 2;
+  CHECK_THAT(sharded.communication_bytes_per_worker, WithinRel(plain.communication_bytes_per_worker + gather, 1e-9));
+  REQUIRE(sharded.sharding);
+  CHECK_THAT(sharded.sharding->allgather_bytes, WithinRel(gather, 1e-9));
+  CHECK(sharded.sharding->reduce_scatters == 0);
+  // Stages 2-3 and HSDP refuse compression, saying why.
+  doc["sharding"] = {{"stage", 2}};
+  CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("compression shards with stage 1"));
+  doc = uniform_doc(6, 1000000, 4, 2);
+  doc["strategy"] = {{"kind", kind}};
+  doc["sharding"] = {{"stage", 1}, {"group", "node"}};
+  CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("which a compressed exchange does not have"));
+}
