@@ -29,6 +29,8 @@ std::string_view resource_name(Resource r) {
     return "p2p";
   case Resource::host_thread:
     return "host_thread";
+  case Resource::copy:
+    return "copy";
   }
   return "?";
 }

@@ -27,9 +27,20 @@ namespace ddlsim::dag {
 /// (pulls run beside pushes on the full-duplex NIC). `p2p`: a pipeline stage's sends of activations and gradients
 /// to its neighbours, beside its data-parallel collectives on `comm` (Megatron sends on a stream of its own).
 /// `host_thread`: the CPU thread of the training process that drives a GPU, issuing its kernels and collectives one
-/// after the other (sim/plan/host.hpp); its tasks sit on the GPU's device.
-enum class Resource : std::uint8_t { host_cpu, gpu_compute, comm, gpu_compression, comm_pull, none, p2p, host_thread };
-inline constexpr int kResourceCount = 8;
+/// after the other (sim/plan/host.hpp); its tasks sit on the GPU's device. `copy`: the GPU's copy engine stream for
+/// copies between host and GPU memory beside compute (offloaded sharded state, dag/sharding.hpp).
+enum class Resource : std::uint8_t {
+  host_cpu,
+  gpu_compute,
+  comm,
+  gpu_compression,
+  comm_pull,
+  none,
+  p2p,
+  host_thread,
+  copy
+};
+inline constexpr int kResourceCount = 9;
 
 /// `prediction`: a weight-prediction or restore kernel of SpecTrain (element-wise over a stage's weights). `launch`:
 /// the host thread issuing a GPU task (or, with no layer, its work per iteration outside the tasks).

@@ -82,6 +82,38 @@ int unit_group(const std::vector<int>& first_tensor_of_layer, const std::vector<
   return -1;
 }
 
+// The copy of `seconds` on the GPU's copy stream, after `previous` copy when there is one.
+IterationGraph::Id add_copy(IterationGraph& g, double seconds, std::optional<IterationGraph::Id>& previous) {
+  const auto id = g.add({.kind = TaskKind::delay, .resource = Resource::copy, .duration_s = seconds});
+  if (previous)
+    g.depend(*previous, id);
+  previous = id;
+  return id;
+}
+
+// Stage 3's gathers of units, in order: each after `gate` (when given), with offloaded parameters after the copy of the
+// unit's shard to the GPU.
+struct UnitGathers {
+  IterationGraph& g;
+  const ShardedSchedule& s;
+  std::vector<int> group_of_unit;
+  std::optional<IterationGraph::Id> previous_gather, previous_fetch;
+
+  IterationGraph::Id add(std::size_t u, std::optional<IterationGraph::Id> gate) {
+    const auto gather = add_gather(g, static_cast<double>(s.units[u].params) * s.param_bytes_per_element,
+                                   group_of_unit[u], previous_gather);
+    if (!s.fetch_unit_s.empty()) {
+      const auto fetch = add_copy(g, s.fetch_unit_s[u], previous_fetch);
+      if (gate)
+        g.depend(*gate, fetch);
+      g.depend(fetch, gather);
+    } else if (gate) {
+      g.depend(*gate, gather);
+    }
+    return gather;
+  }
+};
+
 void add_unit_gathers(IterationGraph& g, const Model& model, const ShardedSchedule& s, const Skeleton& k) {
   const auto n = s.units.size();
   const auto group_of = group_of_tensor(model, s.groups);
@@ -89,17 +121,15 @@ void add_unit_gathers(IterationGraph& g, const Model& model, const ShardedSchedu
   for (std::size_t l = 0, t = 0; l < model.layers.size(); t += model.layers[l].params.size(), ++l)
     if (!model.layers[l].params.empty())
       first_tensor[l] = static_cast<int>(t);
+  UnitGathers gathers{g, s, {}, {}, {}};
+  for (const auto& unit : s.units)
+    gathers.group_of_unit.push_back(unit_group(first_tensor, group_of, unit));
   const auto last_fwd = [&](std::size_t u) { return k.fwd[static_cast<std::size_t>(s.units[u].end_layer - 1)]; };
   const auto first_bwd = [&](std::size_t u) { return k.bwd[static_cast<std::size_t>(s.units[u].end_layer - 1)]; };
   const auto ahead = static_cast<std::size_t>(s.prefetch) + 1;
-  std::optional<IterationGraph::Id> previous;
-  for (std::size_t u = 0; u < n; ++u) {
-    const auto& unit = s.units[u];
-    const auto gather = add_gather(g, static_cast<double>(unit.params) * s.param_bytes_per_element,
-                                   unit_group(first_tensor, group_of, unit), previous);
-    if (u >= ahead)
-      g.depend(last_fwd(u - ahead), gather); // unit u - prefetch - 1 is freed
-    g.depend(gather, k.fwd[static_cast<std::size_t>(unit.first_layer)]);
+  for (std::size_t u = 0; u < n; ++u) { // unit u - prefetch - 1 is freed first
+    const auto gather = gathers.add(u, u >= ahead ? std::optional(last_fwd(u - ahead)) : std::nullopt);
+    g.depend(gather, k.fwd[static_cast<std::size_t>(s.units[u].first_layer)]);
   }
   if (!s.reshard_after_forward || n == 0)
     return;
@@ -107,11 +137,29 @@ void add_unit_gathers(IterationGraph& g, const Model& model, const ShardedSchedu
   // forward, nor torchtitan its last unit (the final norm and output projection).
   const auto end_of_forward = last_fwd(n - 1);
   for (std::size_t u = n - 1; u-- > 0;) {
-    const auto& unit = s.units[u];
-    const auto gather = add_gather(g, static_cast<double>(unit.params) * s.param_bytes_per_element,
-                                   unit_group(first_tensor, group_of, unit), previous);
-    g.depend(u + ahead < n ? k.bwd[static_cast<std::size_t>(s.units[u + ahead].first_layer)] : end_of_forward, gather);
-    g.depend(gather, first_bwd(u));
+    const auto gate = u + ahead < n ? k.bwd[static_cast<std::size_t>(s.units[u + ahead].first_layer)] : end_of_forward;
+    g.depend(gathers.add(u, gate), first_bwd(u));
+  }
+}
+
+// Offloaded optimizer state: each group's gradient shard copied to the host after its chain, the step on the host
+// after every copy, and (parameters kept on the GPU) the updated shard copied back.
+void add_offload(IterationGraph& g, const ShardedSchedule& s, IterationGraph::Id update) {
+  std::vector<std::optional<IterationGraph::Id>> chain_end(s.groups.size());
+  for (std::size_t v = 0; v < g.size(); ++v) // a chain's tasks are added in order: its last one has the largest id
+    if (const int group = group_of(g.task(v)); group >= 0 && !gathers_parameters(g.task(v)))
+      chain_end[static_cast<std::size_t>(group)] = v;
+  std::optional<IterationGraph::Id> previous;
+  for (std::size_t i = 0; i < s.groups.size(); ++i) {
+    const auto copy = add_copy(g, s.offload_gradient_s[i], previous);
+    if (chain_end[i])
+      g.depend(*chain_end[i], copy);
+    g.depend(copy, update);
+  }
+  g.task(update).resource = Resource::none; // on the host's cores, beside the GPU's streams
+  if (s.upload_s > 0) {
+    std::optional<IterationGraph::Id> none;
+    g.depend(update, add_copy(g, s.upload_s, none));
   }
 }
 
@@ -197,6 +245,9 @@ IterationGraph build_sharded_iteration(const Model& model, const WorkerCosts& co
     throw std::logic_error(fmt::format("build_sharded_iteration: no sharded stage {}", schedule.stage));
   if (schedule.prefetch < 0)
     throw std::logic_error("build_sharded_iteration: negative prefetch");
+  if ((!schedule.offload_gradient_s.empty() && schedule.offload_gradient_s.size() != schedule.groups.size()) ||
+      (!schedule.fetch_unit_s.empty() && schedule.fetch_unit_s.size() != schedule.units.size()))
+    throw std::logic_error("build_sharded_iteration: offload copies do not match the groups or units");
   IterationGraph g = build_iteration(model, costs, {}, false);
   const auto k = find_skeleton(g, model.layers.size());
   g.task(k.update).duration_s = schedule.update_s;
@@ -208,6 +259,8 @@ IterationGraph build_sharded_iteration(const Model& model, const WorkerCosts& co
     add_unit_gathers(g, model, schedule, k);
   else
     add_group_gathers(g, schedule, k);
+  if (!schedule.offload_gradient_s.empty())
+    add_offload(g, schedule, k.update);
   return g;
 }
 

@@ -61,7 +61,15 @@ struct ShardedSchedule {
   int prefetch = 1;             ///< stage 3: units gathered ahead of the one computing
   bool reshard_after_forward = true;
   double param_bytes_per_element = 2; ///< of the all-gathers
-  double update_s = 0;                ///< the optimizer step on this rank's shard
+  double update_s = 0;                ///< the optimizer step on this rank's shard (on the host with offload)
+  /// Offloaded state (ZeRO-Offload, FSDP's CPUOffloadPolicy), on the GPU's copy stream: per group, the copy of its
+  /// gradient shard to the host after its chain (empty: no offload; the step then runs on the host, on no GPU
+  /// stream, after every copy); the copy of the updated parameter shard back to the GPU after the step (0: none,
+  /// the parameters live on the host); stage 3 with offloaded parameters, per unit, the copy of its shard to the GPU
+  /// before each of its all-gathers (empty: none).
+  std::vector<double> offload_gradient_s{};
+  double upload_s = 0;
+  std::vector<double> fetch_unit_s{};
 };
 
 /// One worker's iteration with sharded data parallelism: data loading, copy, forward, backward as build_iteration

@@ -19,6 +19,7 @@ bool on_gpu(const dag::Task& t) {
   case dag::Resource::comm:
   case dag::Resource::comm_pull:
   case dag::Resource::p2p:
+  case dag::Resource::copy:
     return true;
   default:
     return false;

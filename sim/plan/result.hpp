@@ -130,6 +130,10 @@ struct ShardingReport {
   double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0;
   double gathered_bytes = 0, reduce_buffer_bytes = 0, activation_bytes = 0;
   double unsharded_state_bytes = 0; ///< weights + gradients + optimizer state at stage 0, same accounting
+  /// Offload: "none", "optimizer" or "parameters"; the state held in host memory for this GPU (not in total_bytes),
+  /// the bytes copied over its host link per iteration (both ways), and the optimizer step on the host.
+  std::string offload = "none";
+  double host_bytes = 0, host_copy_bytes = 0, host_step_s = 0;
   [[nodiscard]] double total_bytes() const {
     return weights_bytes + gradients_bytes + optimizer_bytes + gathered_bytes + reduce_buffer_bytes + activation_bytes;
   }

@@ -298,8 +298,9 @@ Breakdown breakdown_in(const dag::IterationGraph& g, const std::vector<TaskTimin
       continue;
     const auto kind = g.task(v).kind;
     int cls = -1;
-    if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward || kind == dag::TaskKind::update ||
-        kind == dag::TaskKind::prediction)
+    // (an update on no GPU stream is an offloaded optimizer step on the host: not the GPU's compute)
+    if (kind == dag::TaskKind::forward || kind == dag::TaskKind::backward || kind == dag::TaskKind::prediction ||
+        (kind == dag::TaskKind::update && g.task(v).resource != dag::Resource::none))
       cls = 0;
     if (kind == dag::TaskKind::compression)
       cls = 1;

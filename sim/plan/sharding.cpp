@@ -164,6 +164,45 @@ void set_memory(const Scenario& s, const ShardingSpec& sh, const std::vector<dag
     r.fits = r.total_bytes() <= s.gpu.memory_bytes;
 }
 
+// Bytes the host moves per parameter in its optimizer step, a memory-bound loop (DeepSpeed's CPU-Adam): the fp32
+// weights, the fp32 gradient and the state read, the weights and the state written, and in mixed precision the 16-bit
+// weights the GPU gathers: 30 for mixed-precision Adam.
+double host_step_bytes_per_parameter(const Scenario& s) {
+  const double state = s.optimizer == dag::Optimizer::adam ? 8 : s.optimizer == dag::Optimizer::sgd_momentum ? 4 : 0;
+  return 4 + 4 + state + 4 + state + (s.gradient_dtype == dag::DType::fp32 ? 0 : 2);
+}
+
+// Offloaded state: the copies over the GPU's host link, the step on the host, and the memory moved off the GPU.
+void set_offload(const Scenario& s, const ShardingSpec& sh, const std::vector<dag::ShardUnit>& units,
+                 dag::ShardedSchedule& schedule, ShardingReport& r) {
+  if (sh.offload == Offload::none)
+    return;
+  const double n = sh.shard_size, link = s.gpu.host_link, e_p = dtype_bytes(sh.param_dtype);
+  const double shard = static_cast<double>(s.model.param_count()) / n;
+  for (const auto& g : schedule.groups) { // each GPU's shard of the group's reduced gradients
+    const double bytes = static_cast<double>(g.elements) / n * dtype_bytes(sh.reduce_dtype);
+    schedule.offload_gradient_s.push_back(bytes / link);
+    r.host_copy_bytes += bytes;
+  }
+  schedule.update_s = shard * host_step_bytes_per_parameter(s) / sh.host_memory_bandwidth;
+  r.host_step_s = schedule.update_s;
+  r.host_bytes = r.optimizer_bytes;
+  r.optimizer_bytes = 0;
+  if (sh.offload == Offload::optimizer) {
+    schedule.upload_s = shard * e_p / link;
+    r.host_copy_bytes += shard * e_p;
+    return;
+  }
+  r.host_bytes += r.weights_bytes; // the parameter shards live on the host, fetched for every gather
+  r.weights_bytes = 0;
+  const double gathers = sh.reshard_after_forward ? 2 : 1;
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    const double bytes = static_cast<double>(units[u].params) / n * e_p;
+    schedule.fetch_unit_s.push_back(bytes / link);
+    r.host_copy_bytes += bytes * (u + 1 < units.size() ? gathers : 1);
+  }
+}
+
 std::string stage_name(int stage) {
   static constexpr std::array<const char*, 4> kNames{
       "", "1 (optimizer state: ZeRO-1, Megatron-Core's distributed optimizer)",
@@ -222,6 +261,22 @@ std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const Shard
       format_bytes(r.weights_bytes + r.gradients_bytes + r.optimizer_bytes), format_bytes(r.unsharded_state_bytes));
 }
 
+std::string offload_note(const Scenario& s, const ShardingSpec& sh, const ShardingReport& r) {
+  return fmt::format(
+      "offload \"{}\": {} in host memory per GPU; each GPU's gradient shard is copied to the host over its {} link "
+      "after its reduction, the optimizer step runs on the host in {} ({} per parameter at {} of host memory traffic "
+      "per GPU, {}: DeepSpeed's CPU-Adam is bound by memory traffic), {}; the copies run on the GPU's copy stream, "
+      "at the full link rate on both engines (the flow engine does not share a node's host links)",
+      offload_name(sh.offload), format_bytes(r.host_bytes), format_bandwidth(s.gpu.host_link),
+      format_time(r.host_step_s), format_bytes(host_step_bytes_per_parameter(s)),
+      format_bandwidth(sh.host_memory_bandwidth),
+      sh.host_memory_bandwidth_given ? "sharding.host_memory_bandwidth"
+                                     : "by default a DGX A100's two EPYC 7742 sockets of 204.8 GB/s over 8 GPUs",
+      sh.offload == Offload::optimizer
+          ? "and the updated parameter shard is copied back before the next iteration's gathers"
+          : "and each unit's parameter shard is copied to the GPU before each of its all-gathers");
+}
+
 // Keys given that the stage does not read: said, not ignored silently.
 void note_unused_keys(const Scenario& s, const ShardingSpec& sh, std::vector<std::string>& notes) {
   const auto& raw = s.raw.at("sharding");
@@ -229,6 +284,8 @@ void note_unused_keys(const Scenario& s, const ShardingSpec& sh, std::vector<std
   for (const char* key : {"unit", "prefetch", "reshard_after_forward"})
     if (sh.stage < 3 && raw.contains(key))
       unused.push_back(fmt::format("sharding.{}", key));
+  if (sh.offload == Offload::none && raw.contains("host_memory_bandwidth"))
+    notes.push_back("sharding.host_memory_bandwidth applies with offload only: nothing is offloaded");
   if (!unused.empty())
     notes.push_back(fmt::format("{} appl{} to stage 3 only: stage {} reduces the strategy's gradient groups and keeps "
                                 "whole parameters on every GPU",
@@ -262,14 +319,13 @@ void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p) {
     p.groups = reduce_groups(s, sh, p.costs.worker, units);
     set_reduce_steps(p.groups, sh, replicas);
   }
-  const dag::ShardedSchedule schedule{.stage = sh.stage,
-                                      .groups = p.groups,
-                                      .units = units,
-                                      .prefetch = sh.prefetch,
-                                      .reshard_after_forward = sh.reshard_after_forward,
-                                      .param_bytes_per_element = dtype_bytes(sh.param_dtype),
-                                      .update_s = p.costs.worker.update_s / sh.shard_size};
-  p.graph = dag::build_sharded_iteration(s.model, p.costs.worker, schedule);
+  dag::ShardedSchedule schedule{.stage = sh.stage,
+                                .groups = p.groups,
+                                .units = units,
+                                .prefetch = sh.prefetch,
+                                .reshard_after_forward = sh.reshard_after_forward,
+                                .param_bytes_per_element = dtype_bytes(sh.param_dtype),
+                                .update_s = p.costs.worker.update_s / sh.shard_size};
   ShardingReport r{.stage = sh.stage,
                    .shard_size = sh.shard_size,
                    .replicas = replicas,
@@ -280,10 +336,17 @@ void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p) {
                    .param_dtype = std::string(dag::dtype_name(sh.param_dtype)),
                    .reduce_dtype = std::string(dag::dtype_name(sh.reduce_dtype)),
                    .reduce_groups = static_cast<int>(p.groups.size()),
+                   .offload = std::string(offload_name(sh.offload)),
                    .fits = std::nullopt};
   set_memory(s, sh, units, p.groups, r);
+  set_offload(s, sh, units, schedule, r);
+  if (r.fits)
+    r.fits = r.total_bytes() <= s.gpu.memory_bytes;
+  p.graph = dag::build_sharded_iteration(s.model, p.costs.worker, schedule);
   p.peak_memory_bytes_per_gpu = r.total_bytes();
   p.notes.push_back(schedule_note(s, sh, r));
+  if (sh.offload != Offload::none)
+    p.notes.push_back(offload_note(s, sh, r));
   note_unused_keys(s, sh, p.notes);
   if (r.fits && !*r.fits)
     p.notes.push_back(fmt::format("a GPU needs {} with this sharding, more than its {}", format_bytes(r.total_bytes()),

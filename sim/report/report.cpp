@@ -102,6 +102,8 @@ std::string task_label(const Scenario& s, const dag::IterationGraph& g, int repl
   case dag::TaskKind::compression:
     return fmt::format("compression #{}", dag::group_of(t));
   case dag::TaskKind::delay:
+    if (t.resource == dag::Resource::copy)
+      return "host copy"; // offloaded sharded state (dag/sharding.hpp)
     return fmt::format("{} #{}", s.strategy.parameter_server() != nullptr ? "server update" : "fusion wait",
                        dag::group_of(t));
   default:
@@ -223,6 +225,11 @@ void add_sharding(OrderedJson& j, const ShardingReport& sh) {
   if (sh.fits)
     memory["fits"] = *sh.fits;
   o["memory_per_gpu"] = std::move(memory);
+  o["offload"] = sh.offload;
+  if (sh.offload != "none")
+    o["host"] = {{"state_bytes", byte_count(sh.host_bytes)},
+                 {"copy_bytes_per_iteration", byte_count(sh.host_copy_bytes)},
+                 {"optimizer_step_s", sh.host_step_s}};
   j["sharding"] = std::move(o);
 }
 
@@ -616,18 +623,30 @@ std::string measured_line(const Scenario& s, const RunResult& r) {
 }
 
 // "  sharding       stage 3 over 16 GPUs: 54.2 GiB per GPU of 80 GiB (...); exposed gathers 12 ms, reductions 5 ms"
+std::string offload_line(const ShardingReport& sh) {
+  if (sh.offload == "none")
+    return "";
+  return fmt::format(
+      "  offload        {}: {} in host memory, {} over the host link per iteration, the step on the host "
+      "{}\n",
+      sh.offload, format_bytes(sh.host_bytes), format_bytes(sh.host_copy_bytes), format_time(sh.host_step_s));
+}
+
 std::string sharding_line(const Scenario& s, const ShardingReport& sh) {
   return fmt::format(
-      "  sharding       stage {} over {} GPU{}{}: {} per GPU{} (weights {}, gradients {}, optimizer {}{}, "
-      "buffers {}, activations {}); exposed all-gathers {}, reductions {}\n",
-      sh.stage, sh.shard_size, sh.shard_size == 1 ? "" : "s",
-      sh.replicas > 1 ? fmt::format(" x {} replicas", sh.replicas) : std::string(), format_bytes(sh.total_bytes()),
-      sh.fits ? fmt::format(" ({} the GPU's {})", *sh.fits ? "fits" : "exceeds", format_bytes(s.gpu.memory_bytes))
-              : std::string(),
-      format_bytes(sh.weights_bytes), format_bytes(sh.gradients_bytes), format_bytes(sh.optimizer_bytes),
-      sh.stage == 3 ? fmt::format(", gathered {}", format_bytes(sh.gathered_bytes)) : std::string(),
-      format_bytes(sh.reduce_buffer_bytes), format_bytes(sh.activation_bytes), format_time(sh.exposed_allgather_s),
-      format_time(sh.exposed_reduce_s));
+             "  sharding       stage {} over {} GPU{}{}: {} per GPU{} (weights {}, gradients {}, optimizer {}{}, "
+             "buffers {}, activations {}); exposed all-gathers {}, reductions {}\n",
+             sh.stage, sh.shard_size, sh.shard_size == 1 ? "" : "s",
+             sh.replicas > 1 ? fmt::format(" x {} replicas", sh.replicas) : std::string(),
+             format_bytes(sh.total_bytes()),
+             sh.fits
+                 ? fmt::format(" ({} the GPU's {})", *sh.fits ? "fits" : "exceeds", format_bytes(s.gpu.memory_bytes))
+                 : std::string(),
+             format_bytes(sh.weights_bytes), format_bytes(sh.gradients_bytes), format_bytes(sh.optimizer_bytes),
+             sh.stage == 3 ? fmt::format(", gathered {}", format_bytes(sh.gathered_bytes)) : std::string(),
+             format_bytes(sh.reduce_buffer_bytes), format_bytes(sh.activation_bytes),
+             format_time(sh.exposed_allgather_s), format_time(sh.exposed_reduce_s)) +
+         offload_line(sh);
 }
 
 } // namespace

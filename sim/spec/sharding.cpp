@@ -98,6 +98,31 @@ bool compresses(const dag::Strategy& st) {
          st.is(dag::StrategyFamily::low_rank);
 }
 
+// `offload` and `host_memory_bandwidth`: what frameworks offload, at which stages, over which link.
+void read_offload(ObjectReader& r, const Scenario& s, ShardingSpec& sh) {
+  const auto offload = r.optional_choice("offload", {"none", "optimizer", "parameters"}).value_or("none");
+  sh.offload = offload == "optimizer"    ? Offload::optimizer
+               : offload == "parameters" ? Offload::parameters
+                                         : Offload::none;
+  if (const auto bw = r.optional_quantity("host_memory_bandwidth", Dimension::bandwidth, 0, true)) {
+    sh.host_memory_bandwidth = *bw;
+    sh.host_memory_bandwidth_given = true;
+  }
+  if (sh.offload == Offload::none)
+    return;
+  if (sh.stage == 0)
+    r.fail("offload", "offloading applies to sharded state: set sharding.stage 1-3 (DeepSpeed's offload_optimizer "
+                      "works with ZeRO stages 1-3)");
+  if (sh.offload == Offload::parameters && sh.stage < 3)
+    r.fail("offload", fmt::format("\"parameters\" offloads the parameter shards of stage 3 (DeepSpeed's offload_param "
+                                  "is available only with ZeRO stage 3); stage {} keeps whole parameters on every GPU: "
+                                  "use \"optimizer\"",
+                                  sh.stage));
+  if (s.gpu.host_link <= 0)
+    r.fail("offload", "offloading copies state over each GPU's host link: give gpu.host_link (e.g. \"32 GB/s\" for "
+                      "PCIe 4.0 x16) or a GPU preset");
+}
+
 // Strategies whose gradients the sharded schedule reduces: the dense ones, DDP's buckets and Horovod's fusion
 // (stages 1-2); stage 3 reduces each unit's gradients (wfbp), or merges consecutive units (mg-wfbp).
 void check_strategy(const Scenario& s, const ShardingSpec& sh, const std::string& file) {
@@ -155,9 +180,7 @@ void parse_sharding(ObjectReader r, Scenario& s) {
       r.optional_choice("param_dtype", kDTypeChoices).value_or(std::string(dag::dtype_name(s.gradient_dtype))));
   sh.reduce_dtype = dag::find_dtype(
       r.optional_choice("reduce_dtype", kDTypeChoices).value_or(std::string(dag::dtype_name(s.gradient_dtype))));
-  if (const auto offload = r.optional_choice("offload", {"none", "optimizer", "parameters"});
-      offload && *offload != "none")
-    r.fail("offload", fmt::format("offloading to host memory (\"{}\") is not modelled yet; use \"none\"", *offload));
+  read_offload(r, s, sh);
   r.finish();
   sh.ring_gathers_by_default = !s.algorithms.contains(Collective::allgather);
   sh.gather_algorithm = sh.ring_gathers_by_default ? find_lowering(Collective::allgather, "ring")
@@ -171,6 +194,18 @@ void parse_sharding(ObjectReader r, Scenario& s) {
                        "owns a shard of the model state that no other rank updates");
   }
   s.sharding = sh;
+}
+
+std::string_view offload_name(Offload o) {
+  switch (o) {
+  case Offload::none:
+    return "none";
+  case Offload::optimizer:
+    return "optimizer";
+  case Offload::parameters:
+    return "parameters";
+  }
+  return "?";
 }
 
 bool exchanges_compressed(const Scenario& s) {

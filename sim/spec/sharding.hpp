@@ -14,8 +14,16 @@
 
 namespace ddlsim::sim {
 
-/// `sharding.offload`: where the sharded state lives.
-enum class Offload : std::uint8_t { none };
+/// `sharding.offload`: where the sharded state lives. `optimizer`: the optimizer state (and fp32 master weights) in
+/// host memory, the step on the host's CPU (ZeRO-Offload; FSDP's CPUOffloadPolicy keeps the parameters there too);
+/// `parameters` (stage 3): the parameter shards too, copied to the GPU before each all-gather (ZeRO-3's offload_param).
+enum class Offload : std::uint8_t { none, optimizer, parameters };
+[[nodiscard]] std::string_view offload_name(Offload o);
+
+/// The host memory bandwidth one GPU's optimizer step gets on the host by default: a DGX A100's two AMD EPYC 7742
+/// sockets, each 8 channels of DDR4-3200 (204.8 GB/s, AMD's specifications), shared by its 8 GPUs (NVIDIA DGX A100
+/// datasheet): 51.2 GB/s.
+inline constexpr double kDefaultHostMemoryBandwidth = 2 * 204.8e9 / 8;
 
 struct ShardingSpec {
   /// 0: none (every rank holds everything; the schedule of today's strategies), 1: optimizer state (ZeRO-1,
@@ -34,6 +42,8 @@ struct ShardingSpec {
   dag::DType param_dtype = dag::DType::fp32;
   dag::DType reduce_dtype = dag::DType::fp32;
   Offload offload = Offload::none;
+  double host_memory_bandwidth = kDefaultHostMemoryBandwidth; ///< B/s for one GPU's step on the host (offload)
+  bool host_memory_bandwidth_given = false;
   /// The parameter all-gathers' algorithm: `collectives.allgather` when given, else the ring, NCCL's (the registry's
   /// default allgather, recursive doubling, is the one sparse gradients are gathered with).
   const CollectiveLowering* gather_algorithm = nullptr;

@@ -307,7 +307,6 @@ TEST_CASE("sharding: the refused combinations exit with the path and the reason"
   fails(with_sharding(base, {{"stage", 3}, {"unit", "blok"}}), "/sharding/unit", "\"layer\", \"block\"");
   fails(with_sharding(base, {{"stage", 3}, {"unit", "block"}}), "/sharding/unit", "has no blocks");
   fails(with_sharding(base, {{"stage", 1}, {"unit", "50 MB/s"}}), "/sharding/unit", "");
-  fails(with_sharding(base, {{"stage", 1}, {"offload", "optimizer"}}), "/sharding/offload", "not modelled yet");
   fails(with_sharding(base, {{"stage", 1}, {"colour", 1}}), "/sharding/colour", "");
   Json bsp = with_sharding(base, {{"stage", 2}});
   bsp["strategy"] = {{"kind", "bsp"}};
@@ -380,4 +379,53 @@ TEST_CASE("sharding: stage 1 exchanges compressed gradients as without sharding,
   doc["strategy"] = {{"kind", kind}};
   doc["sharding"] = {{"stage", 1}, {"group", "node"}};
   CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("which a compressed exchange does not have"));
+}
+
+TEST_CASE("sharding: offloaded state adds the copies and the host's step after the last reduction",
+          "[sharding][offload][closed-form]") {
+  // Stage 3 as above (g + L(f + b) + r without offload); each group's gradient shard copied to the host in c after its
+  // reduce-scatter (c <= b: hidden but the last), the step on the host h, the parameter shard copied back in u:
+  // g + L(f + b) + r + c + h + u.
+  const int layers = GENERATE(2, 4, 7);
+  CAPTURE(layers);
+  auto u = uniform(layers, 1.0, 2.0);
+  dag::ShardedSchedule schedule{
+      .stage = 3, .groups = {}, .units = dag::shard_units(u.model, dag::UnitKind::layer), .prefetch = 1};
+  schedule.offload_gradient_s.assign(static_cast<std::size_t>(layers), 0.25);
+  schedule.update_s = 3.0;
+  schedule.upload_s = 0.75;
+  CHECK_THAT(makespan(u, schedule, 0.5, 0.5), WithinRel(0.5 + layers * 3.0 + 0.5 + 0.25 + 3.0 + 0.75, 1e-12));
+}
+
+TEST_CASE("sharding: offload moves the optimizer state to the host and costs its copies and step",
+          "[sharding][offload]") {
+  // 8 layers of 10^6 parameters on 8 GPUs, bf16 Adam, host link 20 GB/s, 10 GB/s of host memory traffic per GPU.
+  // Each GPU's shard is P/8 = 10^6 parameters: its step moves 30 bytes per parameter (3 ms); it copies its gradient
+  // shard down (2 bytes each) and, with the optimizer offloaded, its parameter shard up (2 bytes each); with the
+  // parameters offloaded (stage 3) each unit's shard comes up before each gather (twice but the last unit).
+  Json doc = uniform_doc(8, 1000000, 1, 8);
+  doc["gpu"]["host_link"] = "20 GB/s";
+  doc["sharding"] = {{"stage", 2}, {"offload", "optimizer"}, {"host_memory_bandwidth", "10 GB/s"}};
+  const double shard = 1e6;
+  const auto optimizer = run_analytic(parse_scenario(doc, "t.json"));
+  REQUIRE(optimizer.sharding);
+  CHECK(optimizer.sharding->offload == "optimizer");
+  CHECK_THAT(optimizer.sharding->host_step_s, WithinRel(shard * 30 / 10e9, 1e-12));
+  CHECK_THAT(optimizer.sharding->host_bytes, WithinRel(12 * shard, 1e-12));
+  CHECK(optimizer.sharding->optimizer_bytes == 0);
+  CHECK_THAT(optimizer.sharding->host_copy_bytes, WithinRel(2 * shard + 2 * shard, 1e-12));
+  doc["sharding"] = {{"stage", 3}, {"unit", "layer"}, {"offload", "parameters"}, {"host_memory_bandwidth", "10 GB/s"}};
+  const auto parameters = run_analytic(parse_scenario(doc, "t.json"));
+  REQUIRE(parameters.sharding);
+  CHECK_THAT(parameters.sharding->host_bytes, WithinRel(14 * shard, 1e-12));
+  CHECK(parameters.sharding->weights_bytes == 0);
+  CHECK_THAT(parameters.sharding->host_copy_bytes, WithinRel(2 * shard + (2 * 7 + 1) * 2 * shard / 8, 1e-12));
+  // Refused: nothing sharded, parameters below stage 3, no host link.
+  doc["sharding"] = {{"stage", 0}, {"offload", "optimizer"}};
+  CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("set sharding.stage 1-3"));
+  doc["sharding"] = {{"stage", 2}, {"offload", "parameters"}};
+  CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("only with ZeRO stage 3"));
+  doc["gpu"].erase("host_link");
+  doc["sharding"] = {{"stage", 2}, {"offload", "optimizer"}};
+  CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("give gpu.host_link"));
 }
