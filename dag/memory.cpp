@@ -122,26 +122,25 @@ double chunk_activation_bytes(const Model& model, const StageChunk& chunk, const
 
 } // namespace
 
-double bytes_per_parameter(Optimizer optimizer, DType dtype, int optimizer_shards) {
+ModelStateBytes megatron_state_per_parameter(Optimizer optimizer, DType dtype, int optimizer_shards) {
   require(optimizer_shards > 0, fmt::format("distributed-optimizer shards must be positive, got {}", optimizer_shards));
   // State: SGD none, momentum one fp32 buffer, Adam two (Megatron's table counts Adam's 8 bytes).
   const double state = optimizer == Optimizer::adam ? 8 : optimizer == Optimizer::sgd_momentum ? 4 : 0;
-  double replicated = 0; // model weights and the gradients the backward writes: on every data-parallel rank
-  double sharded = 0;    // fp32 master weights and main gradients, optimizer state: split by the distributed optimizer
+  // Weights and the gradients the backward writes are on every data-parallel rank; fp32 master weights and main
+  // gradients and the optimizer state are split by the distributed optimizer.
   switch (dtype) {
-  case DType::fp32:
-    replicated = 4 + 4; // fp32 weights (the optimizer updates them directly) and fp32 gradients
-    break;
-  case DType::fp16:
-    replicated = 2 + 2; // fp16 weights and gradients
-    sharded = 4 + 4;    // fp32 master weights and fp32 main gradients
-    break;
-  case DType::bf16:
-    replicated = 2 + 4; // bf16 weights, gradients accumulated in fp32 main-gradient buffers
-    sharded = 4;        // fp32 master weights
-    break;
+  case DType::fp32: // fp32 weights (the optimizer updates them directly) and fp32 gradients
+    return {.weights = 4, .gradients = 4, .optimizer = state / optimizer_shards};
+  case DType::fp16: // fp16 weights and gradients; fp32 master weights and fp32 main gradients
+    return {.weights = 2, .gradients = 2, .optimizer = (4 + 4 + state) / optimizer_shards};
+  case DType::bf16: // bf16 weights, gradients accumulated in fp32 main-gradient buffers; fp32 master weights
+    return {.weights = 2, .gradients = 4, .optimizer = (4 + state) / optimizer_shards};
   }
-  return replicated + (sharded + state) / optimizer_shards;
+  return {};
+}
+
+double bytes_per_parameter(Optimizer optimizer, DType dtype, int optimizer_shards) {
+  return megatron_state_per_parameter(optimizer, dtype, optimizer_shards).total();
 }
 
 double transformer_layer_activation_bytes(const TransformerSpec& shape, const ActivationConfig& config) {

@@ -33,6 +33,18 @@ enum class Recompute {
 /// the optimizer state are divided by it (Adam 8 + 8/d, 4 + 16/d, 6 + 12/d); 1 = not distributed.
 [[nodiscard]] double bytes_per_parameter(Optimizer optimizer, DType dtype, int optimizer_shards = 1);
 
+/// Model state per parameter, in bytes, by part.
+struct ModelStateBytes {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  [[nodiscard]] double total() const { return weights + gradients + optimizer; }
+};
+/// bytes_per_parameter by part: the weights in the training format; the gradients the backward writes (fp32 main
+/// gradients for bf16); the optimizer's part, divided by `optimizer_shards`: fp32 master weights, fp16's fp32 main
+/// gradients and the optimizer state. Its total() is bytes_per_parameter's.
+[[nodiscard]] ModelStateBytes megatron_state_per_parameter(Optimizer optimizer, DType dtype, int optimizer_shards = 1);
+
 /// What shapes a stage's activation memory.
 struct ActivationConfig {
   int micro_batch = 1;            ///< b, samples per micro-batch

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 namespace ddlsim::dag {
 
@@ -111,6 +112,7 @@ private:
   void add_transfer(int stage, int to, int i, Pass from, Pass into);
   void add_input();
   void add_rank(int r);
+  void add_gathers(int r, int communicator);
 
   const PipelinePlan& plan_;
   const int p_, v_, m_;
@@ -120,12 +122,15 @@ private:
   // Passes by virtual stage and micro-batch: the first and the last task of each (one task, or a chain of parts).
   std::vector<std::vector<Pass>> fwd_, bwd_;
   std::vector<Id> h2d_; // micro-batch i's input copy
+  // Sharding: by rank, the tasks of micro-batch 0's forwards that wait for a parameter gather (its index).
+  std::vector<std::vector<std::pair<int, Id>>> gated_;
 };
 
 void PipelineBuilder::build() {
   add_tensor_groups();
   fwd_.resize(static_cast<std::size_t>(p_ * v_));
   bwd_.resize(static_cast<std::size_t>(p_ * v_));
+  gated_.resize(static_cast<std::size_t>(p_));
   for (int stage = 0; stage <= last_stage_; ++stage)
     add_passes(stage);
   add_transfers();
@@ -147,39 +152,40 @@ void PipelineBuilder::add_tensor_groups() {
       tensor_[static_cast<std::size_t>(r)] = g_.add_communicator(plan_.ranks[static_cast<std::size_t>(r)].tensor);
 }
 
-// The stage's forward and backward pass of each micro-batch.
+// The stage's forward and backward pass of each micro-batch: one task each, or chains of parts.
 void PipelineBuilder::add_passes(int stage) {
   const auto& vs = plan_.stages[static_cast<std::size_t>(stage)];
+  auto& fwd = fwd_[static_cast<std::size_t>(stage)];
+  auto& bwd = bwd_[static_cast<std::size_t>(stage)];
   for (int i = 0; i < m_; ++i) {
     const bool recomputes = i + 1 < m_ || vs.recompute_last;
-    if (vs.forward_parts.empty()) {
+    const auto& forward = i == 0 && !vs.first_forward_parts.empty() ? vs.first_forward_parts : vs.forward_parts;
+    if (forward.empty()) {
       const Id fi = g_.add(pass_task(stage, TaskKind::forward, i, vs.forward_s));
+      fwd.push_back({fi, fi});
+    } else {
+      fwd.push_back(add_chain(stage, TaskKind::forward, forward, 0, i));
+    }
+    if (vs.backward_parts.empty()) {
       const Id bi =
           g_.add(pass_task(stage, TaskKind::backward, i, vs.backward_s + (recomputes ? vs.recompute_s : 0.0)));
-      fwd_[static_cast<std::size_t>(stage)].push_back({fi, fi});
-      bwd_[static_cast<std::size_t>(stage)].push_back({bi, bi});
+      bwd.push_back({bi, bi});
       continue;
     }
-    fwd_[static_cast<std::size_t>(stage)].push_back(add_chain(stage, TaskKind::forward, vs.forward_parts, 0, i));
     auto parts = recomputes ? vs.recompute_parts : std::vector<PassPart>{};
     parts.insert(parts.end(), vs.backward_parts.begin(), vs.backward_parts.end());
     const double extra = recomputes && vs.recompute_parts.empty() ? vs.recompute_s : 0.0;
-    bwd_[static_cast<std::size_t>(stage)].push_back(add_chain(stage, TaskKind::backward, parts, extra, i));
+    bwd.push_back(add_chain(stage, TaskKind::backward, parts, extra, i));
   }
 }
 
-// The parts as a chain: compute tasks of `kind`, each followed by its collective (none of zero duration).
+// The parts as a chain: compute tasks of `kind`, each followed by its collective (none of zero duration); folded, one
+// task of the parts' compute and collectives, or one per run of parts that no parameter gather cuts.
 PipelineBuilder::Pass PipelineBuilder::add_chain(int stage, TaskKind kind, const std::vector<PassPart>& parts,
                                                  double extra, int i) {
   const int comm = tensor_[static_cast<std::size_t>(rank_of(stage))];
+  auto& gated = gated_[static_cast<std::size_t>(rank_of(stage))];
   std::optional<Pass> out;
-  if (plan_.fold_tensor_parts) {
-    double duration_s = extra;
-    for (const auto& part : parts)
-      duration_s += part.compute_s + part.collective_s;
-    const Id id = g_.add(pass_task(stage, kind, i, duration_s));
-    return Pass{id, id};
-  }
   const auto link = [&](Id next) {
     if (out) {
       g_.depend(out->last, next);
@@ -188,10 +194,25 @@ PipelineBuilder::Pass PipelineBuilder::add_chain(int stage, TaskKind kind, const
       out = Pass{next, next};
     }
   };
+  const auto compute = [&](const PassPart& part, double duration_s) {
+    link(g_.add(pass_task(stage, kind, i, duration_s)));
+    if (part.gather >= 0)
+      gated.emplace_back(part.gather, out->last);
+  };
+  if (plan_.fold_tensor_parts) {
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      if (k == 0 || parts[k].gather >= 0)
+        compute(parts[k], k == 0 ? extra : 0.0);
+      g_.task(out->last).duration_s += parts[k].compute_s + parts[k].collective_s;
+    }
+    if (!out)
+      link(g_.add(pass_task(stage, kind, i, extra)));
+    return *out;
+  }
   for (std::size_t k = 0; k < parts.size(); ++k) {
     const double compute_s = parts[k].compute_s + (k == 0 ? extra : 0.0);
-    if (compute_s > 0 || parts[k].collective == Collective::none)
-      link(g_.add(pass_task(stage, kind, i, compute_s)));
+    if (compute_s > 0 || parts[k].collective == Collective::none || parts[k].gather >= 0)
+      compute(parts[k], compute_s);
     if (parts[k].collective == Collective::none)
       continue;
     if (comm < 0)
@@ -288,6 +309,7 @@ void PipelineBuilder::add_rank(int r) {
         g_, rank.groups, [last](const GradientGroup&) { return last; }, step, gpu, communicator);
     chain(step);
   };
+  add_gathers(r, communicator);
   int backwards = 0;
   for (const auto& op : pipeline_ops(*plan_.schedule, p_, m_, v_, r)) {
     const int stage = op.chunk * p_ + r;
@@ -306,6 +328,27 @@ void PipelineBuilder::add_rank(int r) {
   }
   if (plan_.update_every == 0)
     update();
+}
+
+// Rank r's parameter all-gathers over its data-parallel group, one after the other on the communication stream, each
+// before the tasks of micro-batch 0's forwards that wait for it.
+void PipelineBuilder::add_gathers(int r, int communicator) {
+  const auto& rank = plan_.ranks[static_cast<std::size_t>(r)];
+  std::vector<Id> ids;
+  for (const auto& gather : rank.gathers) {
+    ids.push_back(
+        g_.add({.kind = TaskKind::communication,
+                .resource = Resource::comm,
+                .device = Device::gpu(rank.gpu),
+                .payload = CollectiveOp{
+                    .wire = {.collective = Collective::allgather, .communicator = communicator, .bytes = gather.bytes},
+                    .group = gather.group,
+                    .parameters = true}}));
+    if (ids.size() > 1)
+      g_.depend(ids[ids.size() - 2], ids.back()); // issued in order
+  }
+  for (const auto& [gather, task] : gated_[static_cast<std::size_t>(r)])
+    g_.depend(ids.at(static_cast<std::size_t>(gather)), task);
 }
 
 } // namespace

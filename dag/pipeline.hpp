@@ -117,6 +117,9 @@ struct PassPart {
   Collective collective = Collective::none;
   double bytes = 0;
   double collective_s = 0; ///< its cost, where the plan folds the parts (PipelinePlan::fold_tensor_parts)
+  /// Sharding: the rank's parameter all-gather (PipelineRank::gathers) that this part's compute waits for, and with it
+  /// every gather before it; -1: none. A part that names one starts a task of its own, folded or not.
+  int gather = -1;
   bool operator==(const PassPart&) const = default;
 };
 
@@ -135,6 +138,17 @@ struct VirtualStage {
   std::vector<PassPart> forward_parts{};
   std::vector<PassPart> backward_parts{};
   std::vector<PassPart> recompute_parts{};
+  /// Sharding: micro-batch 0's forward as parts cut before each layer whose parameters a gather brings (PassPart::
+  /// gather); empty: as the other micro-batches'.
+  std::vector<PassPart> first_forward_parts{};
+};
+
+/// Sharding (Megatron-Core's distributed optimizer): the all-gather of one gradient group's updated parameters over
+/// the rank's data-parallel group, before micro-batch 0's forward reaches the group's first layer.
+struct ParamGather {
+  int group = 0;       ///< its index in PipelineRank::groups
+  double bytes = 0;    ///< the gathered parameters, in the gathers' format
+  int first_layer = 0; ///< the layer whose forward waits for it (the group's lowest)
 };
 
 /// One pipeline rank (a GPU of the replica): its gradient groups (built as for data parallelism, dag/strategy.hpp,
@@ -149,6 +163,9 @@ struct PipelineRank {
   double predict_forward_s = 0;
   double predict_backward_s = 0;
   double restore_s = 0;
+  /// Sharding: the parameter all-gathers, in forward order (by first layer), issued one after the other on the
+  /// communication stream from the start of the iteration.
+  std::vector<ParamGather> gathers{};
 };
 
 /// Everything build_pipeline needs: the schedule, the virtual stages (p x v of them; virtual stage c p + r runs on
@@ -182,8 +199,10 @@ struct PipelinePlan {
 /// and after each backward whose previous one is; the loads on the host and the copies before each micro-batch's first
 /// forward; after a rank's last pass its gradient groups (their kernels and collectives over its data-parallel
 /// group, in order) and then its update (asynchronous schedules: after every update_every-th backward, in the pass
-/// order). The DAG is replicated (IterationGraph::replicate) over the ranks' data-parallel and tensor groups: it holds
-/// tensor rank 0 of each stage, whose peers run the same tasks.
+/// order); with sharding, the rank's parameter all-gathers on its communication stream, in order from the start of the
+/// iteration, each before the part of micro-batch 0's forward it gates (VirtualStage::first_forward_parts). The DAG is
+/// replicated (IterationGraph::replicate) over the ranks' data-parallel and tensor groups: it holds tensor rank 0 of
+/// each stage, whose peers run the same tasks.
 [[nodiscard]] IterationGraph build_pipeline(const PipelinePlan& plan);
 
 } // namespace ddlsim::dag

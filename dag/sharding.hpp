@@ -41,13 +41,7 @@ struct ShardUnit {
 /// format (2 bytes for fp16/bf16, 4 for fp32), and K bytes of optimizer state (fp32 master weights when training in
 /// 16 bits, plus Adam's two fp32 moments, SGD-momentum's one, SGD's none: K = 12 for mixed-precision Adam). Stage 1
 /// divides K by the shards N, stage 2 the gradients too, stage 3 the weights too: mixed-precision Adam gives
-/// (2 + 2 + 12), 4 + 12/N, 2 + 14/N and 16/N.
-struct ModelStateBytes {
-  double weights = 0;
-  double gradients = 0;
-  double optimizer = 0;
-  [[nodiscard]] double total() const { return weights + gradients + optimizer; }
-};
+/// (2 + 2 + 12), 4 + 12/N, 2 + 14/N and 16/N. (ModelStateBytes: dag/memory.hpp.)
 [[nodiscard]] ModelStateBytes zero_state_per_parameter(Optimizer optimizer, DType dtype, int stage, int shards);
 
 /// The schedule build_sharded_iteration lays out (sim/plan/sharding.cpp fills it from the scenario).

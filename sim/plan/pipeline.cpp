@@ -6,6 +6,7 @@
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/host.hpp"
 #include "sim/plan/schedule.hpp"
+#include "sim/plan/sharding.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,6 +16,7 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 namespace ddlsim::sim {
 
@@ -185,42 +187,71 @@ void shard_parameters(dag::Layer& layer, int tensor) {
   }
 }
 
+// The bytes of every tensor-group collective: b s h elements in the training format.
+double tensor_collective_bytes(const Scenario& s) {
+  const auto& tf = *s.model.transformer;
+  return static_cast<double>(s.batch_per_gpu) * tf.sequence * tf.hidden * dtype_bytes(s.gradient_dtype);
+}
+
 // The parts of a virtual stage's passes under tensor parallelism: compute up to each tensor-group collective of
 // b s h elements (forward: an allreduce after each row-parallel layer, or with sequence parallelism an allgather
 // before each column-parallel half and a reduce-scatter after its row-parallel layer; backward the mirror image).
+// Without tensor parallelism (`roles` empty) a forward is compute only. `gates` (by layer; empty: none): the rank's
+// parameter gather that the layer's forward waits for (-1: none), which cuts the forward before the layer.
 struct StageParts {
   std::vector<dag::PassPart> forward, backward;
 };
-StageParts tensor_parts(const Scenario& s, const dag::WorkerCosts& costs, const std::vector<TensorRole>& roles,
-                        int first, int end) {
+
+std::vector<dag::PassPart> forward_parts(const Scenario& s, const dag::WorkerCosts& costs,
+                                         const std::vector<TensorRole>& roles, int first, int end,
+                                         const std::vector<int>& gates = {}) {
   const bool sp = s.parallelism.sequence_parallel;
-  const auto& tf = *s.model.transformer;
-  const double bytes = static_cast<double>(s.batch_per_gpu) * tf.sequence * tf.hidden * dtype_bytes(s.gradient_dtype);
-  StageParts out;
+  const double bytes = roles.empty() ? 0.0 : tensor_collective_bytes(s);
+  std::vector<dag::PassPart> parts;
   dag::PassPart part;
-  const auto close = [&](std::vector<dag::PassPart>& parts, dag::Collective c) {
+  const auto close = [&](dag::Collective c) {
     part.collective = c;
-    part.bytes = bytes;
+    part.bytes = c == dag::Collective::none ? 0.0 : bytes;
     parts.push_back(part);
     part = {};
   };
   for (int l = first; l < end; ++l) {
-    const auto role = roles[static_cast<std::size_t>(l)];
+    const auto i = static_cast<std::size_t>(l);
+    const auto role = roles.empty() ? TensorRole::none : roles[i];
     if (sp && role == TensorRole::column_entry)
-      close(out.forward, dag::Collective::allgather);
-    part.compute_s += costs.fwd_s[static_cast<std::size_t>(l)];
+      close(dag::Collective::allgather);
+    if (!gates.empty() && gates[i] >= 0) {
+      if (part.compute_s > 0 || part.gather >= 0)
+        close(dag::Collective::none);
+      part.gather = gates[i];
+    }
+    part.compute_s += costs.fwd_s[i];
     if (role == TensorRole::row)
-      close(out.forward, sp ? dag::Collective::reduce_scatter : dag::Collective::allreduce);
+      close(sp ? dag::Collective::reduce_scatter : dag::Collective::allreduce);
   }
-  out.forward.push_back(part);
-  part = {};
+  parts.push_back(part);
+  return parts;
+}
+
+StageParts tensor_parts(const Scenario& s, const dag::WorkerCosts& costs, const std::vector<TensorRole>& roles,
+                        int first, int end) {
+  const bool sp = s.parallelism.sequence_parallel;
+  const double bytes = tensor_collective_bytes(s);
+  StageParts out{.forward = forward_parts(s, costs, roles, first, end), .backward = {}};
+  dag::PassPart part;
+  const auto close = [&](dag::Collective c) {
+    part.collective = c;
+    part.bytes = bytes;
+    out.backward.push_back(part);
+    part = {};
+  };
   for (int l = end - 1; l >= first; --l) {
     const auto role = roles[static_cast<std::size_t>(l)];
     if (sp && role == TensorRole::row)
-      close(out.backward, dag::Collective::allgather);
+      close(dag::Collective::allgather);
     part.compute_s += costs.bwd_s[static_cast<std::size_t>(l)];
     if (role == TensorRole::column_entry)
-      close(out.backward, sp ? dag::Collective::reduce_scatter : dag::Collective::allreduce);
+      close(sp ? dag::Collective::reduce_scatter : dag::Collective::allreduce);
   }
   out.backward.push_back(part);
   return out;
@@ -291,6 +322,33 @@ double folded_tensor_s(const std::vector<FoldedTensor>& folded, const dag::Task&
   if (t.kind == dag::TaskKind::forward)
     return f.forward_s;
   return f.backward_s + (dag::micro_batch_of(t) + 1 < micro_batches || f.recompute_last ? f.recompute_s : 0.0);
+}
+
+// Micro-batch 0's forwards cut for parameter gathers (VirtualStage::first_forward_parts) into several tasks: the
+// forward's duration by virtual stage (folded, each task holds its share of the pass's tensor collectives).
+std::map<int, double> cut_forward_s(const dag::IterationGraph& g) {
+  std::map<int, std::pair<int, double>> passes; // tasks, seconds
+  for (std::size_t v = 0; v < g.size(); ++v) {
+    const auto& t = g.task(v);
+    if (t.kind == dag::TaskKind::forward && dag::micro_batch_of(t) == 0 && dag::virtual_stage_of(t) >= 0) {
+      auto& [tasks, seconds] = passes[dag::virtual_stage_of(t)];
+      ++tasks;
+      seconds += t.duration_s;
+    }
+  }
+  std::map<int, double> out;
+  for (const auto& [stage, pass] : passes)
+    if (pass.first > 1)
+      out[stage] = pass.second;
+  return out;
+}
+
+// The duration of the pass a task of it belongs to: its own, or a cut forward's (cut_forward_s).
+double cut_pass_s(const std::map<int, double>& cut, const dag::Task& t) {
+  if (t.kind != dag::TaskKind::forward || dag::micro_batch_of(t) != 0)
+    return t.duration_s;
+  const auto it = cut.find(dag::virtual_stage_of(t));
+  return it == cut.end() ? t.duration_s : it->second;
 }
 
 } // namespace
@@ -386,32 +444,56 @@ dag::PipelinePlan pipeline_plan(const Scenario& s, const dag::WorkerCosts& costs
 }
 
 // A rank's gradient groups over its data-parallel group `ranks`, planned by the strategy on the rank's own layers and
-// mapped back to the whole model's tensors and layers.
+// mapped back to the whole model's tensors and layers. Sharded (stage 1: Megatron-Core's distributed optimizer), the
+// strategy groups them with the reduce-scatter's cost in reduce_dtype, each group one reduce-scatter
+// (megatron/core/distributed/param_and_grad_buffer.py, start_grad_sync: reduce_scatter_tensor with
+// use_distributed_optimizer), as plan_sharded does without a pipeline.
 std::vector<dag::GradientGroup> data_parallel_groups(const Scenario& s, const RankModel& sub,
                                                      const std::vector<int>& ranks) {
   const auto layout = layout_of(ranks, s.cluster);
-  const auto allreduce = group_allreduce(s, layout);
-  const dag::CommCost allreduce_time = [&](double bytes) { return allreduce->cost(bytes).time_s; };
+  const auto* sh = sharded(s);
+  const auto reduce = sh != nullptr
+                          ? make_cost_model(collective_lowering(s, dag::Collective::reduce_scatter), layout.net)
+                          : group_allreduce(s, layout);
+  const dag::CommCost reduce_time = [&](double bytes) { return reduce->cost(bytes).time_s; };
   std::optional<LinearLoweringCost> allgather;
   const dag::CommCost allgather_time = [&](double bytes) {
     if (!allgather)
       allgather.emplace(collective_lowering(s, dag::Collective::allgather), layout.shape, layout.net);
     return (*allgather)(bytes);
   };
-  const dag::StrategyInput input{
-      sub.model,          sub.costs,      dtype_bytes(s.gradient_dtype), allreduce_time, s.strategy.options,
-      s.parallelism.data, allgather_time, affine_cost(*allreduce)};
+  const double e = dtype_bytes(sh != nullptr ? sh->reduce_dtype : s.gradient_dtype);
+  const dag::StrategyInput input{sub.model,      sub.costs,           e,
+                                 reduce_time,    s.strategy.options,  s.parallelism.data,
+                                 allgather_time, affine_cost(*reduce)};
   auto groups = s.strategy.entry().plan(input);
   for (auto& g : groups) { // back to the whole model's tensors and layers
     for (int& t : g.tensors)
       t = sub.tensors[static_cast<std::size_t>(t)];
     g.ready_layer = sub.layers[static_cast<std::size_t>(g.ready_layer)];
+    if (sh != nullptr)
+      g.steps = {{.collective = dag::Collective::reduce_scatter, .bytes = g.bytes}};
   }
   return groups;
 }
 
-// One rank of the replica: its GPU, its data-parallel and tensor groups, its update, weight prediction and gradient
-// groups.
+// Sharding: each group's updated parameters all-gathered in param_dtype before micro-batch 0's forward reaches the
+// group's first layer, in forward order from the start of the iteration: the steady state of Megatron-Core's
+// overlap_param_gather (megatron/core/distributed/distributed_data_parallel.py, _make_forward_pre_hook waits for a
+// bucket group's gather; param_and_grad_buffer.py, finish_param_sync dispatches the next one's).
+std::vector<dag::ParamGather> param_gathers(const ShardingSpec& sh, const std::vector<dag::GradientGroup>& groups) {
+  std::vector<dag::ParamGather> gathers;
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    gathers.push_back({.group = static_cast<int>(i),
+                       .bytes = static_cast<double>(groups[i].elements) * dtype_bytes(sh.param_dtype),
+                       .first_layer = groups[i].ready_layer});
+  std::stable_sort(gathers.begin(), gathers.end(),
+                   [](const auto& a, const auto& b) { return a.first_layer < b.first_layer; });
+  return gathers;
+}
+
+// One rank of the replica: its GPU, its data-parallel and tensor groups, its update (on 1/d of its parameters when
+// sharded), weight prediction, gradient groups and parameter gathers.
 dag::PipelineRank pipeline_rank(const Scenario& s, const dag::WorkerCosts& costs,
                                 const std::vector<dag::StageSpan>& spans, int rank) {
   const auto& pl = *s.pipeline;
@@ -425,7 +507,7 @@ dag::PipelineRank pipeline_rank(const Scenario& s, const dag::WorkerCosts& costs
     for (int j = 0; j < par.tensor; ++j)
       pr.tensor.ranks.push_back(par.gpu(rank, 0, j));
   auto sub = rank_model(s, costs, spans, rank, stages);
-  pr.update_s = sub.costs.update_s;
+  pr.update_s = sharded(s) != nullptr ? sub.costs.update_s / par.data : sub.costs.update_s;
   if (pl.schedule->predicts_weights) {
     // W' = W - s lr v reads W and v and writes W' (3 words per parameter); the restore copies W back (2 words):
     // memory-bound kernels, costed like the compression kernels (dag/compression.hpp).
@@ -438,7 +520,24 @@ dag::PipelineRank pipeline_rank(const Scenario& s, const dag::WorkerCosts& costs
   }
   if (par.data > 1)
     pr.groups = data_parallel_groups(s, sub, pr.data_parallel.ranks);
+  if (const auto* sh = sharded(s))
+    pr.gathers = param_gathers(*sh, pr.groups);
   return pr;
+}
+
+// Sharding: micro-batch 0's forward on each virtual stage whose layers a gather brings, cut before those layers.
+void gate_first_forwards(const Scenario& s, const dag::WorkerCosts& costs, dag::PipelinePlan& plan) {
+  const auto roles = s.parallelism.tensor > 1 ? tensor_roles(s.model) : std::vector<TensorRole>{};
+  const auto stages = plan.ranks.size();
+  std::vector<int> gates(s.model.layers.size(), -1);
+  for (const auto& rank : plan.ranks)
+    for (std::size_t k = 0; k < rank.gathers.size(); ++k) // the last of a layer's gathers: it ends after the others
+      gates[static_cast<std::size_t>(rank.gathers[k].first_layer)] = static_cast<int>(k);
+  for (std::size_t vs = 0; vs < plan.stages.size(); ++vs) {
+    auto& stage = plan.stages[vs];
+    if (!plan.ranks[vs % stages].gathers.empty())
+      stage.first_forward_parts = forward_parts(s, costs, roles, stage.first_layer, stage.end_layer, gates);
+  }
 }
 
 // Costs the tensor collectives of each pass (the closed forms cost_communication would give their tasks) into the
@@ -474,6 +573,8 @@ void fold_tensor_collectives(const Scenario& s, const CollectiveModel& whole_clu
     const double recomputed = stage.recompute_last ? m : m - 1;
     sent_by_rank[rank] += m * cost(stage.forward_parts, f.forward_s) + m * cost(stage.backward_parts, f.backward_s) +
                           recomputed * cost(stage.recompute_parts, f.recompute_s);
+    double first_forward_s = 0; // micro-batch 0's forward cut for gathers: the forward's collectives, counted above
+    (void)cost(stage.first_forward_parts, first_forward_s);
     folded.push_back(f);
   }
 }
@@ -498,9 +599,11 @@ double single_gpu_reference_s(const Scenario& s, const dag::WorkerCosts& worker,
   return makespan_of(schedule(alone_graph));
 }
 
-// Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported.
-void cost_pipeline_communication(const Scenario& s, const CollectiveModel& whole_cluster, const dag::PipelinePlan& plan,
-                                 const std::vector<double>& folded_sent, Plan& p) {
+// Transfers and the stages' collectives: their closed forms; bytes per GPU, the busiest GPU's reported. Returns what
+// each task's sender sends.
+std::vector<double> cost_pipeline_communication(const Scenario& s, const CollectiveModel& whole_cluster,
+                                                const dag::PipelinePlan& plan, const std::vector<double>& folded_sent,
+                                                Plan& p) {
   std::vector<double> sent;
   cost_communication(s, whole_cluster, p.graph, &sent, measured_collectives_notes(s, p));
   std::map<dag::Device, double> by_gpu;
@@ -510,6 +613,31 @@ void cost_pipeline_communication(const Scenario& s, const CollectiveModel& whole
     by_gpu[dag::Device::gpu(plan.ranks[rank].gpu)] += folded_sent[rank];
   for (const auto& [device, bytes] : by_gpu)
     p.communication_bytes_per_worker = std::max(p.communication_bytes_per_worker, bytes);
+  return sent;
+}
+
+// What stage_memory reads of rank `rank`: its chunks with the micro-batches each holds at the rank's peak, the
+// activations' setup, and the optimizer state's shards: d with sharding (Megatron-Core's distributed optimizer,
+// docs/source/api-guide/dist_optimizer.md: bf16 Adam 6 + 12/d bytes per parameter), else 1.
+dag::StageMemoryInput stage_memory_input(const Scenario& s, const std::vector<dag::StageSpan>& spans,
+                                         const std::vector<dag::PipelineOp>& ops, int rank, int weight_versions) {
+  const auto& pl = *s.pipeline;
+  const auto& par = s.parallelism;
+  dag::StageMemoryInput memory{.chunks = {},
+                               .activations = {.micro_batch = s.batch_per_gpu,
+                                               .tensor_parallel = par.tensor,
+                                               .sequence_parallel = par.sequence_parallel,
+                                               .recompute = pl.recompute,
+                                               .dtype = s.gradient_dtype},
+                               .optimizer = s.optimizer,
+                               .optimizer_shards = sharded(s) != nullptr ? par.data : 1,
+                               .extra_weight_versions = weight_versions - 1};
+  const auto held = in_flight_at_peak(ops, pl.virtual_stages);
+  for (int c = 0; c < pl.virtual_stages; ++c) {
+    const auto& span = spans[static_cast<std::size_t>(c * par.pipeline + rank)];
+    memory.chunks.push_back({span.first, span.end - 1, held[static_cast<std::size_t>(c)]});
+  }
+  return memory;
 }
 
 // One stage's report before timing: its layers, transfers, weight versions, micro-batches in flight and memory.
@@ -535,20 +663,7 @@ PipelineStageReport stage_report(const Scenario& s, const dag::PipelinePlan& pla
       pl.schedule->weight_versions(stages, rank, pr.predict_forward_s > 0 || pr.predict_backward_s > 0);
   st.in_flight_micro_batches = dag::in_flight_passes(ops);
   // Memory: its chunks' weights, gradients and optimizer state, and the activations held at its peak.
-  dag::StageMemoryInput memory{.chunks = {},
-                               .activations = {.micro_batch = s.batch_per_gpu,
-                                               .tensor_parallel = par.tensor,
-                                               .sequence_parallel = par.sequence_parallel,
-                                               .recompute = pl.recompute,
-                                               .dtype = s.gradient_dtype},
-                               .optimizer = s.optimizer,
-                               .optimizer_shards = 1,
-                               .extra_weight_versions = st.weight_versions - 1};
-  const auto held = in_flight_at_peak(ops, pl.virtual_stages);
-  for (int c = 0; c < pl.virtual_stages; ++c) {
-    const auto& span = spans[static_cast<std::size_t>(c * stages + rank)];
-    memory.chunks.push_back({span.first, span.end - 1, held[static_cast<std::size_t>(c)]});
-  }
+  const auto memory = stage_memory_input(s, spans, ops, rank, st.weight_versions);
   st.peak_memory_bytes = dag::stage_memory(s.model, memory).total_bytes();
   st.exceeds_gpu_memory = s.gpu.memory_bytes > 0 && st.peak_memory_bytes > s.gpu.memory_bytes;
   return st;
@@ -664,6 +779,7 @@ void prepare_pipeline(const Scenario& s, Plan& p) {
     p.groups.insert(p.groups.end(), pr.groups.begin(), pr.groups.end());
     plan.ranks.push_back(std::move(pr));
   }
+  gate_first_forwards(s, costs, plan);
   // The analytic engine folds each pass's tensor collectives into it (PipelinePlan::fold_tensor_parts), costed here
   // by the closed forms cost_communication would give their tasks; what they take and send is kept for the report.
   std::vector<FoldedTensor> folded;
@@ -672,7 +788,7 @@ void prepare_pipeline(const Scenario& s, Plan& p) {
     fold_tensor_collectives(s, *p.allreduce, plan, folded, folded_sent);
   p.graph = dag::build_pipeline(plan);
   p.single_gpu_iteration_s = single_gpu_reference_s(s, p.costs.worker, plan);
-  cost_pipeline_communication(s, *p.allreduce, plan, folded_sent, p);
+  const auto sent = cost_pipeline_communication(s, *p.allreduce, plan, folded_sent, p);
   add_pipeline_host_tasks(p.graph, p.costs.worker, plan);
 
   p.data_parallel = par.data;
@@ -681,6 +797,14 @@ void prepare_pipeline(const Scenario& s, Plan& p) {
   if (par.tensor > 1)
     p.notes.push_back(tensor_parallel_note(s));
   p.notes.push_back(pipeline_note(s, plan));
+  if (sharded(s) != nullptr) {
+    const auto ops =
+        dag::pipeline_ops(*s.pipeline->schedule, stages, plan.micro_batches, s.pipeline->virtual_stages, 0);
+    const auto stage0 =
+        dag::stage_memory(s.model, stage_memory_input(s, spans, ops, 0, p.pipeline->per_stage[0].weight_versions));
+    report_pipeline_sharding(s, stage0, static_cast<int>(plan.ranks[0].groups.size()),
+                             dag::Device::gpu(plan.ranks[0].gpu), sent, p);
+  }
   p.window = pipeline_window(s, p.graph);
 }
 
@@ -710,6 +834,7 @@ void finalize_pipeline(const Scenario& s, const std::vector<FoldedTensor>& folde
     }
   }
   const double window = std::max(0.0, to - from);
+  const auto cut = folded_tensor.empty() ? std::map<int, double>{} : cut_forward_s(r.graph);
   Breakdown mean;
   for (int rank = 0; rank < stages; ++rank) {
     auto& st = report.per_stage[static_cast<std::size_t>(rank)];
@@ -723,8 +848,9 @@ void finalize_pipeline(const Scenario& s, const std::vector<FoldedTensor>& folde
       const double inside = std::max(0.0, std::min(r.timing[v].end_s, to) - std::max(r.timing[v].start_s, from));
       if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward) {
         // A folded pass holds its tensor collectives: their share of the time inside the window.
-        const double tensor = folded_tensor_s(folded_tensor, t, report.micro_batches_simulated) *
-                              (t.duration_s > 0 ? inside / t.duration_s : 0.0);
+        const double pass_s = cut_pass_s(cut, t);
+        const double tensor =
+            folded_tensor_s(folded_tensor, t, report.micro_batches_simulated) * (pass_s > 0 ? inside / pass_s : 0.0);
         st.compute_s += inside - tensor;
         st.tensor_communication_s += tensor;
       } else if (t.kind == dag::TaskKind::communication && t.resource == dag::Resource::gpu_compute) {

@@ -658,6 +658,8 @@ RunResult finalize(const Scenario& s, Plan&& p, Timings&& t) {
   RunResult r = result_of(std::move(p), t);
   if (r.pipeline) {
     finalize_pipeline(s, folded, r);
+    if (r.sharding) // a flushing schedule (sharding refuses the others): the iteration is the makespan
+      time_sharding(r, 0, r.iteration_time_s, *r.sharding);
   } else {
     read_window(r);
     if (r.sharding) {

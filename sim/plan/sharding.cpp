@@ -369,10 +369,11 @@ void place_shard_groups(const Scenario& s, dag::IterationGraph& g) {
   g.replicate({{.gpu = 0, .communicator = replica, .tensor = shard}}, s.cluster.gpus_per_node);
 }
 
-void count_sharded_traffic(const dag::IterationGraph& g, const std::vector<double>& sent, ShardingReport& report) {
+void count_sharded_traffic(const dag::IterationGraph& g, const std::vector<double>& sent, ShardingReport& report,
+                           std::optional<dag::Device> device) {
   for (std::size_t v = 0; v < g.size(); ++v) {
     const auto& t = g.task(v);
-    if (t.iteration != 0)
+    if (t.iteration != 0 || (device && (t.device != *device || t.resource != dag::Resource::comm)))
       continue;
     if (dag::gathers_parameters(t)) {
       ++report.allgathers;
@@ -398,8 +399,45 @@ void count_sharded_traffic(const dag::IterationGraph& g, const std::vector<doubl
   }
 }
 
+void report_pipeline_sharding(const Scenario& s, const dag::StageMemory& stage0, int reduce_groups, dag::Device gpu,
+                              const std::vector<double>& sent, Plan& p) {
+  const ShardingSpec& sh = *sharded(s);
+  const int d = data_parallel_degree(s);
+  ShardingReport r;
+  r.stage = sh.stage;
+  r.shard_size = d;
+  r.param_dtype = std::string(dag::dtype_name(sh.param_dtype));
+  r.reduce_dtype = std::string(dag::dtype_name(sh.reduce_dtype));
+  r.reduce_groups = reduce_groups;
+  count_sharded_traffic(p.graph, sent, r, gpu);
+  // Megatron-Core's accounting, as the stage's peak memory (dag/memory.hpp); its gradient buffer is reduce-scattered
+  // in place (param_and_grad_buffer.py), so no reduce buffer beside it.
+  const auto state = dag::megatron_state_per_parameter(s.optimizer, s.gradient_dtype, d);
+  r.weights_bytes = stage0.parameters * state.weights;
+  r.gradients_bytes = stage0.parameters * state.gradients;
+  r.optimizer_bytes = stage0.parameters * state.optimizer;
+  r.activation_bytes = stage0.activation_bytes;
+  r.unsharded_state_bytes = stage0.parameters * dag::bytes_per_parameter(s.optimizer, s.gradient_dtype, 1);
+  if (s.gpu.memory_bytes > 0)
+    r.fits = r.total_bytes() <= s.gpu.memory_bytes;
+  p.notes.push_back(fmt::format(
+      "sharding stage {} over each stage's data-parallel group of {} GPUs: each stage's gradients reduce-scattered in "
+      "{} after the flush as the strategy groups them ({} reduce-scatter{} on stage 0), each group's updated "
+      "parameters all-gathered in {}{} before micro-batch 0's forward reaches its first layer, in forward order from "
+      "the start of the iteration (the steady state of Megatron-Core's overlap_param_gather), on the communication "
+      "stream with the reductions; the optimizer steps on 1/{} of each stage's parameters; memory per GPU by "
+      "Megatron-Core's accounting (docs/source/api-guide/dist_optimizer.md: {:.4g} bytes per parameter): stage 0 {} "
+      "(model state {}, {} without the distributed optimizer)",
+      stage_name(sh.stage), d, r.reduce_dtype, reduce_groups, reduce_groups == 1 ? "" : "s", r.param_dtype,
+      sh.ring_gathers_by_default ? " (by the ring algorithm, NCCL's: collectives.allgather picks another)" : "", d,
+      state.total(), format_bytes(r.total_bytes()),
+      format_bytes(r.weights_bytes + r.gradients_bytes + r.optimizer_bytes), format_bytes(r.unsharded_state_bytes)));
+  note_unused_keys(s, sh, p.notes);
+  p.sharding = std::move(r);
+}
+
 void time_sharding(const RunResult& r, double from, double to, ShardingReport& report) {
-  // Sweep over GPU 0's intervals: time a gather (or a reduction) runs while no compute does.
+  // Sweep over GPU 0's intervals: time a gather (or a reduction) runs while its compute stream does not.
   struct Edge {
     double t;
     int delta;
@@ -412,7 +450,10 @@ void time_sharding(const RunResult& r, double from, double to, ShardingReport& r
     if (t.device != gpu0)
       continue;
     int cls = -1;
-    if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward || t.kind == dag::TaskKind::update)
+    // The compute stream's work: passes, update, and a pipeline's tensor-group collectives on it (the analytic engine
+    // folds them into the passes)
+    if (t.kind == dag::TaskKind::forward || t.kind == dag::TaskKind::backward || t.kind == dag::TaskKind::update ||
+        (t.kind == dag::TaskKind::communication && t.resource == dag::Resource::gpu_compute))
       cls = 0;
     else if (dag::gathers_parameters(t))
       cls = 1;

@@ -1,10 +1,13 @@
 // Planning sharded data parallelism (scenario `sharding`, stage >= 1; docs/sharding.md): the reduce groups (the
 // strategy's, over the shard group's reduce-scatter), stage 3's units, the DAG (dag/sharding.hpp), HSDP's two
-// communicators, the memory per GPU by ZeRO's accounting, and after timing the exposed gathers and reductions.
+// communicators, the memory per GPU by ZeRO's accounting, and after timing the exposed gathers and reductions; with a
+// pipeline or tensor parallelism (stage 1), the report and note (the plan itself: sim/plan/pipeline.cpp).
 #pragma once
 
+#include "dag/memory.hpp"
 #include "sim/plan/prepare.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace ddlsim::sim {
@@ -25,9 +28,19 @@ void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p);
 void place_shard_groups(const Scenario& s, dag::IterationGraph& g);
 
 /// Counts each collective kind of iteration 0 and the bytes GPU 0 sends in it (`sent`: cost_communication's by task).
-void count_sharded_traffic(const dag::IterationGraph& g, const std::vector<double>& sent, ShardingReport& report);
+/// `device` given (a pipeline's): only that GPU's collectives on its communication stream (its data-parallel ones, not
+/// its tensor group's on the compute stream).
+void count_sharded_traffic(const dag::IterationGraph& g, const std::vector<double>& sent, ShardingReport& report,
+                           std::optional<dag::Device> device = std::nullopt);
 
-/// The exposed gather and reduction time on GPU 0 over the iteration's window [from, to).
+/// prepare_pipeline's part for a sharded pipeline (stage 1, Megatron-Core's distributed optimizer): p.sharding for
+/// stage 0's GPU `gpu` (its collectives and bytes in p.graph, `sent` by task; its memory by part from `stage0`, the
+/// stage's memory by Megatron-Core's accounting; `reduce_groups` its groups) and the note on the schedule.
+void report_pipeline_sharding(const Scenario& s, const dag::StageMemory& stage0, int reduce_groups, dag::Device gpu,
+                              const std::vector<double>& sent, Plan& p);
+
+/// The exposed gather and reduction time on GPU 0 over the iteration's window [from, to) (a pipeline's: GPU 0 is
+/// stage 0's).
 void time_sharding(const RunResult& r, double from, double to, ShardingReport& report);
 
 } // namespace ddlsim::sim

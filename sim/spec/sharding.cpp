@@ -1,6 +1,7 @@
 // Parsing of `sharding` (sim/spec/sharding.hpp): the keys, and the combinations the frameworks (or ddlsim) refuse.
 #include "sim/spec/sharding.hpp"
 
+#include "dag/pipeline.hpp"
 #include "sim/network/communicator.hpp"
 #include "sim/spec/scenario.hpp"
 
@@ -9,6 +10,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
+#include <vector>
 
 namespace ddlsim::sim {
 
@@ -58,7 +61,7 @@ void read_group(ObjectReader& r, const Scenario& s, ShardingSpec& sh) {
   if (d % sh.shard_size != 0)
     r.fail("group",
            fmt::format("a node's {} GPUs do not divide the data-parallel group of {}", s.cluster.gpus_per_node, d));
-  if (sh.shard_size == d)
+  if (sh.shard_size == d || s.pipeline) // HSDP with a pipeline or tensor parallelism: check_parallelism refuses it
     return;
   std::vector<int> shard, replica;
   for (int k = 0; k < sh.shard_size; ++k)
@@ -152,19 +155,43 @@ void check_strategy(const Scenario& s, const ShardingSpec& sh, const std::string
            "or mg-wfbp (consecutive units merged optimally)");
 }
 
-// Pipelines and tensor parallelism: what ddlsim models with sharding, and what the frameworks refuse.
+// The flushing schedules' names, for the refusal of the asynchronous ones.
+std::string flushing_schedules() {
+  std::vector<std::string_view> names;
+  for (const auto* info : dag::pipeline_schedules())
+    if (!info->asynchronous)
+      names.push_back(info->name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// Pipelines and tensor parallelism: stage 1 is Megatron-Core's distributed optimizer (use_distributed_optimizer:
+// megatron/core/optimizer/distrib_optimizer.py), sharded over each stage's whole data-parallel group; DeepSpeed
+// refuses stages 2-3 with a pipeline; the rest is not modelled yet.
 void check_parallelism(const Scenario& s, const ShardingSpec& sh, const std::string& file) {
   const auto& par = s.parallelism;
   if (!s.pipeline)
     return;
+  const std::string with = par.pipeline > 1 ? "a pipeline" : "tensor parallelism";
   if (sh.stage >= 2 && par.pipeline > 1)
     throw InputError(file, "/sharding/stage",
                      fmt::format("stage {} with a pipeline of {} stages: DeepSpeed refuses ZeRO stages 2 and 3 with "
                                  "pipeline parallelism (deepspeed/runtime/pipe/engine.py); use stage 1",
                                  sh.stage, par.pipeline));
-  throw InputError(file, "/sharding/stage",
-                   fmt::format("sharding with {} is not modelled yet: sharding applies to pure data parallelism",
-                               par.pipeline > 1 ? "a pipeline" : "tensor parallelism"));
+  if (sh.stage >= 2)
+    throw InputError(file, "/sharding/stage",
+                     fmt::format("stage {} with tensor parallelism is not modelled yet: with tensor parallelism "
+                                 "sharding is stage 1 (Megatron-Core's distributed optimizer)",
+                                 sh.stage));
+  if (sh.shard_size != data_parallel_degree(s))
+    throw InputError(file, "/sharding/group",
+                     fmt::format("shard groups of {} GPUs (HSDP) with {} are not modelled yet: with {} the shard "
+                                 "group is each stage's whole data-parallel group of {} GPUs (\"data\")",
+                                 sh.shard_size, with, with, data_parallel_degree(s)));
+  if (s.pipeline->schedule->asynchronous)
+    throw InputError(file, "/pipeline/schedule",
+                     fmt::format("sharding with the asynchronous schedule '{}' is not modelled yet: Megatron-Core's "
+                                 "distributed optimizer steps once per iteration, after the flush (use {})",
+                                 s.pipeline->schedule->name, flushing_schedules()));
 }
 
 } // namespace
