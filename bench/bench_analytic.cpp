@@ -3,6 +3,7 @@
 // parses the scenario document (as a sweep point would), builds the model, the DAG and runs the engine. Prints a table;
 // not a test. Issue #15: MG-WFBP's planner on 1,000 .. 10,000 transformer layers in <= 1 s (linear pass vs the
 // quadratic programme it replaced). Issue #16: 1,000 sampled iterations of ResNet-50 MG-WFBP on 1,024 GPUs in <= 5 s.
+// Issue #32: a ZeRO-3 (FSDP) point of GPT-3 13B on 1,024 GPUs in <= 50 ms.
 #include "core/json.hpp"
 #include "dag/strategy.hpp"
 #include "dag/zoo/zoo.hpp"
@@ -95,6 +96,43 @@ int main(int argc, char** argv) {
   gpt3_row("t 4, p 16, d 16, m 128, interleaved v 2", deep);
   fmt::print("target: >= 50 points/s for the first row, so that thousands of (t, p, d, m, v) take a minute "
              "(ratio column = points/s / 50)\n");
+
+  // Issue #32: sharded data parallelism, GPT-3 13B (one sequence per GPU, bf16, Adam) on 1,024 GPUs (128 nodes x 8):
+  // the shipped sharding-gpt scenario's default point (FSDP: stage 3, a unit per block, wfbp, on H100s) at 128 nodes,
+  // and its other layouts; <= 50 ms per point (parse + plan + DAG + run).
+  Json sharded = load_json_file(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/sharding-gpt.json");
+  sharded.erase("sweep");
+  sharded["cluster"]["nodes"] = 128;
+  fmt::print("\n{:<50} {:>10} {:>10} {:>12} {:>10}\n", "GPT-3 13B on 1,024 GPUs, sharded", "ms/point", "points/s",
+             "iteration", "vs target");
+  const auto sharded_row = [&](const std::string& label, const Json& doc) {
+    const auto row = measure(doc, seconds);
+    fmt::print("{:<50} {:>10.2f} {:>10.1f} {:>9.1f} ms {:>9.2f}x\n", label, 1e3 / row.points_per_s, row.points_per_s,
+               row.iteration_s * 1e3, row.points_per_s / 20.0);
+  };
+  sharded_row("ZeRO-3 (FSDP): stage 3, wfbp, block units, H100", sharded);
+  Json a100 = sharded;
+  a100["gpu"] = {{"preset", "A100-SXM4-80GB"}, {"efficiency", 0.52}};
+  a100["cluster"]["intra_node"]["bandwidth"] = "300 GB/s";
+  a100["cluster"]["inter_node"]["bandwidth"] = "200 Gbps";
+  sharded_row("ZeRO-3 (FSDP) on A100s", a100);
+  Json merged = sharded;
+  merged["strategy"]["kind"] = "mg-wfbp";
+  sharded_row("ZeRO-3, mg-wfbp (units merged)", merged);
+  Json small_units = sharded;
+  small_units["sharding"]["unit"] = "layer";
+  small_units["sharding"]["prefetch"] = 2;
+  sharded_row("ZeRO-3, a unit per layer, prefetch 2", small_units);
+  Json hsdp = sharded;
+  hsdp["sharding"]["group"] = "node";
+  sharded_row("HSDP: stage 3 within a node, 128 replicas", hsdp);
+  for (const int stage : {1, 2}) {
+    Json zero = sharded;
+    zero["strategy"]["kind"] = "ddp";
+    zero["sharding"]["stage"] = stage;
+    sharded_row(fmt::format("ZeRO-{}: stage {}, ddp buckets", stage, stage), zero);
+  }
+  fmt::print("target: <= 50 ms per point for the first row (ratio column = 50 ms / ms per point)\n");
 
   // Issue #15: MG-WFBP's merge on deep models. A BERT-large-wide transformer of L blocks (12 gradient tensors each),
   // backward 1 ms per layer, a ring allreduce over 10 Gb/s (communication-bound: the window of candidate cuts spans

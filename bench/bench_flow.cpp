@@ -6,7 +6,8 @@
 // process (SimGrid's engine is one per process): wall time is the process's, from spawn to exit, and memory its
 // peak resident set (wait4's ru_maxrss), the way /usr/bin/time measures them. Prints tables; not a test.
 //
-// Last, GPT-3 175B on 1,024 GPUs with data x pipeline x tensor parallelism (issue #11 target: <= 10 s wall).
+// Last, GPT-3 175B on 1,024 GPUs with data x pipeline x tensor parallelism (issue #11 target: <= 10 s wall), and a
+// ZeRO-3 (FSDP) point of GPT-3 13B on 1,024 GPUs (issue #32 target: <= 5 s wall).
 //
 //   bench_flow [max GPUs, default 8192] [max GPUs with symmetry off and on the fat-tree, default 8192]
 #include "core/io.hpp"
@@ -256,6 +257,32 @@ int main(int argc, char** argv) {
   fmt::print("{:>5} | {} | {:>11.1f} ms flow, {:>11.1f} ms analytic | {:>8.5f}% | target <= 10 s wall: {}\n", 1024,
              cells(hybrid), hybrid.iteration_s * 1e3, hybrid_analytic.iteration_s * 1e3,
              agreement(hybrid, hybrid_analytic.iteration_s), hybrid.ok && hybrid.process_s <= 10 ? "met" : "NOT met");
+
+  // Issue #32: sharded data parallelism, GPT-3 13B on 1,024 GPUs (the sharding-gpt scenario's default point, FSDP on
+  // H100s, at 128 nodes): <= 5 s. With node symmetry (the shard group is the whole cluster), without it, and HSDP,
+  // whose shard groups span a node each (every flow simulated).
+  fmt::print("\nGPT-3 13B on 1,024 GPUs (128 nodes x 8 H100), sharded (the sharding-gpt scenario at 128 nodes)\n");
+  fmt::print("{:<40} | {:>9} {:>8} {:>10} | {:>11} {:>11} | {:>9} | {}\n", "", "wall s", "MiB", "flows", "flow ms",
+             "analytic ms", "flow vs", "target <= 5 s");
+  Json sharded = load_json_file(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/sharding-gpt.json");
+  sharded.erase("sweep");
+  sharded["cluster"]["nodes"] = 128;
+  const auto sharded_row = [&](const std::string& label, const std::string& name, Json doc) {
+    doc["engine"] = "analytic";
+    const auto analytic = run_cli(dir, name + "-analytic", doc);
+    doc["engine"] = "flow";
+    const auto flow = run_cli(dir, name, doc);
+    fmt::print("{:<40} | {} | {:>11.3f} {:>11.3f} | {:>8.5f}% | {}\n", label, cells(flow), flow.iteration_s * 1e3,
+               analytic.iteration_s * 1e3, agreement(flow, analytic.iteration_s),
+               flow.ok && flow.process_s <= 5 ? "met" : "NOT met");
+  };
+  sharded_row("ZeRO-3 (FSDP), node symmetry", "zero3", sharded);
+  Json every_flow = sharded;
+  every_flow["flow"] = {{"symmetry", "off"}};
+  sharded_row("ZeRO-3 (FSDP), symmetry off", "zero3-full", every_flow);
+  Json hsdp = sharded;
+  hsdp["sharding"]["group"] = "node";
+  sharded_row("HSDP: shards of a node, 128 replicas", "hsdp", hsdp);
 
   std::error_code ec;
   fs::remove_all(dir, ec);

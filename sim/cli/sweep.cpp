@@ -117,7 +117,22 @@ constexpr Field kPipelineFields[] = {
     {"model_flops_utilisation", "/model_flops_utilisation"},
 };
 
-// With variability in some point (docs/variability.md), these follow the pipeline columns.
+// With sharding in some point (docs/sharding.md "Report"), these follow the pipeline columns: the layout, each
+// collective kind's traffic, the exposed gathers and reductions, and the memory per GPU by ZeRO's accounting.
+constexpr Field kShardingFields[] = {
+    {"sharding.stage", "/sharding/stage"},
+    {"sharding.shard_group", "/sharding/shard_group"},
+    {"sharding.replicas", "/sharding/replicas"},
+    {"sharding.per_iteration.allgather_bytes_sent", "/sharding/per_iteration/allgather_bytes_sent"},
+    {"sharding.per_iteration.reduce_scatter_bytes_sent", "/sharding/per_iteration/reduce_scatter_bytes_sent"},
+    {"sharding.per_iteration.allreduce_bytes_sent", "/sharding/per_iteration/allreduce_bytes_sent"},
+    {"sharding.exposed_allgather_s", "/sharding/exposed_allgather_s"},
+    {"sharding.exposed_reduce_s", "/sharding/exposed_reduce_s"},
+    {"sharding.memory_per_gpu.total_bytes", "/sharding/memory_per_gpu/total_bytes"},
+    {"sharding.memory_per_gpu.fits", "/sharding/memory_per_gpu/fits"},
+};
+
+// With variability in some point (docs/variability.md), these follow the pipeline and sharding columns.
 constexpr Field kVariabilityFields[] = {
     {"iteration_time_percentiles_s.p50", "/iteration_time_percentiles_s/p50"},
     {"iteration_time_percentiles_s.p90", "/iteration_time_percentiles_s/p90"},
@@ -171,17 +186,26 @@ std::string fits_memory_cell(const OrderedJson& summary) {
   return "true";
 }
 
+// A point's cell for a sharding column; a point without sharding shards nothing: stage 0, the other cells empty.
+std::string sharding_cell(const OrderedJson& summary, std::string_view column, const std::string& pointer) {
+  const OrderedJson::json_pointer ptr(pointer);
+  if (summary.contains(ptr))
+    return csv_cell(number_text(summary.at(ptr)));
+  return column == "sharding.stage" && !summary.contains("sharding") ? "0" : "";
+}
+
 // A summary column of results.csv: its name, where its cells come from, and the JSON pointer they read.
-enum class Source : std::uint8_t { summary, pipeline, stage_memory, fits_memory, variability };
+enum class Source : std::uint8_t { summary, pipeline, stage_memory, fits_memory, sharding, variability };
 struct Column {
   std::string name;
   Source source;
   std::string pointer;
 };
 
-// The summary columns, in order: the fields, the pipeline's when some point ran one, variability's when some point
-// sampled iterations. A swept key is a column of its own, so a summary field of the same name is left out (the
-// point's summary in results.json keeps it): every column name appears once.
+// The summary columns, in order: the fields, the pipeline's when some point ran one, sharding's when some point
+// sharded its model state, variability's when some point sampled iterations. A swept key is a column of its own, so a
+// summary field of the same name is left out (the point's summary in results.json keeps it): every column name appears
+// once.
 std::vector<Column> summary_columns(const std::vector<std::string>& keys, const std::vector<PointResult>& results) {
   std::vector<Column> out;
   for (const auto& f : kFields)
@@ -194,6 +218,11 @@ std::vector<Column> summary_columns(const std::vector<std::string>& keys, const 
       out.push_back({fmt::format("pipeline.per_stage.{}.peak_memory_bytes", st), Source::stage_memory,
                      fmt::format("/pipeline/per_stage/{}/peak_memory_bytes", st)});
   }
+  const bool sharded = std::any_of(results.begin(), results.end(),
+                                   [](const PointResult& r) { return r.ok && r.summary.contains("sharding"); });
+  if (sharded)
+    for (const auto& f : kShardingFields)
+      out.push_back({f.column, Source::sharding, f.pointer});
   const bool varied = std::any_of(results.begin(), results.end(), [](const PointResult& r) {
     return r.ok && r.summary.contains("iteration_time_percentiles_s");
   });
@@ -212,6 +241,8 @@ std::string summary_cell(const PointResult& r, const Column& c) {
     return pipeline_cell(r.summary, c.name, c.pointer);
   if (c.source == Source::fits_memory)
     return fits_memory_cell(r.summary);
+  if (c.source == Source::sharding)
+    return sharding_cell(r.summary, c.name, c.pointer);
   const OrderedJson::json_pointer ptr(c.pointer);
   if (r.summary.contains(ptr))
     return csv_cell(number_text(r.summary.at(ptr)));

@@ -196,3 +196,61 @@ TEST_CASE("sweep: results.csv says whether every pipeline stage fits in the GPU'
     cells.push_back(header_columns(csv.substr(line))[at]);
   CHECK(cells == std::vector<std::string>{"true", "false", ""});
 }
+
+TEST_CASE("sweep: results.csv adds the sharding figures when some point shards its model state (#32)",
+          "[sweep][sharding]") {
+  PointResult dp;
+  dp.index = 0;
+  dp.params = OrderedJson{{"strategy.kind", "ddp"}};
+  dp.ok = true;
+  dp.summary = OrderedJson{{"scenario", "s"}, {"workers", 8}, {"iteration_time_s", 0.5}};
+  PointResult sh;
+  sh.index = 1;
+  sh.params = OrderedJson{{"strategy.kind", "wfbp"}};
+  sh.ok = true;
+  sh.summary = OrderedJson::parse(R"({"scenario": "s", "workers": 8, "iteration_time_s": 0.25,
+      "sharding": {"stage": 3, "shard_group": 8, "replicas": 1, "units": {"unit": "block", "count": 4},
+                   "per_iteration": {"allgathers": 7, "allgather_bytes_sent": 700, "reduce_scatters": 4,
+                                     "reduce_scatter_bytes_sent": 400, "allreduces": 0, "allreduce_bytes_sent": 0},
+                   "exposed_allgather_s": 0.125, "exposed_reduce_s": 0.0625,
+                   "memory_per_gpu": {"weights_bytes": 10, "total_bytes": 1000, "fits": false}}})");
+  PointResult failed;
+  failed.index = 2;
+  failed.params = OrderedJson{{"strategy.kind", "topk"}};
+  failed.error = "s.json: /strategy/kind: refused";
+  const std::vector<std::string> kSharding{"sharding.stage",
+                                           "sharding.shard_group",
+                                           "sharding.replicas",
+                                           "sharding.per_iteration.allgather_bytes_sent",
+                                           "sharding.per_iteration.reduce_scatter_bytes_sent",
+                                           "sharding.per_iteration.allreduce_bytes_sent",
+                                           "sharding.exposed_allgather_s",
+                                           "sharding.exposed_reduce_s",
+                                           "sharding.memory_per_gpu.total_bytes",
+                                           "sharding.memory_per_gpu.fits"};
+  SECTION("no point shards: none of the sharding columns") {
+    const auto columns = header_columns(results_csv({"strategy.kind"}, {dp, failed}));
+    for (const auto& c : kSharding)
+      CHECK(std::find(columns.begin(), columns.end(), c) == columns.end());
+  }
+  SECTION("a sharded point: the sharding columns before error; a point without sharding is stage 0") {
+    const auto csv = results_csv({"strategy.kind"}, {dp, sh, failed});
+    CAPTURE(csv);
+    const auto columns = header_columns(csv);
+    REQUIRE(columns.size() > kSharding.size() + 1);
+    CHECK(std::vector<std::string>(columns.end() - static_cast<std::ptrdiff_t>(kSharding.size()) - 1,
+                                   columns.end() - 1) == kSharding);
+    CHECK(columns.back() == "error");
+    CHECK_THAT(csv, Contains(",critical_path_s,sharding.stage,"));
+    CHECK_THAT(csv, Contains("\n0,ddp,ok,s,,8,0.5,") && Contains(",0,,,,,,,,,,\n"));
+    CHECK_THAT(csv, Contains("\n1,wfbp,ok,s,,8,0.25,") && Contains(",3,8,1,700,400,0,0.125,0.0625,1000,false,\n"));
+    CHECK_THAT(csv, Contains("\n2,topk,failed,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,s.json: /strategy/kind: refused\n"));
+  }
+  SECTION("a swept sharding key is a column once, holding the value the point set") {
+    PointResult swept = sh;
+    swept.params = OrderedJson{{"sharding.stage", 3}};
+    const auto columns = header_columns(results_csv({"sharding.stage"}, {swept}));
+    CHECK(std::count(columns.begin(), columns.end(), "sharding.stage") == 1);
+    CHECK(std::count(columns.begin(), columns.end(), "sharding.memory_per_gpu.fits") == 1);
+  }
+}

@@ -378,6 +378,58 @@ TEST_CASE("sweep: pipeline keys sweep (schedules zipped with their virtual stage
   CHECK_THAT(custom, Contains("pipeline.schedule=gpipe") && Contains("pipeline.schedule=interleaved-1f1b"));
 }
 
+TEST_CASE("sweep: results.csv carries the sharding figures of each point, stage 0 for a point without sharding",
+          "[cli][sweep][sharding]") {
+  TempDir tmp;
+  const std::string out = tmp / "sharding";
+  // The quickstart's 8 GPUs (MG-WFBP) with each ZeRO stage.
+  const auto o = run_ok({"sweep", kQuickstart, "--out", out, "--no-plots", "--set", "optimizer=adam", "--set",
+                         R"(sweep={"sharding.stage": [0, 1, 2, 3]})"});
+  CHECK_THAT(o.out, Contains("4 points: 4 run now, 0 already done, 0 failed"));
+  const auto rows = results(out);
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[0][1] == "sharding.stage");
+  CHECK(std::count(rows[0].begin(), rows[0].end(), "sharding.stage") == 1);
+  CHECK(rows[0].back() == "error");
+  // Stage 0 shards nothing: no sharding figures.
+  for (const char* c : {"sharding.shard_group", "sharding.memory_per_gpu.total_bytes", "sharding.memory_per_gpu.fits",
+                        "sharding.exposed_allgather_s"})
+    CHECK(rows[1][column(rows, c)].empty());
+  // Each sharded point's cells are its summary's figures, as `ddlsim run` writes them.
+  const auto j = json::parse(read_text(fs::path(out) / "results.json"));
+  for (std::size_t r = 2; r < rows.size(); ++r) {
+    CAPTURE(r);
+    const auto& row = rows[r];
+    REQUIRE(row[column(rows, "status")] == "ok");
+    const auto& sh = j["points"][r - 1]["summary"]["sharding"];
+    CHECK(row[1] == std::to_string(r - 1));
+    CHECK(row[column(rows, "sharding.shard_group")] == "8");
+    CHECK(row[column(rows, "sharding.replicas")] == "1");
+    CHECK(row[column(rows, "sharding.memory_per_gpu.total_bytes")] == sh["memory_per_gpu"]["total_bytes"].dump());
+    CHECK(row[column(rows, "sharding.memory_per_gpu.total_bytes")] == row[column(rows, "peak_memory_bytes_per_gpu")]);
+    CHECK(row[column(rows, "sharding.memory_per_gpu.fits")] == "true"); // ResNet-50 in a V100's 32 GB
+    CHECK(row[column(rows, "sharding.per_iteration.allgather_bytes_sent")] ==
+          sh["per_iteration"]["allgather_bytes_sent"].dump());
+    CHECK(row[column(rows, "sharding.per_iteration.reduce_scatter_bytes_sent")] ==
+          sh["per_iteration"]["reduce_scatter_bytes_sent"].dump());
+    CHECK(row[column(rows, "sharding.per_iteration.allreduce_bytes_sent")] == "0");
+    CHECK_THAT(std::stod(row[column(rows, "sharding.exposed_allgather_s")]),
+               WithinRel(sh["exposed_allgather_s"].get<double>(), 1e-15));
+    CHECK_THAT(std::stod(row[column(rows, "sharding.exposed_reduce_s")]),
+               WithinRel(sh["exposed_reduce_s"].get<double>(), 1e-15));
+  }
+  // Stage 3 gathers each layer twice but the last, and reduce-scatters it once: about 3/2 of stage 1's traffic.
+  const double stage1 = std::stod(rows[2][column(rows, "communication_bytes_per_worker")]);
+  const double stage3 = std::stod(rows[4][column(rows, "communication_bytes_per_worker")]);
+  CHECK(stage3 > 1.4 * stage1);
+  CHECK(stage3 < 1.5 * stage1);
+  // The stage-3 point is what `ddlsim run` predicts for it.
+  const std::string single = tmp / "single";
+  run_ok({"run", kQuickstart, "--out", single, "--no-trace", "--set", "optimizer=adam", "--set", "sharding.stage=3"});
+  const auto summary = json::parse(read_text(fs::path(single) / "summary.json"));
+  CHECK(j["points"][3]["summary"]["sharding"] == summary["sharding"]);
+}
+
 TEST_CASE(
     "scenarios: every shipped scenario is valid, listed in docs/scenarios.md, and its sweep runs without a failure",
     "[cli][sweep][scenarios]") {
