@@ -452,10 +452,21 @@ std::vector<dag::GradientGroup> data_parallel_groups(const Scenario& s, const Ra
                                                      const std::vector<int>& ranks) {
   const auto layout = layout_of(ranks, s.cluster);
   const auto* sh = sharded(s);
-  const auto reduce = sh != nullptr
-                          ? make_cost_model(collective_lowering(s, dag::Collective::reduce_scatter), layout.net)
-                          : group_allreduce(s, layout);
-  const dag::CommCost reduce_time = [&](double bytes) { return reduce->cost(bytes).time_s; };
+  // The reduce-scatter from its lowering without lowering it per candidate (its affine cost keeps MG-WFBP linear).
+  std::optional<LinearLoweringCost> reduce_scatter;
+  std::unique_ptr<CollectiveModel> allreduce;
+  if (sh != nullptr)
+    reduce_scatter.emplace(collective_lowering(s, dag::Collective::reduce_scatter), layout.shape, layout.net);
+  else
+    allreduce = group_allreduce(s, layout);
+  const dag::CommCost reduce_time = [&](double bytes) {
+    return reduce_scatter ? (*reduce_scatter)(bytes) : allreduce->cost(bytes).time_s;
+  };
+  std::optional<dag::AffineCost> affine;
+  if (!reduce_scatter)
+    affine = affine_cost(*allreduce);
+  else if (const auto ab = reduce_scatter->affine())
+    affine = dag::AffineCost{ab->alpha_s, ab->beta_s_per_byte};
   std::optional<LinearLoweringCost> allgather;
   const dag::CommCost allgather_time = [&](double bytes) {
     if (!allgather)
@@ -463,9 +474,8 @@ std::vector<dag::GradientGroup> data_parallel_groups(const Scenario& s, const Ra
     return (*allgather)(bytes);
   };
   const double e = dtype_bytes(sh != nullptr ? sh->reduce_dtype : s.gradient_dtype);
-  const dag::StrategyInput input{sub.model,      sub.costs,           e,
-                                 reduce_time,    s.strategy.options,  s.parallelism.data,
-                                 allgather_time, affine_cost(*reduce)};
+  const dag::StrategyInput input{sub.model,          sub.costs,      e,     reduce_time, s.strategy.options,
+                                 s.parallelism.data, allgather_time, affine};
   auto groups = s.strategy.entry().plan(input);
   for (auto& g : groups) { // back to the whole model's tensors and layers
     for (int& t : g.tensors)

@@ -16,33 +16,38 @@ namespace {
 
 // The time of a reduce group's chain as planners see it: the reduce-scatter over the shard group, plus with HSDP the
 // allreduce of its shard (bytes / s) across the replicas; affine when both are.
+// The reduce-scatter is costed from its lowering without lowering it again per candidate (LinearLoweringCost), so
+// that MG-WFBP's planner, which tries every group of consecutive gradients, runs in linear time on its affine cost.
 struct ReduceCost {
-  std::unique_ptr<CollectiveModel> reduce_scatter;
+  std::optional<LinearLoweringCost> reduce_scatter;
   std::unique_ptr<CollectiveModel> allreduce; // HSDP only
   int shard_size = 1;
 
   [[nodiscard]] double operator()(double bytes) const {
-    double t = reduce_scatter->cost(bytes).time_s;
+    double t = (*reduce_scatter)(bytes);
     if (allreduce)
       t += allreduce->cost(bytes / shard_size).time_s;
     return t;
   }
   [[nodiscard]] std::optional<dag::AffineCost> affine() const {
-    const auto rs = affine_cost(*reduce_scatter);
-    if (!rs || !allreduce)
+    const auto ab = reduce_scatter->affine();
+    if (!ab)
+      return std::nullopt;
+    const dag::AffineCost rs{ab->alpha_s, ab->beta_s_per_byte};
+    if (!allreduce)
       return rs;
     const auto ar = affine_cost(*allreduce);
     if (!ar)
       return std::nullopt;
-    return dag::AffineCost{rs->alpha_s + ar->alpha_s, rs->seconds_per_byte + ar->seconds_per_byte / shard_size};
+    return dag::AffineCost{rs.alpha_s + ar->alpha_s, rs.seconds_per_byte + ar->seconds_per_byte / shard_size};
   }
 };
 
 ReduceCost reduce_cost(const Scenario& s, const ShardingSpec& sh) {
   ReduceCost c;
   c.shard_size = sh.shard_size;
-  c.reduce_scatter = make_cost_model(collective_lowering(s, dag::Collective::reduce_scatter),
-                                     layout_of(shard_group_ranks(s), s.cluster).net);
+  const auto shard = layout_of(shard_group_ranks(s), s.cluster);
+  c.reduce_scatter.emplace(collective_lowering(s, dag::Collective::reduce_scatter), shard.shape, shard.net);
   if (sh.replicas(data_parallel_degree(s)) > 1)
     c.allreduce = make_cost_model(*s.allreduce.algorithm, layout_of(replica_group_ranks(s), s.cluster).net);
   return c;

@@ -277,3 +277,25 @@ TEST_CASE("lowering::8192 ranks lower into phase-level flows", "[lowering][scale
     }
   }
 }
+
+TEST_CASE("lowering::a linear cost is affine, alpha + n beta, where one flow is each phase's slowest at every payload",
+          "[lowering]") {
+  // A ring inside one node or over single-GPU nodes has one slowest flow per phase whatever the payload, so planners
+  // (MG-WFBP over sharded reduce-scatters) may rank candidates in O(1); the figure is the phase-synchronous time
+  // itself. Across multi-GPU nodes a phase may pair a flow of more latency with one of less bandwidth: not affine.
+  const Network net{4, 2, {100e9, 1e-6}, {12.5e9, 5e-6}};
+  for (const auto& shape : shapes()) {
+    CAPTURE(describe(shape));
+    const Network on{shape.nodes, shape.gpus_per_node, net.intra, net.inter};
+    for (const auto collective : {Collective::reduce_scatter, Collective::allgather}) {
+      const LinearLoweringCost cost(*find_lowering(collective, "ring"), shape, on);
+      const auto ab = cost.affine();
+      if (shape.nodes == 1 || shape.gpus_per_node == 1)
+        REQUIRE(ab);
+      if (!ab)
+        continue;
+      for (const double n : {0.0, 1.0, 4096.0, 64e6, 5e9})
+        CHECK_THAT(ab->alpha_s + n * ab->beta_s_per_byte, WithinRel(cost(n), 1e-12) || WithinAbs(cost(n), 1e-18));
+    }
+  }
+}

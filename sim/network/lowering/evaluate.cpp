@@ -186,6 +186,23 @@ double LinearLoweringCost::operator()(double bytes) const {
   return total;
 }
 
+std::optional<AlphaBeta> LinearLoweringCost::affine() const {
+  AlphaBeta sum{0, 0};
+  for (const auto& terms : phases_) {
+    if (terms.empty())
+      continue;
+    const auto by_latency = std::max_element(terms.begin(), terms.end(),
+                                             [](const Term& a, const Term& b) { return a.latency_s < b.latency_s; });
+    const auto by_rate = std::max_element(terms.begin(), terms.end(),
+                                          [](const Term& a, const Term& b) { return a.per_byte_s < b.per_byte_s; });
+    if (by_latency->per_byte_s < by_rate->per_byte_s) // no term is the slowest at every payload
+      return std::nullopt;
+    sum.alpha_s += by_latency->latency_s;
+    sum.beta_s_per_byte += by_latency->per_byte_s;
+  }
+  return sum;
+}
+
 std::size_t LinearLoweringCost::terms() const {
   std::size_t n = 0;
   for (const auto& phase : phases_)

@@ -9,6 +9,7 @@
 #include "sim/network/lowering/lowering.hpp"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace ddlsim::sim {
@@ -39,6 +40,9 @@ public:
   [[nodiscard]] double operator()(double bytes) const;
   /// The (latency, seconds per byte) terms an evaluation visits: its cost.
   [[nodiscard]] std::size_t terms() const;
+  /// alpha + n beta for every payload n >= 0 when, in each phase, one flow is the slowest whatever the payload (the
+  /// largest latency and the largest seconds per byte): a ring's every phase, for example; nullopt otherwise.
+  [[nodiscard]] std::optional<AlphaBeta> affine() const;
 
 private:
   struct Term {
