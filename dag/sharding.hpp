@@ -1,6 +1,6 @@
 // Sharded data parallelism (scenario `sharding`, docs/sharding.md): ZeRO stages 1-3 (Rajbhandari et al., SC'20),
 // PyTorch FSDP2's `fully_shard` units, Megatron-Core's distributed optimizer and HSDP, as a data-parallel schedule of
-// reduce-scatters, parameter all-gathers and an optimizer step on the shard; and ZeRO's memory accounting (§5.1).
+// reduce-scatters, parameter all-gathers and an optimizer step on the shard; and ZeRO's memory accounting (SC'20, Figure 1).
 #pragma once
 
 #include "dag/graph.hpp"
@@ -37,7 +37,7 @@ struct ShardUnit {
 [[nodiscard]] std::vector<GradientGroup> unit_groups(const Model& model, const std::vector<ShardUnit>& units,
                                                      double bytes_per_element);
 
-/// Model state per parameter, in bytes, by ZeRO's accounting (SC'20 §5.1): weights and gradients in the training
+/// Model state per parameter, in bytes, by ZeRO's accounting (SC'20, Figure 1): weights and gradients in the training
 /// format (2 bytes for fp16/bf16, 4 for fp32), and K bytes of optimizer state (fp32 master weights when training in
 /// 16 bits, plus Adam's two fp32 moments, SGD-momentum's one, SGD's none: K = 12 for mixed-precision Adam). Stage 1
 /// divides K by the shards N, stage 2 the gradients too, stage 3 the weights too: mixed-precision Adam gives

@@ -227,11 +227,17 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, const dag::IterationGraph& g
   FlowGraphRun result;
   result.simulated_replicas = slots;
   result.note = plan.note();
-  if (replicas > 1 && graph.tensor_peers() > 1)
+  // HSDP lays its shard groups out as the DAG copies' tensor peers (sim/plan/sharding.hpp): named as shard ranks.
+  const bool shards = !s.pipeline && sharded(s) != nullptr;
+  const std::string node0 = slots < static_cast<std::size_t>(replicas) ? " (node 0's)" : "";
+  if (replicas > 1 && graph.tensor_peers() > 1 && shards)
+    result.note += fmt::format("; the tasks of {} of the {} data-parallel replicas ({} shard groups x {} GPUs) were "
+                               "timed{}",
+                               slots, replicas, replicas / graph.tensor_peers(), graph.tensor_peers(), node0);
+  else if (replicas > 1 && graph.tensor_peers() > 1)
     result.note += fmt::format("; the tasks of {} of the {} GPUs per stage ({} data-parallel replicas x {} tensor "
                                "ranks) were timed{}",
-                               slots, replicas, replicas / graph.tensor_peers(), graph.tensor_peers(),
-                               slots < static_cast<std::size_t>(replicas) ? " (node 0's)" : "");
+                               slots, replicas, replicas / graph.tensor_peers(), graph.tensor_peers(), node0);
   else if (replicas > 1)
     result.note += fmt::format("; the tasks of {} of the {} data-parallel replicas were timed{}", slots, replicas,
                                slots < static_cast<std::size_t>(replicas) ? " (node 0's)" : "");
@@ -266,11 +272,11 @@ FlowGraphRun simulate_graph_flow(const Scenario& s, const dag::IterationGraph& g
         throw std::logic_error(fmt::format("flow engine: task {} ({}) of replica {} never finished", v,
                                            dag::task_kind_name(graph.task(v).kind), k));
   if (timer.unshared_instances() > 0)
-    result.note += fmt::format("; except {} tensor-group collectives ({} flows) on intra-node links that no other "
+    result.note += fmt::format("; except {} {}-group collectives ({} flows) on intra-node links that no other "
                                "traffic uses, timed without the platform as exactly: each flow its latencies plus its "
                                "bytes at its route's bandwidth, as alone on the platform (flow.own_links: off "
                                "simulates them)",
-                               timer.unshared_instances(), run.unshared_flows());
+                               timer.unshared_instances(), shards ? "shard" : "tensor", run.unshared_flows());
   result.timing = timer.take_timing(0);
   for (std::size_t k = 1; k < std::min(slots, listed); ++k)
     result.replicas.push_back({static_cast<int>(k), timer.take_timing(k)});

@@ -231,7 +231,9 @@ Plan prepare(const Scenario& s, Engine engine) {
   place_shard_groups(s, p.graph);
   std::vector<double> sent;
   p.communication_bytes_per_worker =
-      cost_communication(s, *p.allreduce, p.graph, p.sharding ? &sent : nullptr, measured_collectives_notes(s, p));
+      cost_communication(s, *p.allreduce, p.graph, s.sharding ? &sent : nullptr, measured_collectives_notes(s, p));
+  if (s.sharding && s.sharding->stage == 0)
+    report_unsharded(s, p);
   if (p.sharding)
     count_sharded_traffic(p.graph, sent, *p.sharding);
   add_host_tasks(p.graph, HostTimes(p.costs.worker));

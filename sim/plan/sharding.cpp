@@ -231,10 +231,11 @@ std::string unit_text(const ShardingSpec& sh) {
 std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const ShardingReport& r) {
   const int d = data_parallel_degree(s);
   const std::string where =
-      r.replicas > 1 ? fmt::format("HSDP: shard groups of {} GPUs (\"{}\"), {} replicas of each shard reduced by an "
-                                   "allreduce across the shard groups",
-                                   sh.shard_size, sh.group, r.replicas)
-                     : fmt::format("over the data-parallel group of {} GPUs", d);
+      r.replicas > 1
+          ? fmt::format("with HSDP, shard groups of {} GPUs (\"{}\"), {} replicas of each shard reduced by an "
+                        "allreduce across the shard groups",
+                        sh.shard_size, sh.group, r.replicas)
+          : fmt::format("over the data-parallel group of {} GPUs", d);
   std::string gathers;
   if (sh.stage < 3)
     gathers = fmt::format("each group's updated parameters all-gathered in {} before its first forward, in forward "
@@ -261,7 +262,7 @@ std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const Shard
                         r.reduce_groups == 1 ? "" : "s", dag::dtype_name(sh.reduce_dtype));
   return fmt::format(
       "sharding stage {} {}: {}; {}; the optimizer steps on 1/{} of the parameters; memory per GPU by ZeRO's "
-      "accounting (Rajbhandari et al., SC'20, §5.1): {} (model state {}, {} unsharded)",
+      "accounting (Rajbhandari et al., SC'20, Figure 1): {} (model state {}, {} unsharded)",
       stage_name(sh.stage), where, reductions, gathers, sh.shard_size, format_bytes(r.total_bytes()),
       format_bytes(r.weights_bytes + r.gradients_bytes + r.optimizer_bytes), format_bytes(r.unsharded_state_bytes));
 }
@@ -289,6 +290,14 @@ void note_unused_keys(const Scenario& s, const ShardingSpec& sh, std::vector<std
   for (const char* key : {"unit", "prefetch", "reshard_after_forward"})
     if (sh.stage < 3 && raw.contains(key))
       unused.push_back(fmt::format("sharding.{}", key));
+  std::vector<std::string> unsharded;
+  for (const char* key : {"group", "param_dtype", "reduce_dtype"})
+    if (sh.stage == 0 && raw.contains(key))
+      unsharded.push_back(fmt::format("sharding.{}", key));
+  if (!unsharded.empty())
+    notes.push_back(fmt::format("{} appl{} to stages 1-3: stage 0 allreduces whole gradients in model.gradient_dtype "
+                                "over the data-parallel group",
+                                fmt::join(unsharded, ", "), unsharded.size() == 1 ? "ies" : "y"));
   if (sh.offload == Offload::none && raw.contains("host_memory_bandwidth"))
     notes.push_back("sharding.host_memory_bandwidth applies with offload only: nothing is offloaded");
   if (!unused.empty())
@@ -482,6 +491,25 @@ void time_sharding(const RunResult& r, double from, double to, ShardingReport& r
     active[static_cast<std::size_t>(e.cls)] += e.delta;
     last = e.t;
   }
+}
+
+void report_unsharded(const Scenario& s, Plan& p) {
+  ShardingSpec sh = *s.sharding;
+  sh.shard_size = 1;
+  ShardingReport r;
+  r.stage = 0;
+  r.replicas = data_parallel_degree(s);
+  r.param_dtype = r.reduce_dtype = std::string(dag::dtype_name(s.gradient_dtype));
+  r.reduce_groups = static_cast<int>(p.groups.size());
+  set_memory(s, sh, {}, p.groups, r);
+  p.peak_memory_bytes_per_gpu = r.total_bytes();
+  p.notes.push_back(fmt::format("sharding stage 0: every GPU holds the whole model state; memory per GPU by ZeRO's "
+                                "accounting (Rajbhandari et al., SC'20, Figure 1), as the sharded stages count it: {} "
+                                "(model state {}); without the sharding key, data parallelism counts 12 bytes per "
+                                "parameter",
+                                format_bytes(r.total_bytes()), format_bytes(r.unsharded_state_bytes)));
+  note_unused_keys(s, sh, p.notes);
+  p.sharding = std::move(r);
 }
 
 } // namespace ddlsim::sim

@@ -22,6 +22,11 @@ namespace ddlsim::sim {
 /// `input`: what the strategy plans a compressed exchange with (exchanges_compressed), as without sharding.
 void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p);
 
+/// prepare() for `sharding.stage` 0 given without a pipeline: the schedule is data parallelism's, and p.sharding
+/// reports its memory per GPU by ZeRO's accounting (which p.peak_memory_bytes_per_gpu then follows), so that it
+/// compares with the sharded stages', and its allreduces.
+void report_unsharded(const Scenario& s, Plan& p);
+
 /// After IterationGraph::place: with HSDP (s < d), the reduce-scatters and gathers go over the shard group and the
 /// allreduces over the replica group; the DAG's copies are the replica group's members x the shard group's (its
 /// tensor peers in IterationGraph's terms: consecutive ranks). Nothing to do when s = d.

@@ -133,9 +133,13 @@ void check_strategy(const Scenario& s, const ShardingSpec& sh, const std::string
   const auto refuse = [&](const std::string& why) {
     throw InputError(file, "/strategy/kind", fmt::format("'{}' with sharding.stage {}: {}", st.kind(), sh.stage, why));
   };
-  if (st.parameter_server() != nullptr || st.is(dag::StrategyFamily::scheduled))
+  if (st.parameter_server() != nullptr)
     refuse("parameter servers keep the model state on the servers; sharding applies to collective strategies "
            "(bsp, wfbp, mg-wfbp, ddp, fusion)");
+  if (st.is(dag::StrategyFamily::scheduled))
+    refuse("ByteScheduler lets the next iteration's forward start on a layer as soon as its partitions are updated, "
+           "across the iteration barrier, while a sharded step waits for the reductions of the rank's whole shard; "
+           "use ddp, wfbp or mg-wfbp");
   if (st.get_if<dag::TracedOptions>() != nullptr)
     refuse("a traced run's collectives are replayed as they were recorded");
   if (compresses(st) && sh.stage >= 2)
@@ -171,7 +175,9 @@ void check_parallelism(const Scenario& s, const ShardingSpec& sh, const std::str
   const auto& par = s.parallelism;
   if (!s.pipeline)
     return;
-  const std::string with = par.pipeline > 1 ? "a pipeline" : "tensor parallelism";
+  const std::string with = par.pipeline > 1 ? "a pipeline"
+                           : par.tensor > 1 ? "tensor parallelism"
+                                            : "a pipeline object (one stage)";
   if (sh.stage >= 2 && par.pipeline > 1)
     throw InputError(file, "/sharding/stage",
                      fmt::format("stage {} with a pipeline of {} stages: DeepSpeed refuses ZeRO stages 2 and 3 with "
@@ -179,9 +185,9 @@ void check_parallelism(const Scenario& s, const ShardingSpec& sh, const std::str
                                  sh.stage, par.pipeline));
   if (sh.stage >= 2)
     throw InputError(file, "/sharding/stage",
-                     fmt::format("stage {} with tensor parallelism is not modelled yet: with tensor parallelism "
-                                 "sharding is stage 1 (Megatron-Core's distributed optimizer)",
-                                 sh.stage));
+                     fmt::format("stage {} with {} is not modelled yet: with {} sharding is stage 1 (Megatron-Core's "
+                                 "distributed optimizer)",
+                                 sh.stage, with, with));
   if (sh.shard_size != data_parallel_degree(s))
     throw InputError(file, "/sharding/group",
                      fmt::format("shard groups of {} GPUs (HSDP) with {} are not modelled yet: with {} the shard "
