@@ -378,8 +378,7 @@ TEST_CASE("sweep: pipeline keys sweep (schedules zipped with their virtual stage
   CHECK_THAT(custom, Contains("pipeline.schedule=gpipe") && Contains("pipeline.schedule=interleaved-1f1b"));
 }
 
-TEST_CASE("sweep: results.csv carries the sharding figures of each point, stage 0 for a point without sharding",
-          "[cli][sweep][sharding]") {
+TEST_CASE("sweep: results.csv carries the sharding figures of each point, stage 0 included", "[cli][sweep][sharding]") {
   TempDir tmp;
   const std::string out = tmp / "sharding";
   // The quickstart's 8 GPUs (MG-WFBP) with each ZeRO stage.
@@ -391,10 +390,14 @@ TEST_CASE("sweep: results.csv carries the sharding figures of each point, stage 
   CHECK(rows[0][1] == "sharding.stage");
   CHECK(std::count(rows[0].begin(), rows[0].end(), "sharding.stage") == 1);
   CHECK(rows[0].back() == "error");
-  // Stage 0 shards nothing: no sharding figures.
-  for (const char* c : {"sharding.shard_group", "sharding.memory_per_gpu.total_bytes", "sharding.memory_per_gpu.fits",
-                        "sharding.exposed_allgather_s"})
-    CHECK(rows[1][column(rows, c)].empty());
+  // Stage 0 given shards nothing: one-GPU shards, the 8 GPUs all replicas, its allreduces, and its memory counted
+  // by ZeRO's accounting as the sharded points' (the point's peak memory).
+  CHECK(rows[1][column(rows, "sharding.shard_group")] == "1");
+  CHECK(rows[1][column(rows, "sharding.replicas")] == "8");
+  CHECK(rows[1][column(rows, "sharding.per_iteration.allgather_bytes_sent")] == "0");
+  CHECK(rows[1][column(rows, "sharding.per_iteration.allreduce_bytes_sent")] != "0");
+  CHECK(rows[1][column(rows, "sharding.memory_per_gpu.total_bytes")] ==
+        rows[1][column(rows, "peak_memory_bytes_per_gpu")]);
   // Each sharded point's cells are its summary's figures, as `ddlsim run` writes them.
   const auto j = json::parse(read_text(fs::path(out) / "results.json"));
   for (std::size_t r = 2; r < rows.size(); ++r) {
