@@ -14,6 +14,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <random>
@@ -428,4 +430,158 @@ TEST_CASE("sharding: offload moves the optimizer state to the host and costs its
   doc["gpu"].erase("host_link");
   doc["sharding"] = {{"stage", 2}, {"offload", "optimizer"}};
   CHECK_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("give gpu.host_link"));
+}
+
+namespace {
+
+// Every split of positions [0, n) into consecutive groups, by a mask of the n - 1 cuts.
+std::vector<dag::GatherGroup> split_of(unsigned mask, int n) {
+  std::vector<dag::GatherGroup> split;
+  int first = 0;
+  for (int k = 1; k <= n; ++k)
+    if (k == n || (mask >> (k - 1) & 1u) != 0) {
+      split.push_back({first, k});
+      first = k;
+    }
+  return split;
+}
+
+// The least gather_sequence_end over every split (2^(n-1) of them).
+double brute_force_end(const std::vector<double>& compute, const std::vector<double>& bytes, const dag::AffineCost& c,
+                       double busy) {
+  const int n = static_cast<int>(compute.size());
+  double best = n == 0 ? busy : std::numeric_limits<double>::infinity();
+  for (unsigned mask = 0; n > 0 && mask < (1u << (n - 1)); ++mask)
+    best = std::min(best, dag::gather_sequence_end(split_of(mask, n), compute, bytes, c, busy));
+  return best;
+}
+
+// The parameter all-gathers of a sharded plan in issue order (task order): their bytes.
+std::vector<double> gather_bytes(const dag::IterationGraph& g) {
+  std::vector<double> out;
+  for (std::size_t v = 0; v < g.size(); ++v)
+    if (dag::gathers_parameters(g.task(v)))
+      out.push_back(dag::bytes_of(g.task(v)));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("sharding: the gather groups' planner is optimal by brute force", "[sharding][mgwfbp][gather-merge]") {
+  // Random sequences of 1-10 units (compute 0.05-3 ms, 1 kB-8 MB each), alpha 1 us-1 ms, 10-200 GB/s, compute queued
+  // before the first group (busy) or none: optimal_gather_split ends no later than any of the 2^(n-1) splits, nor
+  // than one group per unit or one group. plan_gather_groups' backward: the units before the last forward group in
+  // backward order, after that group's backward, also optimal among all their splits.
+  std::mt19937_64 rng(3203);
+  std::uniform_real_distribution<double> unit(0, 1);
+  const auto log_uniform = [&](double lo, double hi) { return lo * std::pow(hi / lo, unit(rng)); };
+  int merged = 0, split = 0;
+  for (int instance = 0; instance < 300; ++instance) {
+    const int n = std::uniform_int_distribution<int>(1, 10)(rng);
+    std::vector<double> forward(static_cast<std::size_t>(n)), backward(forward.size()), bytes(forward.size());
+    for (std::size_t u = 0; u < forward.size(); ++u) {
+      forward[u] = log_uniform(5e-5, 3e-3);
+      backward[u] = log_uniform(1e-4, 6e-3);
+      bytes[u] = log_uniform(1e3, 8e6);
+    }
+    const dag::AffineCost cost{log_uniform(1e-6, 1e-3), 1 / log_uniform(10e9, 200e9)};
+    const double busy = instance % 2 == 0 ? 0.0 : log_uniform(1e-5, 5e-3);
+    CAPTURE(instance, n, cost.alpha_s, cost.seconds_per_byte, busy);
+    const auto planned = dag::optimal_gather_split(forward, bytes, cost, busy);
+    const double end = dag::gather_sequence_end(planned, forward, bytes, cost, busy);
+    CHECK_THAT(end, WithinRel(brute_force_end(forward, bytes, cost, busy), 1e-12));
+    std::vector<dag::GatherGroup> per_unit;
+    for (int u = 0; u < n; ++u)
+      per_unit.push_back({u, u + 1});
+    CHECK(end <= dag::gather_sequence_end(per_unit, forward, bytes, cost, busy) * (1 + 1e-12));
+    CHECK(end <= dag::gather_sequence_end({{0, n}}, forward, bytes, cost, busy) * (1 + 1e-12));
+    merged += static_cast<int>(planned.size()) < n ? 1 : 0;
+    split += planned.size() > 1 ? 1 : 0;
+
+    const auto both = dag::plan_gather_groups(forward, backward, bytes, cost, true);
+    CHECK(both.forward == dag::optimal_gather_split(forward, bytes, cost));
+    const int kept = both.forward.back().first_unit;
+    std::vector<double> reversed_s, reversed_bytes;
+    for (int u = kept; u-- > 0;) {
+      reversed_s.push_back(backward[static_cast<std::size_t>(u)]);
+      reversed_bytes.push_back(bytes[static_cast<std::size_t>(u)]);
+    }
+    double kept_s = 0;
+    for (int u = kept; u < n; ++u)
+      kept_s += backward[static_cast<std::size_t>(u)];
+    std::vector<dag::GatherGroup> positions; // unit range [a, e) is positions [kept - e, kept - a)
+    int next = 0;
+    for (const auto& x : both.backward) {
+      CHECK(x.end_unit == kept - next);
+      positions.push_back({kept - x.end_unit, kept - x.first_unit});
+      next = kept - x.first_unit;
+    }
+    CHECK(next == kept);
+    CHECK_THAT(dag::gather_sequence_end(positions, reversed_s, reversed_bytes, cost, kept_s),
+               WithinRel(brute_force_end(reversed_s, reversed_bytes, cost, kept_s), 1e-12));
+    CHECK(dag::plan_gather_groups(forward, backward, bytes, cost, false).backward.empty());
+  }
+  // Both regimes occur: gathers merged, and more than one group.
+  CHECK(merged > 25);
+  CHECK(split > 25);
+}
+
+TEST_CASE("sharding: stage 3's DAG gathers each gather group with one all-gather", "[sharding][closed-form]") {
+  // 4 units of one layer, forward f = 1, backward b = 2, every all-gather g = 1.5 > f (its bytes do not matter here),
+  // reduce-scatters r = 0.5, two gather groups {0, 1} and {2, 3}.
+  const auto u = uniform(4, 1.0, 2.0);
+  dag::ShardedSchedule schedule{.stage = 3,
+                                .groups = {},
+                                .units = dag::shard_units(u.model, dag::UnitKind::layer),
+                                .prefetch = 1,
+                                .reshard_after_forward = false};
+  schedule.forward_gathers = {{0, 2}, {2, 4}};
+  SECTION("without resharding, one all-gather per group") {
+    // Group 2's gather runs under group 1's forward (g <= 2f): g + 4f, then 4b and the last reduce-scatter; one group
+    // per unit waits for each gather: 4g + f + 4b + r.
+    CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(1.5 + 4 * 1.0 + 4 * 2.0 + 0.5, 1e-12));
+    auto per_unit = schedule;
+    per_unit.forward_gathers.clear();
+    CHECK_THAT(makespan(u, per_unit, 1.5, 0.5), WithinRel(4 * 1.5 + 1.0 + 4 * 2.0 + 0.5, 1e-12));
+    const auto g = dag::build_sharded_iteration(u.model, u.costs, schedule);
+    CHECK(gather_bytes(g) == std::vector<double>{2 * 2000.0, 2 * 2000.0}); // two units of 1000 parameters, 2 bytes
+  }
+  SECTION("the prefetch counts groups") {
+    // Prefetch 0: group 2's gather waits for group 1's forward: 2 (g + 2f) + 4b + r.
+    schedule.prefetch = 0;
+    CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(2 * (1.5 + 2 * 1.0) + 4 * 2.0 + 0.5, 1e-12));
+  }
+  SECTION("with resharding, the last group keeps its parameters and the backward regathers the others") {
+    // Backward: group {2, 3} computes at once (2b) while {0, 1} is regathered in one all-gather (g <= 2b), each
+    // reduce-scatter under the next unit's backward (g, r <= b): g + 4 (f + b) + r, three all-gathers.
+    schedule.reshard_after_forward = true;
+    schedule.backward_gathers = {{0, 2}};
+    CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(1.5 + 4 * (1.0 + 2.0) + 0.5, 1e-12));
+    CHECK(gather_bytes(dag::build_sharded_iteration(u.model, u.costs, schedule)).size() == 3);
+    // Without backward groups given, each resharded unit is regathered alone: units 1 and 0.
+    schedule.backward_gathers.clear();
+    CHECK(gather_bytes(dag::build_sharded_iteration(u.model, u.costs, schedule)) ==
+          std::vector<double>{4000.0, 4000.0, 2000.0, 2000.0});
+  }
+  SECTION("offloaded parameters: one fetch per group, its units' fetches summed") {
+    // Each unit's fetch 0.25: a group's copy 0.5 before its gather; the first gather waits for it: 0.5 more.
+    schedule.fetch_unit_s.assign(4, 0.25);
+    const auto g = dag::build_sharded_iteration(u.model, u.costs, schedule);
+    std::vector<double> copies;
+    for (std::size_t v = 0; v < g.size(); ++v)
+      if (g.task(v).resource == dag::Resource::copy)
+        copies.push_back(g.task(v).duration_s);
+    CHECK(copies == std::vector<double>{0.5, 0.5});
+    CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(0.5 + 1.5 + 4 * 1.0 + 4 * 2.0 + 0.5, 1e-12));
+  }
+  SECTION("groups that do not cover the units are a logic error") {
+    schedule.forward_gathers = {{0, 2}, {3, 4}};
+    CHECK_THROWS_WITH(dag::build_sharded_iteration(u.model, u.costs, schedule),
+                      Contains("do not cover the units in order"));
+    schedule.forward_gathers = {{0, 2}, {2, 4}};
+    schedule.reshard_after_forward = true;
+    schedule.backward_gathers = {{0, 1}};
+    CHECK_THROWS_WITH(dag::build_sharded_iteration(u.model, u.costs, schedule),
+                      Contains("do not cover the resharded units"));
+  }
 }
