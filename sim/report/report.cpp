@@ -201,7 +201,8 @@ void add_sharding(OrderedJson& j, const ShardingReport& sh) {
     o["units"] = {{"unit", sh.unit},
                   {"count", sh.units},
                   {"prefetch", sh.prefetch},
-                  {"reshard_after_forward", sh.reshard_after_forward}};
+                  {"reshard_after_forward", sh.reshard_after_forward},
+                  {"gather_groups", {{"forward", sh.forward_gather_groups}, {"backward", sh.backward_gather_groups}}}};
   o["param_dtype"] = sh.param_dtype;
   o["reduce_dtype"] = sh.reduce_dtype;
   o["per_iteration"] = {

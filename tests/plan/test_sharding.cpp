@@ -585,3 +585,115 @@ TEST_CASE("sharding: stage 3's DAG gathers each gather group with one all-gather
                       Contains("do not cover the resharded units"));
   }
 }
+
+namespace {
+
+// Many small layers (10^4 parameters, 10 us of forward each) on 16 nodes x 1 GPU: a ring all-gather's latency,
+// 15 x 2 x 5 us, is 15 times a layer's forward.
+Json small_layers_doc(int layers, const std::string& strategy, int prefetch) {
+  Json doc = uniform_doc(layers, 10000, 16, 1);
+  doc["strategy"] = {{"kind", strategy}};
+  doc["sharding"] = {{"stage", 3}, {"unit", "layer"}, {"prefetch", prefetch}};
+  return doc;
+}
+
+} // namespace
+
+TEST_CASE("sharding: MG-WFBP merges stage 3's all-gathers where their start-up cost dominates",
+          "[sharding][mgwfbp][gather-merge]") {
+  // 48 layers: wfbp gathers each unit alone (48 in forward, 47 in backward); mg-wfbp merges them into fewer groups,
+  // exposes less of them, and the iteration is shorter. Each group is one all-gather of its units' parameters, and
+  // the memory holds prefetch + 1 consecutive groups in either direction (the backward's sequence starting with the
+  // last forward group).
+  const int prefetch = GENERATE(0, 1, 2);
+  CAPTURE(prefetch);
+  const auto wfbp = run_analytic(parse_scenario(small_layers_doc(48, "wfbp", prefetch), "t.json"));
+  const auto s = parse_scenario(small_layers_doc(48, "mg-wfbp", prefetch), "t.json");
+  const auto mg = run_analytic(s);
+  REQUIRE(wfbp.sharding);
+  REQUIRE(mg.sharding);
+  CHECK(wfbp.sharding->forward_gather_groups == 48);
+  CHECK(wfbp.sharding->backward_gather_groups == 47);
+  CHECK(mg.sharding->forward_gather_groups < 48);
+  CHECK(mg.sharding->backward_gather_groups < 47);
+  CHECK(mg.sharding->allgathers == mg.sharding->forward_gather_groups + mg.sharding->backward_gather_groups);
+  CHECK(mg.iteration_time_s < wfbp.iteration_time_s);
+  CHECK(mg.sharding->exposed_allgather_s < wfbp.sharding->exposed_allgather_s);
+  bool noted = false;
+  for (const auto& note : mg.notes)
+    noted = noted || note.find(fmt::format("{} gather groups in forward", mg.sharding->forward_gather_groups)) !=
+                         std::string::npos;
+  CHECK(noted);
+  // Memory: the windows of prefetch + 1 consecutive gathers in each direction, from the plan's DAG.
+  const auto p = prepare(s, Engine::analytic);
+  const auto bytes = gather_bytes(p.graph);
+  const auto forward = static_cast<std::size_t>(mg.sharding->forward_gather_groups);
+  REQUIRE(bytes.size() == forward + static_cast<std::size_t>(mg.sharding->backward_gather_groups));
+  std::vector<double> backward{bytes[forward - 1]};
+  backward.insert(backward.end(), bytes.begin() + static_cast<std::ptrdiff_t>(forward), bytes.end());
+  const std::vector<double> ahead(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(forward));
+  double most = 0;
+  const std::vector<const std::vector<double>*> sequences{&ahead, &backward};
+  for (const auto* sequence : sequences)
+    for (std::size_t j = 0; j < sequence->size(); ++j) {
+      double sum = 0;
+      for (std::size_t k = j; k < std::min(sequence->size(), j + static_cast<std::size_t>(prefetch) + 1); ++k)
+        sum += (*sequence)[k];
+      most = std::max(most, sum);
+    }
+  CHECK_THAT(mg.sharding->gathered_bytes, WithinRel(most, 1e-12));
+  CHECK(mg.sharding->gathered_bytes > wfbp.sharding->gathered_bytes);
+  CHECK_THAT(wfbp.sharding->gathered_bytes, WithinRel((prefetch + 1) * 10000 * 2.0, 1e-12));
+  CHECK_THAT(mg.peak_memory_bytes_per_gpu, WithinRel(mg.sharding->total_bytes(), 1e-12));
+}
+
+TEST_CASE("sharding: MG-WFBP's gather groups of a scenario are optimal by brute force", "[sharding][mgwfbp]") {
+  // Random small models (3-9 layers of random sizes, forward and backward times) on 16 nodes x 1 GPU, stage 3 per
+  // layer with mg-wfbp: the forward's gather groups in the plan's DAG end the forward (as the planner's model times
+  // it, with the ring all-gather's alpha and beta over the shard group) no later than any split of the layers.
+  std::mt19937_64 rng(3204);
+  for (int instance = 0; instance < 20; ++instance) {
+    const int layers = std::uniform_int_distribution<int>(3, 9)(rng);
+    Json doc = small_layers_doc(layers, "mg-wfbp", 1);
+    Json calibration = {
+        {"format", "ddlsim-calibration"}, {"version", 2}, {"batch_per_gpu", 1}, {"layers", Json::object()}};
+    std::vector<double> forward, bytes;
+    for (int l = 0; l < layers; ++l) {
+      const auto params = std::uniform_int_distribution<std::int64_t>(1000, 2000000)(rng);
+      doc["model"]["layers"][static_cast<std::size_t>(l)]["params"] = params;
+      const int fwd_us = std::uniform_int_distribution<int>(10, 2000)(rng);
+      calibration["layers"]["l" + std::to_string(l)] = {{"forward", fmt::format("{} us", fwd_us)},
+                                                        {"backward", fmt::format("{} us", 2 * fwd_us)}};
+      bytes.push_back(static_cast<double>(params) * 2);
+    }
+    doc["calibration"] = calibration;
+    const auto s = parse_scenario(doc, "t.json");
+    const auto p = prepare(s, Engine::analytic);
+    REQUIRE(p.sharding);
+    forward = p.costs.worker.fwd_s;
+    // The planner's alpha and beta: the ring all-gather over the 16 GPUs, affine in its payload on this star.
+    std::vector<int> ranks(16);
+    for (int r = 0; r < 16; ++r)
+      ranks[static_cast<std::size_t>(r)] = r;
+    const auto model = make_cost_model(*s.sharding->gather_algorithm, layout_of(ranks, s.cluster).net);
+    const double t1 = model->cost(1e6).time_s, t2 = model->cost(2e6).time_s;
+    const dag::AffineCost cost{2 * t1 - t2, (t2 - t1) / 1e6};
+    // The plan's forward groups, from its gathers' bytes.
+    std::vector<dag::GatherGroup> planned;
+    const auto gathered = gather_bytes(p.graph);
+    int next = 0;
+    for (int j = 0; j < p.sharding->forward_gather_groups; ++j) {
+      double sum = 0;
+      int end = next;
+      while (end < layers && sum < gathered[static_cast<std::size_t>(j)])
+        sum += bytes[static_cast<std::size_t>(end++)];
+      REQUIRE(sum == gathered[static_cast<std::size_t>(j)]);
+      planned.push_back({next, end});
+      next = end;
+    }
+    REQUIRE(next == layers);
+    CAPTURE(instance, layers, planned.size());
+    CHECK_THAT(dag::gather_sequence_end(planned, forward, bytes, cost),
+               WithinRel(brute_force_end(forward, bytes, cost, 0), 1e-9));
+  }
+}
