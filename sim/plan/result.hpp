@@ -119,6 +119,9 @@ struct ShardingReport {
   bool reshard_after_forward = false;
   std::string param_dtype, reduce_dtype;
   int reduce_groups = 0; ///< reduce-scatters per iteration
+  /// Stage 3: the all-gathers of parameters in forward and in backward (one per gather group: one per unit, or fewer
+  /// where MG-WFBP merges consecutive units' gathers).
+  int forward_gather_groups = 0, backward_gather_groups = 0;
   /// Per GPU per iteration: collectives of each kind and the bytes the GPU sends in them.
   int allgathers = 0, reduce_scatters = 0, allreduces = 0;
   double allgather_bytes = 0, reduce_scatter_bytes = 0, allreduce_bytes = 0;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace ddlsim::sim {
 
@@ -135,22 +136,103 @@ void set_reduce_steps(std::vector<dag::GradientGroup>& groups, const ShardingSpe
   }
 }
 
-// The most parameters gathered at once at stage 3: prefetch + 1 consecutive units, or every unit without resharding
-// (gathered in forward, kept for backward).
-double gathered_params(const std::vector<dag::ShardUnit>& units, const ShardingSpec& sh) {
-  double most = 0;
-  const std::size_t window = sh.reshard_after_forward ? static_cast<std::size_t>(sh.prefetch) + 1 : units.size();
+// The all-gather's alpha and beta over payloads in [least, most] bytes: a closed form's, else those of a lowering's
+// phase-synchronous time, a sum over phases of the slowest flow's latency plus its bytes (a fixed share of the
+// payload) over its bandwidth. That is convex and piecewise affine in the payload, so it is affine on [least, most]
+// when it meets its chord at the middle (here to 1e-12, relative): the ring over a star, where one link class bounds
+// every phase, is; nullopt where it is not.
+std::optional<dag::AffineCost> affine_between(const CollectiveModel& model, double least, double most) {
+  if (const auto closed = affine_cost(model))
+    return closed;
+  const double low = model.cost(least).time_s, high = model.cost(most).time_s;
+  const double middle = model.cost((least + most) / 2).time_s;
+  if (!(most > least) || std::abs(middle - (low + high) / 2) > 1e-12 * high)
+    return std::nullopt;
+  const double beta = (high - low) / (most - least);
+  return dag::AffineCost{low - beta * least, beta};
+}
+
+// Units beyond which the gather groups are not searched: the search is cubic in them (dag::optimal_gather_split: up to
+// 0.17 s for 1,024 units, 1.5 s for 2,048).
+constexpr std::size_t kMaxGatherSearchUnits = 1024;
+
+// Stage 3 with MG-WFBP: the units' all-gathers merged into gather groups (dag::plan_gather_groups), timed with the
+// parameter all-gather's cost over the shard group and the units' forward and backward times. Empty groups (one per
+// unit) and a note where the search does not run.
+struct GatherMerge {
+  dag::GatherGroups groups;
+  std::optional<std::string> note;
+};
+
+GatherMerge merge_gathers(const Scenario& s, const ShardingSpec& sh, const dag::WorkerCosts& costs,
+                          const std::vector<dag::ShardUnit>& units) {
+  if (units.size() < 2)
+    return {};
+  if (units.size() > kMaxGatherSearchUnits)
+    return {{},
+            fmt::format("{}: {} units, more than the {} whose gather groups it searches (cubic in the units): one "
+                        "all-gather per unit",
+                        s.strategy.kind(), units.size(), kMaxGatherSearchUnits)};
+  const double e = dtype_bytes(sh.param_dtype);
+  std::vector<double> forward_s(units.size(), 0.0), backward_s(units.size(), 0.0), bytes;
   for (std::size_t u = 0; u < units.size(); ++u) {
-    double sum = 0;
-    for (std::size_t k = u; k < std::min(units.size(), u + window); ++k)
-      sum += static_cast<double>(units[k].params);
-    most = std::max(most, sum);
+    for (int l = units[u].first_layer; l < units[u].end_layer; ++l) {
+      forward_s[u] += costs.fwd_s[static_cast<std::size_t>(l)];
+      backward_s[u] += costs.bwd_s[static_cast<std::size_t>(l)];
+    }
+    bytes.push_back(static_cast<double>(units[u].params) * e);
   }
+  double total = 0;
+  for (const double b : bytes)
+    total += b;
+  const auto gather = make_cost_model(*sh.gather_algorithm, layout_of(shard_group_ranks(s), s.cluster).net);
+  const auto cost = affine_between(*gather, *std::min_element(bytes.begin(), bytes.end()), total);
+  if (!cost)
+    return {{},
+            fmt::format("{}: the parameter all-gather's cost over the shard group ({}) is not affine in its payload, "
+                        "which the merge of the units' gathers needs: one all-gather per unit",
+                        s.strategy.kind(), sh.gather_algorithm->algorithm)};
+  return {dag::plan_gather_groups(forward_s, backward_s, bytes, *cost, sh.reshard_after_forward), std::nullopt};
+}
+
+// The most parameters gathered at once at stage 3: prefetch + 1 consecutive gather groups in forward or in backward
+// (whose sequence starts with the last forward group, kept for it), or every unit without resharding (gathered in
+// forward, kept for backward).
+double gathered_params(const std::vector<dag::ShardUnit>& units, const dag::GatherGroups& gathers,
+                       const ShardingSpec& sh) {
+  const auto params = [&](const dag::GatherGroup& x) {
+    double sum = 0;
+    for (int u = x.first_unit; u < x.end_unit; ++u)
+      sum += static_cast<double>(units[static_cast<std::size_t>(u)].params);
+    return sum;
+  };
+  std::vector<double> forward, backward;
+  for (const auto& x : gathers.forward)
+    forward.push_back(params(x));
+  if (!sh.reshard_after_forward) {
+    double sum = 0;
+    for (const double p : forward)
+      sum += p;
+    return sum;
+  }
+  if (!gathers.forward.empty())
+    backward.push_back(params(gathers.forward.back()));
+  for (const auto& x : gathers.backward)
+    backward.push_back(params(x));
+  const std::size_t window = static_cast<std::size_t>(sh.prefetch) + 1;
+  double most = 0;
+  for (const auto* sequence : {&forward, &backward})
+    for (std::size_t j = 0; j < sequence->size(); ++j) {
+      double sum = 0;
+      for (std::size_t k = j; k < std::min(sequence->size(), j + window); ++k)
+        sum += (*sequence)[k];
+      most = std::max(most, sum);
+    }
   return most;
 }
 
 void set_memory(const Scenario& s, const ShardingSpec& sh, const std::vector<dag::ShardUnit>& units,
-                const std::vector<dag::GradientGroup>& groups, ShardingReport& r) {
+                const dag::GatherGroups& gathers, const std::vector<dag::GradientGroup>& groups, ShardingReport& r) {
   const double params = static_cast<double>(s.model.param_count());
   const auto state = dag::zero_state_per_parameter(s.optimizer, s.gradient_dtype, sh.stage, sh.shard_size);
   r.weights_bytes = params * state.weights;
@@ -158,7 +240,7 @@ void set_memory(const Scenario& s, const ShardingSpec& sh, const std::vector<dag
   r.optimizer_bytes = params * state.optimizer;
   r.unsharded_state_bytes = params * dag::zero_state_per_parameter(s.optimizer, s.gradient_dtype, 0, 1).total();
   if (sh.stage == 3)
-    r.gathered_bytes = gathered_params(units, sh) * dtype_bytes(sh.param_dtype);
+    r.gathered_bytes = gathered_params(units, gathers, sh) * dtype_bytes(sh.param_dtype);
   for (const auto& g : groups)
     r.reduce_buffer_bytes = std::max(r.reduce_buffer_bytes, g.bytes);
   double activations = 0;
@@ -179,7 +261,7 @@ double host_step_bytes_per_parameter(const Scenario& s) {
 
 // Offloaded state: the copies over the GPU's host link, the step on the host, and the memory moved off the GPU.
 void set_offload(const Scenario& s, const ShardingSpec& sh, const std::vector<dag::ShardUnit>& units,
-                 dag::ShardedSchedule& schedule, ShardingReport& r) {
+                 const dag::GatherGroups& gathers, dag::ShardedSchedule& schedule, ShardingReport& r) {
   if (sh.offload == Offload::none)
     return;
   const double n = sh.shard_size, link = s.gpu.host_link, e_p = dtype_bytes(sh.param_dtype);
@@ -200,11 +282,15 @@ void set_offload(const Scenario& s, const ShardingSpec& sh, const std::vector<da
   }
   r.host_bytes += r.weights_bytes; // the parameter shards live on the host, fetched for every gather
   r.weights_bytes = 0;
-  const double gathers = sh.reshard_after_forward ? 2 : 1;
+  std::vector<int> times(units.size(), 0); // each unit's shard is fetched for each of its gathers
+  for (const auto* direction : {&gathers.forward, &gathers.backward})
+    for (const auto& x : *direction)
+      for (int u = x.first_unit; u < x.end_unit; ++u)
+        ++times[static_cast<std::size_t>(u)];
   for (std::size_t u = 0; u < units.size(); ++u) {
     const double bytes = static_cast<double>(units[u].params) / n * e_p;
     schedule.fetch_unit_s.push_back(bytes / link);
-    r.host_copy_bytes += bytes * (u + 1 < units.size() ? gathers : 1);
+    r.host_copy_bytes += bytes * times[u];
   }
 }
 
@@ -228,7 +314,7 @@ std::string unit_text(const ShardingSpec& sh) {
   return format_bytes(sh.unit_bytes);
 }
 
-std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const ShardingReport& r) {
+std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const ShardingReport& r, bool merged) {
   const int d = data_parallel_degree(s);
   const std::string where =
       r.replicas > 1
@@ -251,6 +337,15 @@ std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const Shard
         sh.reshard_after_forward ? " and again before its backward (reshard_after_forward; the last unit keeps its "
                                    "parameters for the backward that starts with it, as FSDP2 and torchtitan do)"
                                  : "");
+  if (merged)
+    gathers += fmt::format(
+        "; {} merges consecutive units' all-gathers so that they hide behind compute (MG-WFBP's merge, Shi et al., "
+        "INFOCOM 2019, on the gathers, planned with the all-gather's alpha and beta, gathers back to back): {} gather "
+        "group{} in forward{}, each one all-gather, the prefetch counting groups",
+        s.strategy.kind(), r.forward_gather_groups, r.forward_gather_groups == 1 ? "" : "s",
+        sh.reshard_after_forward
+            ? fmt::format(" and {} in backward (the last forward group keeps its parameters)", r.backward_gather_groups)
+            : "");
   if (sh.ring_gathers_by_default)
     gathers += " (by the ring algorithm, NCCL's for all-gathers: collectives.allgather picks another)";
   const std::string reductions =
@@ -340,6 +435,14 @@ void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p) {
                                 .reshard_after_forward = sh.reshard_after_forward,
                                 .param_bytes_per_element = dtype_bytes(sh.param_dtype),
                                 .update_s = p.costs.worker.update_s / sh.shard_size};
+  // MG-WFBP (the registry's trait, GroupSearch::allreduce) merges stage 3's gathers as it merges the reductions.
+  GatherMerge merge;
+  if (sh.stage == 3 && !exchanges_compressed(s) &&
+      s.strategy.entry().traits.group_search == dag::GroupSearch::allreduce)
+    merge = merge_gathers(s, sh, p.costs.worker, units);
+  schedule.forward_gathers = merge.groups.forward;
+  schedule.backward_gathers = merge.groups.backward;
+  const auto gathers = sh.stage == 3 ? dag::gather_groups(schedule) : dag::GatherGroups{};
   ShardingReport r{.stage = sh.stage,
                    .shard_size = sh.shard_size,
                    .replicas = replicas,
@@ -350,15 +453,19 @@ void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p) {
                    .param_dtype = std::string(dag::dtype_name(sh.param_dtype)),
                    .reduce_dtype = std::string(dag::dtype_name(sh.reduce_dtype)),
                    .reduce_groups = static_cast<int>(p.groups.size()),
+                   .forward_gather_groups = static_cast<int>(gathers.forward.size()),
+                   .backward_gather_groups = static_cast<int>(gathers.backward.size()),
                    .offload = std::string(offload_name(sh.offload)),
                    .fits = std::nullopt};
-  set_memory(s, sh, units, p.groups, r);
-  set_offload(s, sh, units, schedule, r);
+  set_memory(s, sh, units, gathers, p.groups, r);
+  set_offload(s, sh, units, gathers, schedule, r);
   if (r.fits)
     r.fits = r.total_bytes() <= s.gpu.memory_bytes;
   p.graph = dag::build_sharded_iteration(s.model, p.costs.worker, schedule);
   p.peak_memory_bytes_per_gpu = r.total_bytes();
-  p.notes.push_back(schedule_note(s, sh, r));
+  p.notes.push_back(schedule_note(s, sh, r, !schedule.forward_gathers.empty()));
+  if (merge.note)
+    p.notes.push_back(*merge.note);
   if (sh.offload != Offload::none)
     p.notes.push_back(offload_note(s, sh, r));
   note_unused_keys(s, sh, p.notes);
@@ -501,7 +608,7 @@ void report_unsharded(const Scenario& s, Plan& p) {
   r.replicas = data_parallel_degree(s);
   r.param_dtype = r.reduce_dtype = std::string(dag::dtype_name(s.gradient_dtype));
   r.reduce_groups = static_cast<int>(p.groups.size());
-  set_memory(s, sh, {}, p.groups, r);
+  set_memory(s, sh, {}, {}, p.groups, r);
   p.peak_memory_bytes_per_gpu = r.total_bytes();
   p.notes.push_back(fmt::format("sharding stage 0: every GPU holds the whole model state; memory per GPU by ZeRO's "
                                 "accounting (Rajbhandari et al., SC'20, Figure 1), as the sharded stages count it: {} "

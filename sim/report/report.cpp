@@ -201,7 +201,8 @@ void add_sharding(OrderedJson& j, const ShardingReport& sh) {
     o["units"] = {{"unit", sh.unit},
                   {"count", sh.units},
                   {"prefetch", sh.prefetch},
-                  {"reshard_after_forward", sh.reshard_after_forward}};
+                  {"reshard_after_forward", sh.reshard_after_forward},
+                  {"gather_groups", {{"forward", sh.forward_gather_groups}, {"backward", sh.backward_gather_groups}}}};
   o["param_dtype"] = sh.param_dtype;
   o["reduce_dtype"] = sh.reduce_dtype;
   o["per_iteration"] = {
@@ -335,8 +336,11 @@ void check_invariants(const OrderedJson& j, const Scenario& s, const RunResult& 
       parts += v.get<double>();
   // A GPU holds at least its share of the weights, at 2 bytes each (bf16/fp16; fp32 holds 4): the largest stage's
   // parameters are at least the average over the p x t GPUs of a replica.
+  // Stage 3 shards them over its shard group, and offloaded parameters live in host memory.
   const double gpus_per_replica = static_cast<double>(s.parallelism.pipeline) * s.parallelism.tensor;
-  const double weights = 2 * static_cast<double>(s.model.param_count()) / gpus_per_replica;
+  const double shards = r.sharding && r.sharding->stage == 3 ? r.sharding->shard_size : 1;
+  const bool on_host = r.sharding && r.sharding->offload == "parameters";
+  const double weights = on_host ? 0 : 2 * static_cast<double>(s.model.param_count()) / gpus_per_replica / shards;
   if (r.peak_memory_bytes_per_gpu > 0 && r.peak_memory_bytes_per_gpu < weights * (1 - 1e-12))
     throw std::logic_error(fmt::format("summary: peak memory {} B per GPU is below the weights' share, {} B",
                                        r.peak_memory_bytes_per_gpu, weights));

@@ -14,6 +14,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <random>
@@ -469,4 +471,270 @@ TEST_CASE("sharding: the shipped comparison's layouts take the same time on both
   });
   REQUIRE(report.error.empty());
   CHECK_THAT(report.values.at(0), WithinRel(analytic.iteration_time_s, 0.01));
+}
+
+namespace {
+
+// Every split of positions [0, n) into consecutive groups, by a mask of the n - 1 cuts.
+std::vector<dag::GatherGroup> split_of(unsigned mask, int n) {
+  std::vector<dag::GatherGroup> split;
+  int first = 0;
+  for (int k = 1; k <= n; ++k)
+    if (k == n || (mask >> (k - 1) & 1u) != 0) {
+      split.push_back({first, k});
+      first = k;
+    }
+  return split;
+}
+
+// The least gather_sequence_end over every split (2^(n-1) of them).
+double brute_force_end(const std::vector<double>& compute, const std::vector<double>& bytes, const dag::AffineCost& c,
+                       double busy) {
+  const int n = static_cast<int>(compute.size());
+  double best = n == 0 ? busy : std::numeric_limits<double>::infinity();
+  for (unsigned mask = 0; n > 0 && mask < (1u << (n - 1)); ++mask)
+    best = std::min(best, dag::gather_sequence_end(split_of(mask, n), compute, bytes, c, busy));
+  return best;
+}
+
+// The parameter all-gathers of a sharded plan in issue order (task order): their bytes.
+std::vector<double> gather_bytes(const dag::IterationGraph& g) {
+  std::vector<double> out;
+  for (std::size_t v = 0; v < g.size(); ++v)
+    if (dag::gathers_parameters(g.task(v)))
+      out.push_back(dag::bytes_of(g.task(v)));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("sharding: the gather groups' planner is optimal by brute force", "[sharding][mgwfbp][gather-merge]") {
+  // Random sequences of 1-10 units (compute 0.05-3 ms, 1 kB-8 MB each), alpha 1 us-1 ms, 10-200 GB/s, compute queued
+  // before the first group (busy) or none: optimal_gather_split ends no later than any of the 2^(n-1) splits, nor
+  // than one group per unit or one group. plan_gather_groups' backward: the units before the last forward group in
+  // backward order, after that group's backward, also optimal among all their splits.
+  std::mt19937_64 rng(3203);
+  std::uniform_real_distribution<double> unit(0, 1);
+  const auto log_uniform = [&](double lo, double hi) { return lo * std::pow(hi / lo, unit(rng)); };
+  int merged = 0, split = 0;
+  for (int instance = 0; instance < 300; ++instance) {
+    const int n = std::uniform_int_distribution<int>(1, 10)(rng);
+    std::vector<double> forward(static_cast<std::size_t>(n)), backward(forward.size()), bytes(forward.size());
+    for (std::size_t u = 0; u < forward.size(); ++u) {
+      forward[u] = log_uniform(5e-5, 3e-3);
+      backward[u] = log_uniform(1e-4, 6e-3);
+      bytes[u] = log_uniform(1e3, 8e6);
+    }
+    const dag::AffineCost cost{log_uniform(1e-6, 1e-3), 1 / log_uniform(10e9, 200e9)};
+    const double busy = instance % 2 == 0 ? 0.0 : log_uniform(1e-5, 5e-3);
+    CAPTURE(instance, n, cost.alpha_s, cost.seconds_per_byte, busy);
+    const auto planned = dag::optimal_gather_split(forward, bytes, cost, busy);
+    const double end = dag::gather_sequence_end(planned, forward, bytes, cost, busy);
+    CHECK_THAT(end, WithinRel(brute_force_end(forward, bytes, cost, busy), 1e-12));
+    std::vector<dag::GatherGroup> per_unit;
+    for (int u = 0; u < n; ++u)
+      per_unit.push_back({u, u + 1});
+    CHECK(end <= dag::gather_sequence_end(per_unit, forward, bytes, cost, busy) * (1 + 1e-12));
+    CHECK(end <= dag::gather_sequence_end({{0, n}}, forward, bytes, cost, busy) * (1 + 1e-12));
+    merged += static_cast<int>(planned.size()) < n ? 1 : 0;
+    split += planned.size() > 1 ? 1 : 0;
+
+    const auto both = dag::plan_gather_groups(forward, backward, bytes, cost, true);
+    CHECK(both.forward == dag::optimal_gather_split(forward, bytes, cost));
+    const int kept = both.forward.back().first_unit;
+    std::vector<double> reversed_s, reversed_bytes;
+    for (int u = kept; u-- > 0;) {
+      reversed_s.push_back(backward[static_cast<std::size_t>(u)]);
+      reversed_bytes.push_back(bytes[static_cast<std::size_t>(u)]);
+    }
+    double kept_s = 0;
+    for (int u = kept; u < n; ++u)
+      kept_s += backward[static_cast<std::size_t>(u)];
+    std::vector<dag::GatherGroup> positions; // unit range [a, e) is positions [kept - e, kept - a)
+    int next = 0;
+    for (const auto& x : both.backward) {
+      CHECK(x.end_unit == kept - next);
+      positions.push_back({kept - x.end_unit, kept - x.first_unit});
+      next = kept - x.first_unit;
+    }
+    CHECK(next == kept);
+    CHECK_THAT(dag::gather_sequence_end(positions, reversed_s, reversed_bytes, cost, kept_s),
+               WithinRel(brute_force_end(reversed_s, reversed_bytes, cost, kept_s), 1e-12));
+    CHECK(dag::plan_gather_groups(forward, backward, bytes, cost, false).backward.empty());
+  }
+  // Both regimes occur: gathers merged, and more than one group.
+  CHECK(merged > 25);
+  CHECK(split > 25);
+}
+
+TEST_CASE("sharding: stage 3's DAG gathers each gather group with one all-gather", "[sharding][closed-form]") {
+  // 4 units of one layer, forward f = 1, backward b = 2, every all-gather g = 1.5 > f (its bytes do not matter here),
+  // reduce-scatters r = 0.5, two gather groups {0, 1} and {2, 3}.
+  const auto u = uniform(4, 1.0, 2.0);
+  dag::ShardedSchedule schedule{.stage = 3,
+                                .groups = {},
+                                .units = dag::shard_units(u.model, dag::UnitKind::layer),
+                                .prefetch = 1,
+                                .reshard_after_forward = false};
+  schedule.forward_gathers = {{0, 2}, {2, 4}};
+  SECTION("without resharding, one all-gather per group") {
+    // Group 2's gather runs under group 1's forward (g <= 2f): g + 4f, then 4b and the last reduce-scatter; one group
+    // per unit waits for each gather: 4g + f + 4b + r.
+    CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(1.5 + 4 * 1.0 + 4 * 2.0 + 0.5, 1e-12));
+    auto per_unit = schedule;
+    per_unit.forward_gathers.clear();
+    CHECK_THAT(makespan(u, per_unit, 1.5, 0.5), WithinRel(4 * 1.5 + 1.0 + 4 * 2.0 + 0.5, 1e-12));
+    const auto g = dag::build_sharded_iteration(u.model, u.costs, schedule);
+    CHECK(gather_bytes(g) == std::vector<double>{2 * 2000.0, 2 * 2000.0}); // two units of 1000 parameters, 2 bytes
+  }
+  SECTION("the prefetch counts groups") {
+    // Prefetch 0: group 2's gather waits for group 1's forward: 2 (g + 2f) + 4b + r.
+    schedule.prefetch = 0;
+    CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(2 * (1.5 + 2 * 1.0) + 4 * 2.0 + 0.5, 1e-12));
+  }
+  SECTION("with resharding, the last group keeps its parameters and the backward regathers the others") {
+    // Backward: group {2, 3} computes at once (2b) while {0, 1} is regathered in one all-gather (g <= 2b), each
+    // reduce-scatter under the next unit's backward (g, r <= b): g + 4 (f + b) + r, three all-gathers.
+    schedule.reshard_after_forward = true;
+    schedule.backward_gathers = {{0, 2}};
+    CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(1.5 + 4 * (1.0 + 2.0) + 0.5, 1e-12));
+    CHECK(gather_bytes(dag::build_sharded_iteration(u.model, u.costs, schedule)).size() == 3);
+    // Without backward groups given, each resharded unit is regathered alone: units 1 and 0.
+    schedule.backward_gathers.clear();
+    CHECK(gather_bytes(dag::build_sharded_iteration(u.model, u.costs, schedule)) ==
+          std::vector<double>{4000.0, 4000.0, 2000.0, 2000.0});
+  }
+  SECTION("offloaded parameters: one fetch per group, its units' fetches summed") {
+    // Each unit's fetch 0.25: a group's copy 0.5 before its gather; the first gather waits for it: 0.5 more.
+    schedule.fetch_unit_s.assign(4, 0.25);
+    const auto g = dag::build_sharded_iteration(u.model, u.costs, schedule);
+    std::vector<double> copies;
+    for (std::size_t v = 0; v < g.size(); ++v)
+      if (g.task(v).resource == dag::Resource::copy)
+        copies.push_back(g.task(v).duration_s);
+    CHECK(copies == std::vector<double>{0.5, 0.5});
+    CHECK_THAT(makespan(u, schedule, 1.5, 0.5), WithinRel(0.5 + 1.5 + 4 * 1.0 + 4 * 2.0 + 0.5, 1e-12));
+  }
+  SECTION("groups that do not cover the units are a logic error") {
+    schedule.forward_gathers = {{0, 2}, {3, 4}};
+    CHECK_THROWS_WITH(dag::build_sharded_iteration(u.model, u.costs, schedule),
+                      Contains("do not cover the units in order"));
+    schedule.forward_gathers = {{0, 2}, {2, 4}};
+    schedule.reshard_after_forward = true;
+    schedule.backward_gathers = {{0, 1}};
+    CHECK_THROWS_WITH(dag::build_sharded_iteration(u.model, u.costs, schedule),
+                      Contains("do not cover the resharded units"));
+  }
+}
+
+namespace {
+
+// Many small layers (10^4 parameters, 10 us of forward each) on 16 nodes x 1 GPU: a ring all-gather's latency,
+// 15 x 2 x 5 us, is 15 times a layer's forward.
+Json small_layers_doc(int layers, const std::string& strategy, int prefetch) {
+  Json doc = uniform_doc(layers, 10000, 16, 1);
+  doc["strategy"] = {{"kind", strategy}};
+  doc["sharding"] = {{"stage", 3}, {"unit", "layer"}, {"prefetch", prefetch}};
+  return doc;
+}
+
+} // namespace
+
+TEST_CASE("sharding: MG-WFBP merges stage 3's all-gathers where their start-up cost dominates",
+          "[sharding][mgwfbp][gather-merge]") {
+  // 48 layers: wfbp gathers each unit alone (48 in forward, 47 in backward); mg-wfbp merges them into fewer groups,
+  // exposes less of them, and the iteration is shorter. Each group is one all-gather of its units' parameters, and
+  // the memory holds prefetch + 1 consecutive groups in either direction (the backward's sequence starting with the
+  // last forward group).
+  const int prefetch = GENERATE(0, 1, 2);
+  CAPTURE(prefetch);
+  const auto wfbp = run_analytic(parse_scenario(small_layers_doc(48, "wfbp", prefetch), "t.json"));
+  const auto s = parse_scenario(small_layers_doc(48, "mg-wfbp", prefetch), "t.json");
+  const auto mg = run_analytic(s);
+  REQUIRE(wfbp.sharding);
+  REQUIRE(mg.sharding);
+  CHECK(wfbp.sharding->forward_gather_groups == 48);
+  CHECK(wfbp.sharding->backward_gather_groups == 47);
+  CHECK(mg.sharding->forward_gather_groups < 48);
+  CHECK(mg.sharding->backward_gather_groups < 47);
+  CHECK(mg.sharding->allgathers == mg.sharding->forward_gather_groups + mg.sharding->backward_gather_groups);
+  CHECK(mg.iteration_time_s < wfbp.iteration_time_s);
+  CHECK(mg.sharding->exposed_allgather_s < wfbp.sharding->exposed_allgather_s);
+  bool noted = false;
+  for (const auto& note : mg.notes)
+    noted = noted || note.find(fmt::format("{} gather groups in forward", mg.sharding->forward_gather_groups)) !=
+                         std::string::npos;
+  CHECK(noted);
+  // Memory: the windows of prefetch + 1 consecutive gathers in each direction, from the plan's DAG.
+  const auto p = prepare(s, Engine::analytic);
+  const auto bytes = gather_bytes(p.graph);
+  const auto forward = static_cast<std::size_t>(mg.sharding->forward_gather_groups);
+  REQUIRE(bytes.size() == forward + static_cast<std::size_t>(mg.sharding->backward_gather_groups));
+  std::vector<double> backward{bytes[forward - 1]};
+  backward.insert(backward.end(), bytes.begin() + static_cast<std::ptrdiff_t>(forward), bytes.end());
+  const std::vector<double> ahead(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(forward));
+  double most = 0;
+  const std::vector<const std::vector<double>*> sequences{&ahead, &backward};
+  for (const auto* sequence : sequences)
+    for (std::size_t j = 0; j < sequence->size(); ++j) {
+      double sum = 0;
+      for (std::size_t k = j; k < std::min(sequence->size(), j + static_cast<std::size_t>(prefetch) + 1); ++k)
+        sum += (*sequence)[k];
+      most = std::max(most, sum);
+    }
+  CHECK_THAT(mg.sharding->gathered_bytes, WithinRel(most, 1e-12));
+  CHECK(mg.sharding->gathered_bytes > wfbp.sharding->gathered_bytes);
+  CHECK_THAT(wfbp.sharding->gathered_bytes, WithinRel((prefetch + 1) * 10000 * 2.0, 1e-12));
+  CHECK_THAT(mg.peak_memory_bytes_per_gpu, WithinRel(mg.sharding->total_bytes(), 1e-12));
+}
+
+TEST_CASE("sharding: MG-WFBP's gather groups of a scenario are optimal by brute force", "[sharding][mgwfbp]") {
+  // Random small models (3-9 layers of random sizes, forward and backward times) on 16 nodes x 1 GPU, stage 3 per
+  // layer with mg-wfbp: the forward's gather groups in the plan's DAG end the forward (as the planner's model times
+  // it, with the ring all-gather's alpha and beta over the shard group) no later than any split of the layers.
+  std::mt19937_64 rng(3204);
+  for (int instance = 0; instance < 20; ++instance) {
+    const int layers = std::uniform_int_distribution<int>(3, 9)(rng);
+    Json doc = small_layers_doc(layers, "mg-wfbp", 1);
+    Json calibration = {
+        {"format", "ddlsim-calibration"}, {"version", 2}, {"batch_per_gpu", 1}, {"layers", Json::object()}};
+    std::vector<double> forward, bytes;
+    for (int l = 0; l < layers; ++l) {
+      const auto params = std::uniform_int_distribution<std::int64_t>(1000, 2000000)(rng);
+      doc["model"]["layers"][static_cast<std::size_t>(l)]["params"] = params;
+      const int fwd_us = std::uniform_int_distribution<int>(10, 2000)(rng);
+      calibration["layers"]["l" + std::to_string(l)] = {{"forward", fmt::format("{} us", fwd_us)},
+                                                        {"backward", fmt::format("{} us", 2 * fwd_us)}};
+      bytes.push_back(static_cast<double>(params) * 2);
+    }
+    doc["calibration"] = calibration;
+    const auto s = parse_scenario(doc, "t.json");
+    const auto p = prepare(s, Engine::analytic);
+    REQUIRE(p.sharding);
+    forward = p.costs.worker.fwd_s;
+    // The planner's alpha and beta: the ring all-gather over the 16 GPUs, affine in its payload on this star.
+    std::vector<int> ranks(16);
+    for (int r = 0; r < 16; ++r)
+      ranks[static_cast<std::size_t>(r)] = r;
+    const auto model = make_cost_model(*s.sharding->gather_algorithm, layout_of(ranks, s.cluster).net);
+    const double t1 = model->cost(1e6).time_s, t2 = model->cost(2e6).time_s;
+    const dag::AffineCost cost{2 * t1 - t2, (t2 - t1) / 1e6};
+    // The plan's forward groups, from its gathers' bytes.
+    std::vector<dag::GatherGroup> planned;
+    const auto gathered = gather_bytes(p.graph);
+    int next = 0;
+    for (int j = 0; j < p.sharding->forward_gather_groups; ++j) {
+      double sum = 0;
+      int end = next;
+      while (end < layers && sum < gathered[static_cast<std::size_t>(j)])
+        sum += bytes[static_cast<std::size_t>(end++)];
+      REQUIRE(sum == gathered[static_cast<std::size_t>(j)]);
+      planned.push_back({next, end});
+      next = end;
+    }
+    REQUIRE(next == layers);
+    CAPTURE(instance, layers, planned.size());
+    CHECK_THAT(dag::gather_sequence_end(planned, forward, bytes, cost),
+               WithinRel(brute_force_end(forward, bytes, cost, 0), 1e-9));
+  }
 }
