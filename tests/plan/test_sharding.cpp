@@ -8,6 +8,7 @@
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/prepare.hpp"
 #include "sim/plan/schedule.hpp"
+#include "sim/report/report.hpp"
 #include "sim/spec/scenario.hpp"
 #include "support/run_in_child.hpp"
 
@@ -737,4 +738,20 @@ TEST_CASE("sharding: MG-WFBP's gather groups of a scenario are optimal by brute 
     CHECK_THAT(dag::gather_sequence_end(planned, forward, bytes, cost),
                WithinRel(brute_force_end(forward, bytes, cost, 0), 1e-9));
   }
+}
+
+TEST_CASE("sharding: the summary accepts a GPU that holds only its shard of the weights", "[sharding][report]") {
+  // 48 layers of 10^4 parameters on 16 single-GPU nodes at stage 3: each GPU holds 1/16 of the bf16 weights, the
+  // gathered units and no activations, less than the whole model's 2 bytes per parameter that the summary's check
+  // once required of every GPU; with the parameters offloaded it holds none of them.
+  Json doc = uniform_doc(48, 10000, 16, 1);
+  doc["gpu"]["host_link"] = "20 GB/s";
+  doc["sharding"] = {{"stage", 3}, {"unit", "layer"}};
+  const auto s = parse_scenario(doc, "t.json");
+  const auto r = run_analytic(s);
+  REQUIRE(r.peak_memory_bytes_per_gpu < 2 * 48 * 10000.0);
+  CHECK_NOTHROW(summary_json(s, r));
+  doc["sharding"]["offload"] = "parameters";
+  const auto offloaded = parse_scenario(doc, "t.json");
+  CHECK_NOTHROW(summary_json(offloaded, run_analytic(offloaded)));
 }
