@@ -1,6 +1,7 @@
 // Sharded data parallelism (scenario `sharding`, docs/sharding.md): ZeRO stages 1-3 (Rajbhandari et al., SC'20),
 // PyTorch FSDP2's `fully_shard` units, Megatron-Core's distributed optimizer and HSDP, as a data-parallel schedule of
-// reduce-scatters, parameter all-gathers and an optimizer step on the shard; and ZeRO's memory accounting (SC'20, Figure 1).
+// reduce-scatters, parameter all-gathers and an optimizer step on the shard; and ZeRO's memory accounting (SC'20,
+// Figure 1).
 #pragma once
 
 #include "dag/graph.hpp"
