@@ -158,6 +158,8 @@ void add_unit_gathers(IterationGraph& g, const Model& model, const ShardedSchedu
   // sequence, the regathered groups positions 1, 2, ...
   const auto end_of_forward = last_fwd(forward.back());
   const auto at = [&](std::size_t position) { return position == 0 ? forward.back() : groups.backward[position - 1]; };
+  if (s.reshard_last) // the last group too, gathered again as its backward begins
+    g.depend(gathers.add(at(0), end_of_forward), first_bwd(at(0)));
   for (std::size_t p = 1; p <= groups.backward.size(); ++p) {
     const auto gate = p >= ahead ? last_bwd(at(p - ahead)) : end_of_forward;
     g.depend(gathers.add(at(p), gate), first_bwd(at(p)));

@@ -98,6 +98,9 @@ struct ShardedSchedule {
   std::vector<ShardUnit> units; ///< stage 3: gathered before their forward (and backward, resharded)
   int prefetch = 1;             ///< stage 3: units gathered ahead of the one computing
   bool reshard_after_forward = true;
+  /// With resharding, the last forward group is freed and regathered too (FSDP2's `reshard_after_forward=True` given
+  /// to every module, the root's last unit included); false: it keeps its parameters for the backward.
+  bool reshard_last = false;
   double param_bytes_per_element = 2; ///< of the all-gathers
   double update_s = 0;                ///< the optimizer step on this rank's shard (on the host with offload)
   /// Offloaded state (ZeRO-Offload, FSDP's CPUOffloadPolicy), on the GPU's copy stream: per group, the copy of its

@@ -117,6 +117,7 @@ struct ShardingReport {
   int units = 0;      ///< stage 3: units gathered
   int prefetch = 0;   ///< stage 3
   bool reshard_after_forward = false;
+  bool reshard_last_unit = false; ///< stage 3, `reshard_after_forward` "all"
   std::string param_dtype, reduce_dtype;
   int reduce_groups = 0; ///< reduce-scatters per iteration
   /// Stage 3: the all-gathers of parameters in forward and in backward (one per gather group: one per unit, or fewer

@@ -287,6 +287,9 @@ void set_offload(const Scenario& s, const ShardingSpec& sh, const std::vector<da
     for (const auto& x : *direction)
       for (int u = x.first_unit; u < x.end_unit; ++u)
         ++times[static_cast<std::size_t>(u)];
+  if (sh.reshard_last && !gathers.forward.empty()) // the last group is gathered again too
+    for (int u = gathers.forward.back().first_unit; u < gathers.forward.back().end_unit; ++u)
+      ++times[static_cast<std::size_t>(u)];
   for (std::size_t u = 0; u < units.size(); ++u) {
     const double bytes = static_cast<double>(units[u].params) / n * e_p;
     schedule.fetch_unit_s.push_back(bytes / link);
@@ -334,9 +337,10 @@ std::string schedule_note(const Scenario& s, const ShardingSpec& sh, const Shard
         "the reductions one at a time on the communication stream, as NCCL runs FSDP2's two streams over one process "
         "group",
         r.units, r.unit, dag::dtype_name(sh.param_dtype), sh.prefetch, sh.prefetch == 1 ? "" : "s",
-        sh.reshard_after_forward ? " and again before its backward (reshard_after_forward; the last unit keeps its "
-                                   "parameters for the backward that starts with it, as FSDP2 and torchtitan do)"
-                                 : "");
+        !sh.reshard_after_forward ? ""
+        : sh.reshard_last         ? " and again before its backward, every unit (reshard_after_forward \"all\")"
+                                  : " and again before its backward (reshard_after_forward; the last unit keeps its "
+                                    "parameters for the backward that starts with it, as FSDP2 and torchtitan do)");
   if (merged)
     gathers += fmt::format(
         "; {} merges consecutive units' all-gathers so that they hide behind compute (MG-WFBP's merge, Shi et al., "
@@ -433,6 +437,7 @@ void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p) {
                                 .units = units,
                                 .prefetch = sh.prefetch,
                                 .reshard_after_forward = sh.reshard_after_forward,
+                                .reshard_last = sh.reshard_after_forward && sh.reshard_last,
                                 .param_bytes_per_element = dtype_bytes(sh.param_dtype),
                                 .update_s = p.costs.worker.update_s / sh.shard_size};
   // MG-WFBP (the registry's trait, GroupSearch::allreduce) merges stage 3's gathers as it merges the reductions.
@@ -450,6 +455,7 @@ void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p) {
                    .units = static_cast<int>(units.size()),
                    .prefetch = sh.stage == 3 ? sh.prefetch : 0,
                    .reshard_after_forward = sh.stage == 3 && sh.reshard_after_forward,
+                   .reshard_last_unit = sh.stage == 3 && sh.reshard_after_forward && sh.reshard_last,
                    .param_dtype = std::string(dag::dtype_name(sh.param_dtype)),
                    .reduce_dtype = std::string(dag::dtype_name(sh.reduce_dtype)),
                    .reduce_groups = static_cast<int>(p.groups.size()),

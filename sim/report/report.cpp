@@ -202,6 +202,7 @@ void add_sharding(OrderedJson& j, const ShardingReport& sh) {
                   {"count", sh.units},
                   {"prefetch", sh.prefetch},
                   {"reshard_after_forward", sh.reshard_after_forward},
+                  {"reshard_last_unit", sh.reshard_last_unit},
                   {"gather_groups", {{"forward", sh.forward_gather_groups}, {"backward", sh.backward_gather_groups}}}};
   o["param_dtype"] = sh.param_dtype;
   o["reduce_dtype"] = sh.reduce_dtype;

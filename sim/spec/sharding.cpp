@@ -101,6 +101,20 @@ bool compresses(const dag::Strategy& st) {
          st.is(dag::StrategyFamily::low_rank);
 }
 
+// `reshard_after_forward`: true (every unit but the last, FSDP2's default), false, or "all" (the last too).
+void read_reshard(ObjectReader& r, ShardingSpec& sh) {
+  const Json* v = r.optional("reshard_after_forward");
+  if (v == nullptr)
+    return;
+  if (v->is_boolean()) {
+    sh.reshard_after_forward = v->get<bool>();
+  } else if (v->is_string() && v->get<std::string>() == "all") {
+    sh.reshard_last = true;
+  } else {
+    r.fail("reshard_after_forward", "expected true (every unit but the last), false or \"all\" (the last unit too)");
+  }
+}
+
 // `offload` and `host_memory_bandwidth`: what frameworks offload, at which stages, over which link.
 void read_offload(ObjectReader& r, const Scenario& s, ShardingSpec& sh) {
   const auto offload = r.optional_choice("offload", {"none", "optimizer", "parameters"}).value_or("none");
@@ -208,7 +222,7 @@ void parse_sharding(ObjectReader r, Scenario& s) {
   read_group(r, s, sh);
   read_unit(r, s, sh);
   sh.prefetch = static_cast<int>(r.optional_integer("prefetch", 0, 1024).value_or(1));
-  sh.reshard_after_forward = r.optional_boolean("reshard_after_forward").value_or(true);
+  read_reshard(r, sh);
   sh.param_dtype = dag::find_dtype(
       r.optional_choice("param_dtype", kDTypeChoices).value_or(std::string(dag::dtype_name(s.gradient_dtype))));
   sh.reduce_dtype = dag::find_dtype(

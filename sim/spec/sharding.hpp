@@ -39,6 +39,7 @@ struct ShardingSpec {
   bool unit_given = false;           ///< `unit` was given (else block where the model has blocks, else layer)
   int prefetch = 1;                  ///< stage 3: units gathered ahead
   bool reshard_after_forward = true; ///< stage 3
+  bool reshard_last = false;         ///< stage 3, `reshard_after_forward` "all": the last unit regathered too
   dag::DType param_dtype = dag::DType::fp32;
   dag::DType reduce_dtype = dag::DType::fp32;
   Offload offload = Offload::none;

@@ -755,3 +755,27 @@ TEST_CASE("sharding: the summary accepts a GPU that holds only its shard of the 
   const auto offloaded = parse_scenario(doc, "t.json");
   CHECK_NOTHROW(summary_json(offloaded, run_analytic(offloaded)));
 }
+
+TEST_CASE("sharding: reshard_after_forward \"all\" gathers every unit twice: 3(d-1)/d P e", "[sharding][traffic]") {
+  // The issue's closed form for stage 3 with resharding: every unit, the last one included (FSDP2's
+  // reshard_after_forward=True given to every module), all-gathered before its forward and again before its backward,
+  // and reduce-scattered once: 3(d-1)/d P e on L = 6 layers over d = 8 GPUs, bf16; the default keeps the last unit.
+  const double P = 6e6, e = 2, d = 8, ring = (d - 1) / d * P * e;
+  Json doc =
+      with_sharding(uniform_doc(6, 1000000, 8, 1), {{"stage", 3}, {"unit", "layer"}, {"reshard_after_forward", "all"}});
+  const auto all = prepare(parse_scenario(doc, "t.json"), Engine::analytic);
+  CHECK_THAT(all.communication_bytes_per_worker, WithinRel(3 * ring, 1e-9));
+  REQUIRE(all.sharding);
+  CHECK(all.sharding->allgathers == 12);
+  CHECK(all.sharding->reshard_last_unit);
+  // The last unit's second gather runs when the forward ends, exposed: one more gather than the default's closed
+  // form g + L(f + b) + r.
+  const auto u = uniform(6, 1.0, 2.0);
+  dag::ShardedSchedule schedule{
+      .stage = 3, .groups = {}, .units = dag::shard_units(u.model, dag::UnitKind::layer), .prefetch = 1};
+  schedule.reshard_last = true;
+  CHECK_THAT(makespan(u, schedule, 0.5, 0.5), WithinRel(0.5 + 0.5 + 6 * 3.0 + 0.5, 1e-12));
+  doc["sharding"]["reshard_after_forward"] = "yes";
+  CHECK_THROWS_WITH(parse_scenario(doc, "t.json"),
+                    Contains("expected true (every unit but the last), false or \"all\""));
+}
