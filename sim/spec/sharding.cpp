@@ -78,7 +78,6 @@ void read_unit(ObjectReader& r, const Scenario& s, ShardingSpec& sh) {
   const Json* u = r.optional("unit");
   if (u == nullptr)
     return;
-  sh.unit_given = true;
   const std::string expected = "expected \"layer\", \"block\" or a size such as \"50 MB\"";
   if (!u->is_string())
     r.fail("unit", expected);
@@ -117,10 +116,9 @@ void read_reshard(ObjectReader& r, ShardingSpec& sh) {
 
 // `offload` and `host_memory_bandwidth`: what frameworks offload, at which stages, over which link.
 void read_offload(ObjectReader& r, const Scenario& s, ShardingSpec& sh) {
-  const auto offload = r.optional_choice("offload", {"none", "optimizer", "parameters"}).value_or("none");
-  sh.offload = offload == "optimizer"    ? Offload::optimizer
-               : offload == "parameters" ? Offload::parameters
-                                         : Offload::none;
+  const std::vector<std::string> names(kOffloadNames.begin(), kOffloadNames.end());
+  const auto offload = r.optional_choice("offload", names).value_or(names.front());
+  sh.offload = static_cast<Offload>(std::find(names.begin(), names.end(), offload) - names.begin());
   if (const auto bw = r.optional_quantity("host_memory_bandwidth", Dimension::bandwidth, 0, true)) {
     sh.host_memory_bandwidth = *bw;
     sh.host_memory_bandwidth_given = true;
@@ -241,18 +239,6 @@ void parse_sharding(ObjectReader r, Scenario& s) {
                        "owns a shard of the model state that no other rank updates");
   }
   s.sharding = sh;
-}
-
-std::string_view offload_name(Offload o) {
-  switch (o) {
-  case Offload::none:
-    return "none";
-  case Offload::optimizer:
-    return "optimizer";
-  case Offload::parameters:
-    return "parameters";
-  }
-  return "?";
 }
 
 bool exchanges_compressed(const Scenario& s) {

@@ -8,9 +8,11 @@
 #include "dag/sharding.hpp"
 #include "sim/network/collectives.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace ddlsim::sim {
 
@@ -18,7 +20,11 @@ namespace ddlsim::sim {
 /// host memory, the step on the host's CPU (ZeRO-Offload; FSDP's CPUOffloadPolicy keeps the parameters there too);
 /// `parameters` (stage 3): the parameter shards too, copied to the GPU before each all-gather (ZeRO-3's offload_param).
 enum class Offload : std::uint8_t { none, optimizer, parameters };
-[[nodiscard]] std::string_view offload_name(Offload o);
+/// The offload modes' names, by enumerator (the one name table, read by the parser and the reports).
+inline constexpr std::array<std::string_view, 3> kOffloadNames{"none", "optimizer", "parameters"};
+[[nodiscard]] constexpr std::string_view offload_name(Offload o) {
+  return kOffloadNames.at(static_cast<std::size_t>(o));
+}
 
 /// The host memory bandwidth one GPU's optimizer step gets on the host by default: a DGX A100's two AMD EPYC 7742
 /// sockets, each 8 channels of DDR4-3200 (204.8 GB/s, AMD's specifications), shared by its 8 GPUs (NVIDIA DGX A100
@@ -36,7 +42,6 @@ struct ShardingSpec {
   std::string group = "data"; ///< as the scenario gave it: "data", "node" or the number
   dag::UnitKind unit = dag::UnitKind::block;
   double unit_bytes = 0;             ///< unit == size: the unit's size in param_dtype
-  bool unit_given = false;           ///< `unit` was given (else block where the model has blocks, else layer)
   int prefetch = 1;                  ///< stage 3: units gathered ahead
   bool reshard_after_forward = true; ///< stage 3
   bool reshard_last = false;         ///< stage 3, `reshard_after_forward` "all": the last unit regathered too
