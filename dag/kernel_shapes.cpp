@@ -173,6 +173,17 @@ std::vector<LayerKernel> layer_kernels(const Model& model, int batch) {
       out.push_back(k);
       continue;
     }
+    if (layer.kind == "flash_attention" && model.transformer) {
+      // the fused kernel's Q K^T over each head (its P V has the same shape and FLOPs), keys not repeated for GQA
+      const auto& t = *model.transformer;
+      k.kind = LayerKernel::Kind::batched_gemm;
+      k.count = static_cast<std::int64_t>(batch) * t.heads;
+      k.gemm_m = t.sequence;
+      k.gemm_n = t.sequence;
+      k.gemm_k = t.hidden / t.heads;
+      out.push_back(k);
+      continue;
+    }
     if (layer.kind == "lstm") {
       fallback("an LSTM (cuDNN's RNN kernels), timed as its memory traffic");
       continue;

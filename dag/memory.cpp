@@ -36,13 +36,21 @@ void check_config(const ActivationConfig& config) {
 double stored_block_bytes(const TransformerSpec& shape, const ActivationConfig& config) {
   const double s = shape.sequence, b = config.micro_batch, h = shape.hidden, a = shape.heads;
   const double t = config.tensor_parallel, e = dtype_bytes(config.dtype);
-  // Outside the tensor-parallel regions: the two LayerNorms' inputs (2e), the QKV and first-MLP inputs (2e) and
+  const double mask = shape.dropout ? kMaskBytes : 0;
+  // Outside the tensor-parallel regions: the two norms' inputs (2e), the QKV and first-MLP inputs (2e) and
   // the two dropout masks after the attention projection and the MLP; split by t with sequence parallelism.
-  const double replicated = 4 * e + 2 * kMaskBytes;
-  // Inside them: Q and K (2e), V (e), the projection's input (e), GeLU's input and output (4e each).
-  const double split = 12 * e;
-  // Per attention score (a·s² per sample): softmax output (e), its dropout mask and the dropout's output (e).
-  const double scores = config.recompute == Recompute::selective ? 0 : (2 * e + kMaskBytes) * a * s / h;
+  const double replicated = 4 * e + 2 * mask;
+  // Inside them: Q (e), K and V (e each, g/a of it with g key/value heads), the projection's input (e), and the
+  // MLP's: GeLU's input and output (e·f/h each: 8e at f = 4h), or SwiGLU's gate and up outputs and their product
+  // (3e·f/h: Megatron-Core's fused bias-SwiGLU keeps its input and recomputes the rest).
+  const double kv = static_cast<double>(shape.query_groups()) / a;
+  const double mlp = (shape.mlp == Mlp::swiglu ? 3 : 2) * (shape.ffn() / h) * e;
+  const double split = e + 2 * kv * e + e + mlp;
+  // Per attention score (a·s² per sample): softmax output (e), its dropout mask and the dropout's output (e); none
+  // when fused attention recomputes them in its backward (FlashAttention), as selective recomputation does.
+  const bool no_scores = config.recompute == Recompute::selective || shape.attention == AttentionKernel::flash;
+  const double per_score = shape.dropout ? 2 * e + kMaskBytes : e;
+  const double scores = no_scores ? 0 : per_score * a * s / h;
   return s * b * h * ((config.sequence_parallel ? replicated / t : replicated) + split / t + scores / t);
 }
 

@@ -59,9 +59,13 @@ struct ActivationConfig {
 ///   none       sbh·(4e + 2 + 12e/t + (2e + 1)·as/(ht)) without sequence parallelism,
 ///              sbh·((4e + 2)/t + 12e/t + (2e + 1)·as/(ht)) with it; at e = 2: sbh(10 + 24/t + 5as/(ht)) and
 ///              sbh(34 + 5as/h)/t, and sbh(34 + 5as/h) for t = 1;
-///   selective  the same without the as/(ht) term: sbh(10 + 24/t), or 34·sbh/t with sequence parallelism;
+///   selective  the same without the as/(ht) term: sbh(10 + 24/t), or 34·sbh/t with sequence parallelism; fused
+///              attention (`shape.attention` flash) keeps no scores either, so its `none` is this figure;
 ///   full       e·sbh, the block's input (2sbh at e = 2);
 ///   except_last  what `full` holds, for a recomputed micro-batch (transformer_stage_activation_bytes adds the last).
+/// Other decoders generalise the terms: without dropout no masks, and the scores keep only the softmax's output (e);
+/// g key/value heads store K and V at g/a of the size; an MLP of width f stores 2e·f/h (GeLU's input and output) or
+/// 3e·f/h (SwiGLU: Megatron-Core's fused kernel keeps gate and up, and the product is the down projection's input).
 /// Throws std::invalid_argument when b or t is not positive.
 [[nodiscard]] double transformer_layer_activation_bytes(const TransformerSpec& shape, const ActivationConfig& config);
 

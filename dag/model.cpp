@@ -25,6 +25,12 @@ std::size_t Model::tensor_count() const {
   return total;
 }
 
+double TransformerSpec::block_matmul_params() const {
+  const double h = hidden, kv = static_cast<double>(query_groups()) * head_dim();
+  const double projections = 2 * h * h + 2 * h * kv;
+  return projections + (mlp == Mlp::swiglu ? 3.0 : 2.0) * h * ffn();
+}
+
 double Model::fwd_flops_per_sample() const {
   double total = 0;
   for (const Layer& layer : layers) {

@@ -49,16 +49,64 @@ struct Layer {
   /// The repeated block (transformer layer) this layer belongs to, 0, 1, ... in forward order; -1 outside any block
   /// (embeddings, final norm, head, loss). Pipeline partitioning cuts between blocks (dag/partition.hpp).
   int block = -1;
+  /// The most tensor-parallel ranks that hold distinct parts of this layer: a key or value projection of g query
+  /// groups splits over at most g ranks and is replicated beyond (t > g); 0 = splits over any t.
+  int tensor_shards = 0;
 };
 
-/// The shape of a transformer (GPT-2/GPT-3-style LM or BERT): the quantities of Korthikanti et al.'s activation
-/// memory (arXiv:2205.05198) and Megatron's FLOP count. Also the argument of the parametric LM builder (zoo.hpp).
+/// A decoder's MLP: GPT's `gelu` (fc1 to ffn_hidden, GELU, fc2) or Llama's `swiglu` (gate and up projections to
+/// ffn_hidden, silu(gate) x up, down projection: Shazeer 2020, arXiv:2002.05202).
+enum class Mlp : std::uint8_t { gelu, swiglu };
+/// A transformer's normalisation: LayerNorm (weight and bias) or RMSNorm (weight only; Zhang & Sennrich 2019).
+enum class Norm : std::uint8_t { layernorm, rmsnorm };
+/// Where positions enter: a learned table added to the token embeddings (GPT-2), or rotary embeddings applied to
+/// queries and keys in every block (RoPE: Su et al. 2021, arXiv:2104.09864), which have no parameters.
+enum class Position : std::uint8_t { learned, rope };
+/// How attention's core runs: `eager` materialises the heads·s² scores and their softmax (three layers: scores,
+/// softmax, context); `flash` is one fused kernel (FlashAttention 2/3, cuDNN SDPA) that keeps no scores.
+enum class AttentionKernel : std::uint8_t { eager, flash };
+/// Which linear layers add a bias: every one (GPT-2, GPT-NeoX), none (Llama, Mistral), or the query, key and value
+/// projections only (Qwen2).
+enum class LinearBias : std::uint8_t { all, none, qkv };
+/// Whose module names (and fused projections) a decoder's layers take: HF GPT2LMHeadModel (fused c_attn, Conv1D
+/// weights), HF LlamaForCausalLM (separate q/k/v projections; Mistral and Qwen2 share it) or HF GPTNeoXForCausalLM
+/// (fused query_key_value).
+enum class DecoderNames : std::uint8_t { gpt2, llama, neox };
+
+/// The options' names as scenarios write them, by enumerator.
+inline constexpr std::array<std::string_view, 2> kMlpNames{"gelu", "swiglu"};
+inline constexpr std::array<std::string_view, 2> kNormNames{"layernorm", "rmsnorm"};
+inline constexpr std::array<std::string_view, 2> kPositionNames{"learned", "rope"};
+inline constexpr std::array<std::string_view, 2> kAttentionNames{"eager", "flash"};
+inline constexpr std::array<std::string_view, 3> kLinearBiasNames{"all", "none", "qkv"};
+
+/// The shape of a transformer (GPT-2/GPT-3-style LM, a Llama-family decoder, or BERT): the quantities of Korthikanti
+/// et al.'s activation memory (arXiv:2205.05198) and Megatron's FLOP count. Also the argument of the parametric LM
+/// builder (zoo.hpp). The defaults after `vocabulary` describe GPT-2.
 struct TransformerSpec {
   int layers = 12;        ///< L, transformer blocks
-  int hidden = 768;       ///< h, hidden size (the MLP is 4h wide)
-  int heads = 12;         ///< a, attention heads
+  int hidden = 768;       ///< h, hidden size
+  int heads = 12;         ///< a, attention (query) heads
   int sequence = 1024;    ///< s, tokens per sample
   int vocabulary = 50257; ///< V, tokens in the vocabulary
+  int kv_heads = 0;       ///< key/value heads (grouped-query attention, 1 = multi-query); 0 = heads
+  Mlp mlp = Mlp::gelu;
+  int ffn_hidden = 0; ///< the MLP's inner width; 0 = 4h
+  Norm norm = Norm::layernorm;
+  Position position = Position::learned;
+  bool tied_embeddings = true; ///< the LM head reuses the token embedding's weight
+  AttentionKernel attention = AttentionKernel::eager;
+  LinearBias bias = LinearBias::all;
+  bool dropout = true;            ///< dropout after embeddings, attention probabilities and both residual branches
+  bool parallel_residual = false; ///< GPT-NeoX: x + attn(ln1(x)) + mlp(ln2(x)) instead of two sequential halves
+  DecoderNames names = DecoderNames::gpt2;
+
+  [[nodiscard]] int query_groups() const { return kv_heads > 0 ? kv_heads : heads; }
+  [[nodiscard]] int ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+  [[nodiscard]] int head_dim() const { return hidden / heads; }
+  /// Weight elements of one block's matrix multiplications (no biases or norms): q and o h², k and v h·g·d each
+  /// (g query groups of d = h/a), the MLP 2 (gelu) or 3 (swiglu) h·ffn.
+  [[nodiscard]] double block_matmul_params() const;
 };
 
 struct Model {

@@ -51,6 +51,11 @@ Src ModelBuilder::last() const {
   return static_cast<Src>(model_.layers.size() - 1);
 }
 
+Layer& ModelBuilder::layer(Src src) {
+  assert(src >= 0 && static_cast<std::size_t>(src) < model_.layers.size() && "layer: no such layer");
+  return model_.layers[static_cast<std::size_t>(src)];
+}
+
 void ModelBuilder::fold(double flops) {
   assert(!model_.layers.empty() && "an element-wise op needs a preceding layer to fold into");
   Layer& layer = model_.layers.back();
@@ -125,6 +130,16 @@ Src ModelBuilder::layernorm(const std::string& name, Src in, std::int64_t rows, 
   add_param(layer, name + ".weight", {features});
   add_param(layer, name + ".bias", {features});
   layer.fwd_flops = kNormFlops * as_double(rows * features);
+  layer.bwd_flops = 2 * layer.fwd_flops;
+  layer.activation_bytes = kFloatBytes * as_double(rows * features);
+  return src;
+}
+
+Src ModelBuilder::rmsnorm(const std::string& name, Src in, std::int64_t rows, std::int64_t features) {
+  const Src src = push(name, "rmsnorm", {in}, true);
+  Layer& layer = model_.layers.back();
+  add_param(layer, name + ".weight", {features});
+  layer.fwd_flops = kRmsNormFlops * as_double(rows * features);
   layer.bwd_flops = 2 * layer.fwd_flops;
   layer.activation_bytes = kFloatBytes * as_double(rows * features);
   return src;
@@ -210,7 +225,7 @@ Chw ModelBuilder::concat(const std::string& name, std::span<const Chw> parts) {
 }
 
 Src ModelBuilder::attention(const std::string& prefix, Src q, Src k, Src v, std::int64_t seq, std::int64_t hidden,
-                            std::int64_t heads) {
+                            std::int64_t heads, bool dropout) {
   assert(heads > 0 && hidden % heads == 0 && "attention: hidden not divisible by heads");
   const double s = as_double(seq);
   const double scores = as_double(heads) * s * s;
@@ -224,7 +239,7 @@ Src ModelBuilder::attention(const std::string& prefix, Src q, Src k, Src v, std:
 
   push(prefix + ".softmax", "softmax", {last()}, false);
   layer = &model_.layers.back();
-  layer->fwd_flops = scores * (kSoftmaxFlops + kDropoutFlops);
+  layer->fwd_flops = scores * (kSoftmaxFlops + (dropout ? kDropoutFlops : 0.0));
   layer->bwd_flops = layer->fwd_flops;
   layer->activation_bytes = kFloatBytes * scores;
 
@@ -234,6 +249,17 @@ Src ModelBuilder::attention(const std::string& prefix, Src q, Src k, Src v, std:
   layer->bwd_flops = 2 * matmul;
   layer->activation_bytes = kFloatBytes * s * as_double(hidden); // heads merged back into (s, hidden)
   return context;
+}
+
+Src ModelBuilder::flash_attention(const std::string& name, Src q, Src k, Src v, std::int64_t seq, std::int64_t hidden,
+                                  bool causal) {
+  const double s = as_double(seq);
+  const Src src = push(name, "flash_attention", {q, k, v}, false);
+  Layer& layer = model_.layers.back();
+  layer.fwd_flops = 4 * s * s * as_double(hidden) * (causal ? 0.5 : 1.0);
+  layer.bwd_flops = kFlashBackwardFactor * layer.fwd_flops;
+  layer.activation_bytes = kFloatBytes * s * as_double(hidden);
+  return src;
 }
 
 void ModelBuilder::relu(std::int64_t numel) {
@@ -257,6 +283,15 @@ void ModelBuilder::gelu(std::int64_t numel) {
 
 void ModelBuilder::tanh(std::int64_t numel) {
   fold(kTanhFlops * as_double(numel));
+}
+
+void ModelBuilder::swiglu(std::int64_t numel, Src gate) {
+  fold(kSwigluFlops * as_double(numel));
+  reads_.back().push_back(gate);
+}
+
+void ModelBuilder::rotary(std::int64_t numel) {
+  fold(kRotaryFlops * as_double(numel));
 }
 
 void ModelBuilder::cross_entropy(std::int64_t numel) {

@@ -7,7 +7,11 @@
 //   linear      rows·(2·in·out + out·bias)            (rows = tokens for transformers, 1 for classifiers)
 //   batchnorm   kNormFlops per element (training mode: batch mean 1, variance 3, normalise 2, affine 2)
 //   layernorm   kNormFlops per element (same breakdown over the feature dimension)
+//   rmsnorm     kRmsNormFlops per element (square 1, mean 1, scale by the reciprocal root 1, weight 1)
 //   relu 1, residual add 1, dropout 2 (mask compare + scale), gelu 8 (tanh or erf form), tanh 1 per element
+//   swiglu      silu(gate)·up: sigmoid 3 (exp, add, divide) + the product with gate 1 + the product with up 1 = 5 per
+//               element of the MLP's inner width
+//   rotary      3 per element of the queries and keys (x·cos + rotate_half(x)·sin: two products and a sum)
 //   max pool    k·k comparisons per output element; avg pool k·k adds per output element;
 //               adaptive avg pool: one add per input element + one divide per output element
 //   lstm        per token and layer (torch.nn.LSTM, gates i, f, g, o of size H over input size I):
@@ -16,6 +20,10 @@
 //   softmax / log-softmax 5 per element (max, subtract, exp, sum, divide/log); embedding lookup and concat 0
 //   attention   scores = QK^T 2·s²·h + scale 1 + mask 1 per score; softmax 5 + dropout 2 per score;
 //               context = AV 2·s²·h (eager attention: the heads·s² scores are materialised)
+//   flash attention  one fused kernel (FlashAttention-2: Dao 2023, arXiv:2307.08691, §3): its matmuls only, as the
+//               paper counts them: QK^T and PV 4·s²·h forward, halved when causal (the kernel skips the tiles above
+//               the diagonal: the paper's causal FLOP count), and 2.5x that backward (five matmuls: S = QK^T
+//               recomputed, dV, dP, dQ, dK); no scores are stored
 // Backward: 2x forward for layers that use weights (input gradient + weight gradient; the first conv keeps 2x
 // although it needs no input gradient), 1x forward for parameter-free layers, except that activation-activation
 // matmuls (attention's QK^T and AV) cost 2x (gradient with respect to both operands).
@@ -38,14 +46,18 @@
 
 namespace ddlsim::dag::detail {
 
-inline constexpr double kNormFlops = 8;    // batchnorm / layernorm, per element
-inline constexpr double kReluFlops = 1;    // per element
-inline constexpr double kAddFlops = 1;     // residual add, per element
-inline constexpr double kDropoutFlops = 2; // mask compare + scale, per element
-inline constexpr double kGeluFlops = 8;    // per element
-inline constexpr double kTanhFlops = 1;    // per element
-inline constexpr double kSoftmaxFlops = 5; // softmax or log-softmax, per element
-inline constexpr double kFloatBytes = 4;   // fp32 activations
+inline constexpr double kNormFlops = 8;             // batchnorm / layernorm, per element
+inline constexpr double kRmsNormFlops = 4;          // rmsnorm, per element
+inline constexpr double kSwigluFlops = 5;           // silu(gate)·up, per element
+inline constexpr double kRotaryFlops = 3;           // rotary embedding, per element of q and k
+inline constexpr double kFlashBackwardFactor = 2.5; // FlashAttention-2's backward: 5 matmuls to the forward's 2
+inline constexpr double kReluFlops = 1;             // per element
+inline constexpr double kAddFlops = 1;              // residual add, per element
+inline constexpr double kDropoutFlops = 2;          // mask compare + scale, per element
+inline constexpr double kGeluFlops = 8;             // per element
+inline constexpr double kTanhFlops = 1;             // per element
+inline constexpr double kSoftmaxFlops = 5;          // softmax or log-softmax, per element
+inline constexpr double kFloatBytes = 4;            // fp32 activations
 
 /// The layer that produced a tensor (index in forward order); kNoLayer for the model input or a tensor that
 /// no layer produced (token ids, position ids).
@@ -117,6 +129,8 @@ public:
   Src linear(const std::string& name, Src in, std::int64_t rows, std::int64_t in_features, std::int64_t out_features,
              const LinearSpec& spec = {});
   Src layernorm(const std::string& name, Src in, std::int64_t rows, std::int64_t features);
+  /// RMSNorm (a weight, no bias), kind "rmsnorm".
+  Src rmsnorm(const std::string& name, Src in, std::int64_t rows, std::int64_t features);
   /// torch.nn.LSTM over a sequence of `rows` tokens produced by `in`: one layer holding, per layer k,
   /// `name.weight_ih_lk` (4H, I), `name.weight_hh_lk` (4H, H), `name.bias_ih_lk` (4H), `name.bias_hh_lk` (4H).
   Src lstm(const std::string& name, Src in, std::int64_t rows, const LstmSpec& spec);
@@ -133,8 +147,12 @@ public:
   /// Eager multi-head scaled dot-product attention on projected q, k, v (`prefix` is the attention module's
   /// path): `prefix.scores` (QK^T, scale, mask), `prefix.softmax` (softmax, dropout), `prefix.context` (AV,
   /// head merge). Returns the context layer.
+  /// Without `dropout`, the softmax's output is not dropped out.
   Src attention(const std::string& prefix, Src q, Src k, Src v, std::int64_t seq, std::int64_t hidden,
-                std::int64_t heads);
+                std::int64_t heads, bool dropout = true);
+  /// Fused attention (FlashAttention, cuDNN SDPA) over `hidden` query channels, one layer `name` of kind
+  /// "flash_attention" whose output is the context (s, hidden); `causal` halves its FLOPs (see the file comment).
+  Src flash_attention(const std::string& name, Src q, Src k, Src v, std::int64_t seq, std::int64_t hidden, bool causal);
 
   // Element-wise ops folded into the last layer; `numel` is the element count per sample.
   void relu(std::int64_t numel);
@@ -143,6 +161,10 @@ public:
   void dropout(std::int64_t numel);
   void gelu(std::int64_t numel);
   void tanh(std::int64_t numel);
+  /// silu(gate)·x on `numel` elements, where the last layer computed x and `gate` the gate.
+  void swiglu(std::int64_t numel, Src gate);
+  /// Rotary embeddings on `numel` query and key elements.
+  void rotary(std::int64_t numel);
   /// Cross-entropy on `numel` logits (log-softmax + NLL); the layer's output stays the logits.
   void cross_entropy(std::int64_t numel);
 
@@ -156,6 +178,8 @@ public:
 
   /// The most recent layer.
   [[nodiscard]] Src last() const;
+  /// A layer already added, e.g. to set its Layer::tensor_shards.
+  [[nodiscard]] Layer& layer(Src src);
 
   /// Returns the model; throws std::logic_error if two layers share a name or a layer's inputs are invalid.
   [[nodiscard]] Model finish() &&;

@@ -1,6 +1,8 @@
-// Transformer language models: the parametric GPT-2-style LM (HF transformers modeling_gpt2.py,
-// GPT2LMHeadModel: Conv1D weights (in, out), fused c_attn, tied lm_head) and BERT (modeling_bert.py,
-// BertForPreTraining = BertModel + MLM and next-sentence heads). Eager attention (scores materialised).
+// Transformer language models: the parametric decoder (GPT-2 by default: HF transformers modeling_gpt2.py,
+// GPT2LMHeadModel: Conv1D weights (in, out), fused c_attn, tied lm_head; or a Llama-family decoder with grouped-query
+// attention, SwiGLU, RMSNorm, rotary positions, untied embeddings and fused attention: HF modeling_llama.py,
+// modeling_qwen2.py, modeling_gpt_neox.py) and BERT (modeling_bert.py, BertForPreTraining = BertModel + MLM and
+// next-sentence heads; eager attention).
 #include "dag/zoo/builder.hpp"
 #include "dag/zoo/families.hpp"
 #include "dag/zoo/zoo.hpp"
@@ -35,60 +37,247 @@ void tag_blocks(Model& model, const std::vector<int>& starts) {
 
 } // namespace
 
-// Layers per block: ln_1, attn.c_attn, attn.scores, attn.softmax, attn.context, attn.c_proj (+ dropout +
-// residual), ln_2, mlp.c_fc (+ GELU), mlp.c_proj (+ dropout + residual). Position table size = `sequence` (GPT-2:
-// n_positions = n_ctx = 1024). The loss is cross-entropy over all `sequence` logits (HF shifts by one token; the
-// difference is ignored). Parameters: (V + S)·h + L·(12h² + 13h) + 2h.
-Model build_transformer_lm(const TransformerSpec& spec, std::string name) {
+namespace {
+
+using detail::kNoLayer;
+using detail::Src;
+
+// Module names of a decoder's layers, by the implementation whose names it takes (DecoderNames). An empty `qkv`
+// means separate query, key and value projections.
+struct NameTable {
+  std::string_view embed, positions, block, norm_1, qkv, q, k, v, attention, out, norm_2, fc_1, gate, up, fc_2,
+      final_norm, head;
+  detail::WeightLayout layout;
+};
+
+// HF transformers: modeling_gpt2.py (GPT2LMHeadModel), modeling_llama.py (LlamaForCausalLM; Mistral's and Qwen2's
+// modules are named alike), modeling_gpt_neox.py (GPTNeoXForCausalLM). A GELU MLP under Llama's or NeoX's names
+// takes up_proj/down_proj or dense_h_to_4h/dense_4h_to_h; a SwiGLU one gate_proj/up_proj/down_proj.
+constexpr NameTable kGpt2Names{"transformer.wte",
+                               "transformer.wpe",
+                               "transformer.h.",
+                               "ln_1",
+                               "attn.c_attn",
+                               "",
+                               "",
+                               "",
+                               "attn",
+                               "attn.c_proj",
+                               "ln_2",
+                               "mlp.c_fc",
+                               "mlp.gate_proj",
+                               "mlp.c_fc",
+                               "mlp.c_proj",
+                               "transformer.ln_f",
+                               "lm_head",
+                               detail::WeightLayout::conv1d};
+constexpr NameTable kLlamaNames{"model.embed_tokens",
+                                "model.embed_positions",
+                                "model.layers.",
+                                "input_layernorm",
+                                "",
+                                "self_attn.q_proj",
+                                "self_attn.k_proj",
+                                "self_attn.v_proj",
+                                "self_attn",
+                                "self_attn.o_proj",
+                                "post_attention_layernorm",
+                                "mlp.up_proj",
+                                "mlp.gate_proj",
+                                "mlp.up_proj",
+                                "mlp.down_proj",
+                                "model.norm",
+                                "lm_head",
+                                detail::WeightLayout::linear};
+constexpr NameTable kNeoxNames{"gpt_neox.embed_in",
+                               "gpt_neox.embed_positions",
+                               "gpt_neox.layers.",
+                               "input_layernorm",
+                               "attention.query_key_value",
+                               "",
+                               "",
+                               "",
+                               "attention",
+                               "attention.dense",
+                               "post_attention_layernorm",
+                               "mlp.dense_h_to_4h",
+                               "mlp.gate_proj",
+                               "mlp.up_proj",
+                               "mlp.dense_4h_to_h",
+                               "gpt_neox.final_layer_norm",
+                               "embed_out",
+                               detail::WeightLayout::linear};
+
+const NameTable& names_of(DecoderNames names) {
+  switch (names) {
+  case DecoderNames::llama:
+    return kLlamaNames;
+  case DecoderNames::neox:
+    return kNeoxNames;
+  case DecoderNames::gpt2:
+    break;
+  }
+  return kGpt2Names;
+}
+
+void check_shape(const TransformerSpec& spec) {
   check_positive(spec.layers, "layers");
   check_positive(spec.hidden, "hidden");
   check_positive(spec.heads, "heads");
   check_positive(spec.sequence, "sequence");
   check_positive(spec.vocabulary, "vocabulary");
+  check_positive(spec.query_groups(), "kv_heads");
+  check_positive(spec.ffn(), "ffn_hidden");
   if (spec.hidden % spec.heads != 0) {
     throw std::invalid_argument("transformer LM: hidden (" + std::to_string(spec.hidden) +
                                 ") must be a multiple of heads (" + std::to_string(spec.heads) + ")");
   }
-  const std::int64_t s = spec.sequence;
-  const std::int64_t h = spec.hidden;
-  const std::int64_t v = spec.vocabulary;
-  using detail::LinearSpec;
-  using detail::Src;
-  using detail::WeightLayout;
-  constexpr LinearSpec conv1d{true, WeightLayout::conv1d};
-
-  detail::ModelBuilder b(std::move(name), kTokenIdBytes * static_cast<double>(s));
-  const Src wte = b.embedding("transformer.wte", s, v, h);
-  Src residual = b.embedding("transformer.wpe", s, s, h);
-  b.residual_add(s * h, wte); // inputs_embeds + position_embeds
-  b.dropout(s * h);           // drop
-  std::vector<int> block_starts;
-  for (int layer = 0; layer < spec.layers; ++layer) {
-    block_starts.push_back(b.last() + 1);
-    const std::string p = "transformer.h." + std::to_string(layer);
-    const Src ln_1 = b.layernorm(p + ".ln_1", residual, s, h);
-    const Src qkv = b.linear(p + ".attn.c_attn", ln_1, s, h, 3 * h, conv1d);
-    const Src context = b.attention(p + ".attn", qkv, qkv, qkv, s, h, spec.heads);
-    const Src attn_out = b.linear(p + ".attn.c_proj", context, s, h, h, conv1d);
-    b.dropout(s * h);                // resid_dropout
-    b.residual_add(s * h, residual); // residual + attn_output
-    residual = attn_out;
-    const Src ln_2 = b.layernorm(p + ".ln_2", residual, s, h);
-    const Src fc = b.linear(p + ".mlp.c_fc", ln_2, s, h, 4 * h, conv1d);
-    b.gelu(s * 4 * h); // gelu_new
-    const Src mlp_out = b.linear(p + ".mlp.c_proj", fc, s, 4 * h, h, conv1d);
-    b.dropout(s * h);
-    b.residual_add(s * h, residual);
-    residual = mlp_out;
+  if (spec.heads % spec.query_groups() != 0) {
+    throw std::invalid_argument("transformer LM: kv_heads (" + std::to_string(spec.query_groups()) +
+                                ") must divide heads (" + std::to_string(spec.heads) + ")");
   }
-  block_starts.push_back(b.last() + 1);
-  const Src ln_f = b.layernorm("transformer.ln_f", residual, s, h);
-  b.linear("lm_head", ln_f, s, h, v, {false, WeightLayout::tied}); // tied to transformer.wte.weight
-  b.cross_entropy(s * v);
-  Model model = std::move(b).finish();
-  tag_blocks(model, block_starts);
-  model.transformer = spec;
-  return model;
+}
+
+// Builds one decoder's layers block by block; the options of TransformerSpec pick each part.
+class DecoderBuilder {
+public:
+  DecoderBuilder(const TransformerSpec& spec, std::string name)
+      : spec_(spec), names_(names_of(spec.names)), s_(spec.sequence), h_(spec.hidden),
+        kv_(std::int64_t{spec.query_groups()} * spec.head_dim()),
+        b_(std::move(name), kTokenIdBytes * static_cast<double>(spec.sequence)) {}
+
+  Model build() && {
+    Src residual = embeddings();
+    std::vector<int> block_starts;
+    for (int layer = 0; layer < spec_.layers; ++layer) {
+      block_starts.push_back(b_.last() + 1);
+      residual = block(std::string(names_.block) + std::to_string(layer) + ".", residual);
+    }
+    block_starts.push_back(b_.last() + 1);
+    head(residual);
+    Model model = std::move(b_).finish();
+    tag_blocks(model, block_starts);
+    model.transformer = spec_;
+    return model;
+  }
+
+private:
+  [[nodiscard]] detail::LinearSpec linear_spec(bool qkv) const {
+    const bool bias = spec_.bias == LinearBias::all || (qkv && spec_.bias == LinearBias::qkv);
+    return {bias, names_.layout};
+  }
+
+  Src norm(std::string_view name, Src in) {
+    return spec_.norm == Norm::rmsnorm ? b_.rmsnorm(std::string(name), in, s_, h_)
+                                       : b_.layernorm(std::string(name), in, s_, h_);
+  }
+
+  Src embeddings() {
+    const Src tokens = b_.embedding(std::string(names_.embed), s_, spec_.vocabulary, h_);
+    Src out = tokens;
+    if (spec_.position == Position::learned) { // GPT-2: n_positions = sequence
+      out = b_.embedding(std::string(names_.positions), s_, s_, h_);
+      b_.residual_add(s_ * h_, tokens); // inputs_embeds + position_embeds
+    }
+    if (spec_.dropout) {
+      b_.dropout(s_ * h_);
+    }
+    return out;
+  }
+
+  // The attention half: its norm, projections, core and output projection (no residual add).
+  Src attention(const std::string& p, Src residual) {
+    const Src ln = norm(p + std::string(names_.norm_1), residual);
+    Src q = kNoLayer, k = kNoLayer, v = kNoLayer;
+    const bool rope = spec_.position == Position::rope; // rotary embeddings on the queries and keys
+    if (!names_.qkv.empty()) {
+      q = k = v = b_.linear(p + std::string(names_.qkv), ln, s_, h_, h_ + 2 * kv_, linear_spec(true));
+      if (rope) {
+        b_.rotary(s_ * (h_ + kv_));
+      }
+    } else {
+      q = b_.linear(p + std::string(names_.q), ln, s_, h_, h_, linear_spec(true));
+      if (rope) {
+        b_.rotary(s_ * h_);
+      }
+      k = b_.linear(p + std::string(names_.k), ln, s_, h_, kv_, linear_spec(true));
+      if (rope) {
+        b_.rotary(s_ * kv_);
+      }
+      v = b_.linear(p + std::string(names_.v), ln, s_, h_, kv_, linear_spec(true));
+      for (const Src kv : {k, v}) {
+        b_.layer(kv).tensor_shards = spec_.query_groups();
+      }
+    }
+    const std::string core = p + std::string(names_.attention);
+    const Src context = spec_.attention == AttentionKernel::flash
+                            ? b_.flash_attention(core + ".sdpa", q, k, v, s_, h_, true)
+                            : b_.attention(core, q, k, v, s_, h_, spec_.heads, spec_.dropout);
+    const Src out = b_.linear(p + std::string(names_.out), context, s_, h_, h_, linear_spec(false));
+    if (spec_.dropout) {
+      b_.dropout(s_ * h_); // resid_dropout
+    }
+    return out;
+  }
+
+  // The MLP half: its norm and layers (no residual add).
+  Src mlp(const std::string& p, Src in) {
+    const Src ln = norm(p + std::string(names_.norm_2), in);
+    const std::int64_t f = spec_.ffn();
+    Src inner = kNoLayer;
+    if (spec_.mlp == Mlp::swiglu) {
+      const Src gate = b_.linear(p + std::string(names_.gate), ln, s_, h_, f, linear_spec(false));
+      inner = b_.linear(p + std::string(names_.up), ln, s_, h_, f, linear_spec(false));
+      b_.swiglu(s_ * f, gate);
+    } else {
+      inner = b_.linear(p + std::string(names_.fc_1), ln, s_, h_, f, linear_spec(false));
+      b_.gelu(s_ * f); // gelu_new
+    }
+    const Src out = b_.linear(p + std::string(names_.fc_2), inner, s_, f, h_, linear_spec(false));
+    if (spec_.dropout) {
+      b_.dropout(s_ * h_);
+    }
+    return out;
+  }
+
+  Src block(const std::string& p, Src residual) {
+    const Src attn_out = attention(p, residual);
+    if (spec_.parallel_residual) { // x + attn(ln_1(x)) + mlp(ln_2(x))
+      const Src mlp_out = mlp(p, residual);
+      b_.residual_add(s_ * h_, attn_out);
+      b_.residual_add(s_ * h_, residual);
+      return mlp_out;
+    }
+    b_.residual_add(s_ * h_, residual); // residual + attn_output
+    const Src mlp_out = mlp(p, attn_out);
+    b_.residual_add(s_ * h_, attn_out);
+    return mlp_out;
+  }
+
+  void head(Src residual) {
+    const Src ln_f = norm(names_.final_norm, residual);
+    const detail::LinearSpec spec{false, spec_.tied_embeddings ? detail::WeightLayout::tied : names_.layout};
+    b_.linear(std::string(names_.head), ln_f, s_, h_, spec_.vocabulary, spec); // tied: to the token embedding
+    b_.cross_entropy(s_ * spec_.vocabulary);
+  }
+
+  TransformerSpec spec_;
+  const NameTable& names_;
+  std::int64_t s_, h_, kv_;
+  detail::ModelBuilder b_;
+};
+
+} // namespace
+
+// GPT-2 (the defaults) has per block ln_1, attn.c_attn, attn.scores, attn.softmax, attn.context, attn.c_proj
+// (+ dropout + residual), ln_2, mlp.c_fc (+ GELU), mlp.c_proj (+ dropout + residual); its position table has
+// `sequence` rows (GPT-2: n_positions = n_ctx = 1024). The loss is cross-entropy over all `sequence` logits (HF shifts
+// by one token; the difference is ignored). Parameters: (V + S)·h + L·(12h² + 13h) + 2h. A Llama-family decoder:
+// V·h (+ V·h untied) + L·(2h² + 2h·g·d + 3h·f + 2h) + h with RMSNorm, no biases, g query groups of d = h/a channels,
+// SwiGLU width f (Touvron et al. 2023, arXiv:2307.09288; HF modeling_llama.py).
+Model build_transformer_lm(const TransformerSpec& spec, std::string name) {
+  check_shape(spec);
+  return DecoderBuilder(spec, std::move(name)).build();
 }
 
 namespace detail {

@@ -17,6 +17,10 @@ namespace ddlsim::dag {
 /// Builds a zoo model by name; std::nullopt if the name is unknown.
 [[nodiscard]] std::optional<Model> build_zoo_model(std::string_view name);
 
+/// The shape of the zoo's decoder language model `name` (GPT-2, GPT-3, the Llama family, Mistral, Qwen2.5,
+/// GPT-NeoX); std::nullopt for any other name (BERT and the vision models included).
+[[nodiscard]] std::optional<TransformerSpec> zoo_decoder_spec(std::string_view name);
+
 /// The parametric transformer language model (GPT-2 style: token + position embeddings, `layers` blocks of
 /// LayerNorm, attention (fused qkv), LayerNorm, MLP with 4x hidden, final LayerNorm, tied LM head). The model's
 /// `transformer` records `spec` and where the blocks are.

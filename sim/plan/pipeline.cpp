@@ -91,6 +91,11 @@ double activation_scale(const Scenario& s) {
   return dtype_bytes(s.gradient_dtype) / 4.0;
 }
 
+// Attention's core: eager attention's score and context matmuls, or a fused attention kernel.
+bool is_attention_core(const dag::Layer& layer) {
+  return layer.kind == "attention" || layer.kind == "flash_attention";
+}
+
 // The forward time the backward of a virtual stage recomputes (per micro-batch).
 double recompute_s(const Scenario& s, const dag::WorkerCosts& costs, int first, int end) {
   double out = 0;
@@ -104,7 +109,7 @@ double recompute_s(const Scenario& s, const dag::WorkerCosts& costs, int first, 
       out += costs.fwd_s[i];
       break;
     case dag::Recompute::selective:
-      if (s.model.layers[i].kind == "attention")
+      if (is_attention_core(s.model.layers[i]))
         out += costs.fwd_s[i];
       break;
     }
@@ -144,7 +149,7 @@ std::vector<TensorRole> tensor_roles(const dag::Model& model) {
         if (!open) {
           roles[i] = TensorRole::column_entry;
           open = true;
-        } else if (i > l && model.layers[i - 1].kind == "attention") {
+        } else if (i > l && is_attention_core(model.layers[i - 1])) {
           roles[i] = TensorRole::row;
           open = false;
         }
@@ -157,31 +162,42 @@ std::vector<TensorRole> tensor_roles(const dag::Model& model) {
   return roles;
 }
 
-// What one GPU of a tensor group computes: every layer's share 1/t, but LayerNorm, which every rank repeats on the
-// whole sequence unless sequence parallelism splits it too.
+// The ranks over which a layer's work and weights divide: normalisations are repeated (unless sequence parallelism
+// splits the norm's work, not its weights), a key/value projection of g query groups splits over at most g ranks and
+// is replicated beyond (Layer::tensor_shards), every other layer splits over the t ranks.
+int tensor_split(const dag::Layer& layer, int tensor) {
+  if (layer.kind == "layernorm" || layer.kind == "rmsnorm")
+    return 1;
+  return layer.tensor_shards > 0 ? std::min(tensor, layer.tensor_shards) : tensor;
+}
+
+// What one GPU of a tensor group computes: every layer's share (tensor_split), normalisations on the whole sequence
+// unless sequence parallelism splits them too.
 dag::WorkerCosts tensor_rank_costs(const Scenario& s, const dag::WorkerCosts& costs) {
   const auto& par = s.parallelism;
   auto out = costs;
   if (par.tensor == 1)
     return out;
   for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
-    if (s.model.layers[l].kind == "layernorm" && !par.sequence_parallel)
-      continue;
-    out.fwd_s[l] /= par.tensor;
-    out.bwd_s[l] /= par.tensor;
+    const auto& layer = s.model.layers[l];
+    const bool norm = layer.kind == "layernorm" || layer.kind == "rmsnorm";
+    const int split = norm && par.sequence_parallel ? par.tensor : tensor_split(layer, par.tensor);
+    out.fwd_s[l] /= split;
+    out.bwd_s[l] /= split;
   }
   return out;
 }
 
-// A tensor rank's share of a layer's parameters: linear and embedding weights are split over the group (a tensor of
-// n elements keeps ceil(n / t); its shape's last dimension divided where it divides), LayerNorm's are repeated.
+// A tensor rank's share of a layer's parameters: a tensor of n elements split over k = tensor_split ranks keeps
+// ceil(n / k) (its shape's last dimension divided where it divides); normalisations' weights are repeated.
 void shard_parameters(dag::Layer& layer, int tensor) {
-  if (tensor == 1 || layer.kind == "layernorm")
+  const int split = tensor_split(layer, tensor);
+  if (split == 1)
     return;
   for (auto& p : layer.params) {
-    p.numel = (p.numel + tensor - 1) / tensor;
-    if (!p.shape.empty() && p.shape.back() % tensor == 0)
-      p.shape.back() /= tensor;
+    p.numel = (p.numel + split - 1) / split;
+    if (!p.shape.empty() && p.shape.back() % split == 0)
+      p.shape.back() /= split;
     else
       p.shape = {p.numel};
   }

@@ -497,13 +497,17 @@ LoweringShape task_shape(const Scenario& s, const dag::Task& task, const Lowerin
 }
 
 namespace {
-// Transformers on a GPU of known peak: Korthikanti et al.'s model FLOPs (arXiv:2205.05198, §6) per second over peak.
+// Transformers on a GPU of known peak: Korthikanti et al.'s model FLOPs (arXiv:2205.05198, §6) per second over peak,
+// 72·s·L·h²·(1 + s/(6h) + V/(12·L·h)) per sample for GPT, i.e. 6·s·(L·c·h² + h·V) + 12·L·h·s² with c·h² the
+// weights of a block's matmuls (c = 12 for GPT; TransformerSpec::block_matmul_params for others) and attention
+// counted whole, causal or not (PaLM's convention: Chowdhery et al. 2022, arXiv:2204.02311, Appendix B).
 void set_model_flops_utilisation(const Scenario& s, RunResult& r) {
   if (!s.model.transformer || s.gpu.peak_flops <= 0 || r.iteration_time_s <= 0)
     return;
   const auto& tf = *s.model.transformer;
   const double seq = tf.sequence, h = tf.hidden, layers = tf.layers, vocab = tf.vocabulary;
-  const double per_sample = 72.0 * seq * layers * h * h * (1 + seq / (6 * h) + vocab / (12 * layers * h));
+  const double c = tf.block_matmul_params() / (h * h);
+  const double per_sample = 6 * c * seq * layers * h * h * (1 + 2 * seq / (c * h) + vocab / (c * layers * h));
   r.model_flops_utilisation = r.throughput_samples_per_s * per_sample / (r.workers * s.gpu.peak_flops);
 }
 } // namespace

@@ -122,6 +122,22 @@ PipelineSpec parse_pipeline(ObjectReader& r, const Scenario& s, int stages) {
   return p;
 }
 
+// Megatron's tensor split of a transformer: whole query heads per rank, and the MLP's width divided; key/value heads
+// divided as Megatron-Core does (attention.py: num_query_groups / t), or each one replicated on t/g ranks where t is
+// a multiple of the g groups (as vLLM's QKVParallelLinear does: Megatron-Core refuses it).
+void check_tensor_split(ObjectReader& r, const dag::TransformerSpec& tf, int t) {
+  if (tf.heads % t != 0 || tf.hidden % t != 0)
+    r.fail("tensor", fmt::format("{} does not divide the model's {} attention heads and hidden size {} (Megatron "
+                                 "gives each tensor rank whole heads)",
+                                 t, tf.heads, tf.hidden));
+  const int groups = tf.query_groups();
+  if (groups % t != 0 && t % groups != 0)
+    r.fail("tensor", fmt::format("{} neither divides the model's {} key/value heads nor is a multiple of them (each "
+                                 "rank needs whole key/value heads, split or replicated)",
+                                 t, groups));
+  if (tf.ffn() % t != 0)
+    r.fail("tensor", fmt::format("{} does not divide the model's MLP width {} (ffn_hidden)", t, tf.ffn()));
+}
 } // namespace
 
 void parse_parallelism(std::optional<ObjectReader> parallelism, std::optional<ObjectReader> pipeline, Scenario& s) {
@@ -135,11 +151,7 @@ void parse_parallelism(std::optional<ObjectReader> parallelism, std::optional<Ob
         r.fail("tensor", fmt::format("tensor parallelism splits a transformer's layers (Megatron-LM); model '{}' is "
                                      "not a transformer (use 1)",
                                      s.model.name));
-      const auto& tf = *s.model.transformer;
-      if (tf.heads % par.tensor != 0 || tf.hidden % par.tensor != 0)
-        r.fail("tensor", fmt::format("{} does not divide the model's {} attention heads and hidden size {} (Megatron "
-                                     "gives each tensor rank whole heads)",
-                                     par.tensor, tf.heads, tf.hidden));
+      check_tensor_split(r, *s.model.transformer, par.tensor);
     }
     par.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(false);
     if (par.sequence_parallel && par.tensor == 1)

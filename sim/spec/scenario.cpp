@@ -8,6 +8,7 @@
 #include "dag/zoo/zoo.hpp"
 #include "sim/network/collectives.hpp"
 #include "sim/network/lowering/evaluate.hpp"
+#include "sim/spec/decoder.hpp"
 #include "sim/spec/limits.hpp"
 #include "sim/spec/measured_timeline.hpp"
 
@@ -61,6 +62,26 @@ dag::Model parse_workload_file(const std::string& path, const std::string& scena
   return dag::read_workload(resolved);
 }
 
+// A decoder language model: the zoo entry `zoo` (or the parametric "transformer") with `transformer`'s changes to its
+// shape and `attention`'s kernel. `pointer` becomes the parametric decoder's `layers` key (messages about its size).
+dag::Model read_decoder(ObjectReader& r, const std::string& zoo, dag::TransformerSpec spec, std::string& pointer) {
+  const bool parametric = zoo == "transformer";
+  if (parametric || r.has("transformer")) {
+    auto t = r.object("transformer");
+    if (parametric)
+      pointer = t.path("layers");
+    spec = parse_decoder(std::move(t), spec, parametric);
+  }
+  const std::vector<std::string> kernels(dag::kAttentionNames.begin(), dag::kAttentionNames.end());
+  if (const auto kernel = r.optional_choice("attention", kernels))
+    spec.attention = *kernel == "flash" ? dag::AttentionKernel::flash : dag::AttentionKernel::eager;
+  try {
+    return dag::build_transformer_lm(spec, zoo);
+  } catch (const std::invalid_argument& e) {
+    r.fail(parametric || r.has("transformer") ? "transformer" : "zoo", e.what());
+  }
+}
+
 void parse_model(ObjectReader r, Scenario& s) {
   const bool has_zoo = r.has("zoo"), has_layers = r.has("layers"), has_workload = r.has("workload");
   if (static_cast<int>(has_zoo) + static_cast<int>(has_layers) + static_cast<int>(has_workload) != 1)
@@ -68,24 +89,14 @@ void parse_model(ObjectReader r, Scenario& s) {
   if (has_zoo) {
     const std::string zoo = r.string("zoo");
     s.model_pointer = r.path("zoo");
-    if (zoo == "transformer") {
-      auto t = r.object("transformer");
-      dag::TransformerSpec spec;
-      spec.layers = static_cast<int>(t.integer("layers", 1, 10000));
-      s.model_pointer = t.path("layers");
-      spec.hidden = static_cast<int>(t.integer("hidden", 1, 1 << 20));
-      spec.heads = static_cast<int>(t.integer("heads", 1, 1 << 14));
-      spec.sequence = static_cast<int>(t.integer("sequence", 1, 1 << 24));
-      spec.vocabulary = static_cast<int>(t.integer("vocabulary", 1, 1 << 24));
-      if (spec.hidden % spec.heads != 0)
-        t.fail("heads", "hidden must be divisible by heads");
-      t.finish();
-      try {
-        s.model = dag::build_transformer_lm(spec);
-      } catch (const std::invalid_argument& e) {
-        r.fail("transformer", e.what());
-      }
+    if (const auto base = decoder_base(zoo)) {
+      s.model = read_decoder(r, zoo, *base, s.model_pointer);
     } else {
+      for (const std::string_view key : {"transformer", "attention"})
+        if (r.has(key))
+          r.fail(key, fmt::format("`{}` shapes a decoder language model (`ddlsim list models`: gpt2, llama3-8b, ... "
+                                  "or \"transformer\"); '{}' is not one",
+                                  key, clip_user_text(zoo)));
       auto model = dag::build_zoo_model(zoo);
       if (!model)
         r.fail("zoo", fmt::format("unknown model '{}'{} (`ddlsim list models` shows the built-in ones)",

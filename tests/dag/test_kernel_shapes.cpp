@@ -107,7 +107,8 @@ TEST_CASE("dag::layer_kernels: every zoo model's convolutions and GEMMs carry th
       // the builder's forward FLOPs: 2 per MAC, plus per output element a bias and the element-wise operations the
       // builder folds into the layer (dag/zoo/builder.hpp's constants; at most one of each)
       using namespace ddlsim::dag::detail;
-      const double folded = 1 + kGeluFlops + kDropoutFlops + kAddFlops + kTanhFlops + kSoftmaxFlops + kReluFlops;
+      const double folded = 1 + kGeluFlops + kDropoutFlops + kAddFlops + kTanhFlops + kSoftmaxFlops + kReluFlops +
+                            kSwigluFlops + kRotaryFlops;
       const double outputs = layer.activation_bytes / 4;
       const double per_sample = 2 * macs / 2; // 2 FLOPs per MAC, over the batch of 2
       CHECK(per_sample <= layer.fwd_flops * (1 + 1e-12));

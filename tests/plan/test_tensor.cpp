@@ -267,3 +267,61 @@ TEST_CASE("tensor parallelism: the DAG's copies and the instances of its collect
   }
   CHECK((data && tensor && transfer));
 }
+
+TEST_CASE("tensor parallelism: grouped-query attention's key and value projections split over at most their heads, "
+          "replicated beyond; RMSNorm repeated",
+          "[pipeline][tensor][decoder]") {
+  // Llama 3 8B's blocks (32 query heads, 8 key/value heads), 2 of them at s = 1024, on one stage of t GPUs.
+  const int t = GENERATE(4, 8, 16);
+  CAPTURE(t);
+  Json doc = gpt(t / 4, 1, t);
+  doc["model"] = Json::parse(R"({"zoo": "llama3-8b", "batch_per_gpu": 1, "gradient_dtype": "bf16",
+                                 "transformer": {"layers": 2, "sequence": 1024}})");
+  const auto s = parse_scenario(doc, "t.json");
+  const auto r = run_analytic(s);
+  const auto costs = compute_costs(s).worker;
+  double compute = 0;
+  for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
+    const auto& layer = s.model.layers[i];
+    const bool kv = layer.name.ends_with("k_proj") || layer.name.ends_with("v_proj");
+    const double share = layer.kind == "rmsnorm" ? 1.0 : kv ? 1.0 / std::min(t, 8) : 1.0 / t;
+    compute += (costs.fwd_s[i] + costs.bwd_s[i]) * share;
+  }
+  CHECK_THAT(r.pipeline->per_stage[0].compute_s, WithinRel(2 * compute, 1e-12)); // m = 2 micro-batches
+}
+
+TEST_CASE("tensor parallelism: a decoder's key/value heads and MLP width must split", "[pipeline][tensor][decoder]") {
+  const auto error = [](Json doc) {
+    try {
+      (void)parse_scenario(doc, "t.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  Json doc = gpt(2, 1, 8);
+  doc["cluster"]["gpus_per_node"] = 8;
+  doc["cluster"]["nodes"] = 1;
+  doc["model"]["zoo"] = "transformer";
+  doc["model"]["transformer"] = Json::parse(R"({"layers": 2, "hidden": 1024, "heads": 16, "sequence": 256,
+                                                "vocabulary": 1000, "kv_heads": 12})");
+  // 12 key/value heads do not divide 16 query heads
+  CHECK_THAT(error(doc), Catch::Contains("/model/transformer/kv_heads") && Catch::Contains("must divide heads"));
+  doc["model"]["transformer"]["heads"] = 32;
+  doc["model"]["transformer"]["kv_heads"] = 4;
+  doc["parallelism"]["tensor"] = 8;
+  CHECK(error(doc) == "accepted"); // 8 ranks: each of the 4 key/value heads on 2 of them
+  doc["model"]["transformer"]["kv_heads"] = 16;
+  doc["parallelism"]["tensor"] = 8;
+  CHECK(error(doc) == "accepted");
+  doc["model"]["transformer"]["heads"] = 48;
+  doc["model"]["transformer"]["hidden"] = 1536;
+  doc["model"]["transformer"]["kv_heads"] = 6;
+  doc["parallelism"]["tensor"] = 4; // 4 neither divides 6 nor is a multiple of it
+  doc["cluster"]["gpus_per_node"] = 4;
+  CHECK_THAT(error(doc), Catch::Contains("/parallelism/tensor") && Catch::Contains("6 key/value heads"));
+  doc["model"]["transformer"]["kv_heads"] = 12;
+  doc["model"]["transformer"]["mlp"] = "swiglu";
+  doc["model"]["transformer"]["ffn_hidden"] = 4098;
+  CHECK_THAT(error(doc), Catch::Contains("/parallelism/tensor") && Catch::Contains("MLP width 4098"));
+}

@@ -124,3 +124,50 @@ TEST_CASE("sim::parse_scenario takes an inline calibration and checks its layer 
   doc["gpu"]["calibration"]["layers"]["zzz"] = Json::parse(R"({"forward": "1 ms", "backward": "1 ms"})");
   REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"), Catch::Contains("calibrated layer 'zzz' is not a layer"));
 }
+
+TEST_CASE("sim::parse_scenario reads a decoder's shape: zoo entries changed by `transformer`, `attention`",
+          "[sim][scenario][decoder]") {
+  const auto error = [](const Json& doc) {
+    try {
+      (void)parse_scenario(doc, "d.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  Json doc = minimal();
+  doc["model"] = Json::parse(R"({"zoo": "llama3-8b", "batch_per_gpu": 1, "transformer": {"sequence": 4096}})");
+  const auto s = parse_scenario(doc, "d.json");
+  REQUIRE(s.model.transformer);
+  CHECK(s.model.transformer->sequence == 4096);
+  CHECK(s.model.transformer->query_groups() == 8);
+  CHECK(s.model.param_count() == 8'030'261'248); // the sequence changes no parameter (rotary positions)
+  CHECK(s.model.name == "llama3-8b");
+  const auto kinds = [](const dag::Model& m, const std::string& kind) {
+    return std::count_if(m.layers.begin(), m.layers.end(), [&](const dag::Layer& l) { return l.kind == kind; });
+  };
+  CHECK(kinds(s.model, "flash_attention") == 32);
+  doc["model"]["attention"] = "eager";
+  const auto eager = parse_scenario(doc, "d.json");
+  CHECK(kinds(eager.model, "flash_attention") == 0);
+  CHECK(kinds(eager.model, "softmax") == 32);
+  // The parametric decoder takes every option; GPT-2's defaults keep its eager attention.
+  doc["model"] = Json::parse(R"({"zoo": "transformer", "batch_per_gpu": 1, "attention": "flash",
+      "transformer": {"layers": 2, "hidden": 512, "heads": 8, "sequence": 128, "vocabulary": 1000, "kv_heads": 2,
+                      "mlp": "swiglu", "ffn_hidden": 1376, "norm": "rmsnorm", "position": "rope",
+                      "tied_embeddings": false, "bias": "none", "dropout": false}})");
+  const auto p = parse_scenario(doc, "d.json");
+  // 2·V·h + L·(2h² + 2h·(2·64) + 3h·f + 2h) + h
+  CHECK(p.model.param_count() == 2 * 1000 * 512 + 2 * (2 * 512 * 512 + 2 * 512 * 128 + 3 * 512 * 1376 + 2 * 512) + 512);
+  CHECK(kinds(p.model, "flash_attention") == 2);
+  // Mistakes name their key.
+  doc["model"]["transformer"]["mlp"] = "swish";
+  CHECK_THAT(error(doc), Catch::Contains("/model/transformer/mlp") && Catch::Contains("swiglu"));
+  doc["model"]["transformer"]["mlp"] = "gelu";
+  doc["model"]["transformer"]["kv_head"] = 2;
+  CHECK_THAT(error(doc), Catch::Contains("/model/transformer/kv_head"));
+  doc["model"] = Json::parse(R"({"zoo": "resnet50", "batch_per_gpu": 1, "attention": "flash"})");
+  CHECK_THAT(error(doc), Catch::Contains("/model/attention") && Catch::Contains("decoder language model"));
+  doc["model"] = Json::parse(R"({"zoo": "llama2-7b", "batch_per_gpu": 1, "transformer": {"heads": 33}})");
+  CHECK_THAT(error(doc), Catch::Contains("/model/transformer/heads") && Catch::Contains("divisible"));
+}
