@@ -350,6 +350,25 @@ void check_invariants(const OrderedJson& j, const Scenario& s, const RunResult& 
         fmt::format("summary: the breakdown adds up to {} s, the iteration is {} s", parts, r.iteration_time_s));
 }
 
+// A transformer's shape as the run used it (docs/llm.md): the zoo entry's with the scenario's changes.
+Json transformer_shape(const dag::TransformerSpec& t) {
+  const auto name = [](const auto& names, auto option) {
+    return std::string(names.at(static_cast<std::size_t>(option)));
+  };
+  return {{"layers", t.layers},
+          {"hidden", t.hidden},
+          {"heads", t.heads},
+          {"kv_heads", t.query_groups()},
+          {"sequence", t.sequence},
+          {"vocabulary", t.vocabulary},
+          {"mlp", name(dag::kMlpNames, t.mlp)},
+          {"ffn_hidden", t.ffn()},
+          {"norm", name(dag::kNormNames, t.norm)},
+          {"position", name(dag::kPositionNames, t.position)},
+          {"tied_embeddings", t.tied_embeddings},
+          {"attention", name(dag::kAttentionNames, t.attention)}};
+}
+
 } // namespace
 
 OrderedJson summary_json(const Scenario& s, const RunResult& r) {
@@ -369,6 +388,8 @@ OrderedJson summary_json(const Scenario& s, const RunResult& r) {
                 {"parameters", s.model.param_count()},
                 {"tensors", s.model.tensor_count()},
                 {"batch_per_gpu", s.batch_per_gpu}};
+  if (s.model.transformer)
+    j["model"]["transformer"] = transformer_shape(*s.model.transformer);
   j["strategy"] = std::string(s.strategy.kind());
   add_compression(j, s, r);
   add_powersgd(j, s, r);
