@@ -7,6 +7,7 @@
 #include "sim/plan/host.hpp"
 #include "sim/plan/schedule.hpp"
 #include "sim/plan/sharding.hpp"
+#include "sim/plan/tensor_parallel.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -91,11 +92,6 @@ double activation_scale(const Scenario& s) {
   return dtype_bytes(s.gradient_dtype) / 4.0;
 }
 
-// Attention's core: eager attention's score and context matmuls, or a fused attention kernel.
-bool is_attention_core(const dag::Layer& layer) {
-  return layer.kind == "attention" || layer.kind == "flash_attention";
-}
-
 // The forward time the backward of a virtual stage recomputes (per micro-batch).
 double recompute_s(const Scenario& s, const dag::WorkerCosts& costs, int first, int end) {
   double out = 0;
@@ -123,154 +119,6 @@ std::unique_ptr<CollectiveModel> group_allreduce(const Scenario& s, const Commun
   if (s.allreduce.measured && layout.whole_cluster)
     return make_measured_allreduce(layout.net, *s.allreduce.measured);
   return make_cost_model(*s.allreduce.algorithm, layout.net);
-}
-
-// Tensor parallelism (Megatron-LM: Shoeybi et al., arXiv:1909.08053, §3; sequence parallelism: Korthikanti et al.,
-// arXiv:2205.05198, §4.2.2). Where a transformer block's tensor-group collectives fall: after the row-parallel linear
-// layers (the attention's output projection, the MLP's second layer) in forward, after the column-parallel ones (the
-// first linear of each half: QKV, the MLP's first layer) in backward.
-enum class TensorRole : std::uint8_t { none, column_entry, row };
-
-std::vector<TensorRole> tensor_roles(const dag::Model& model) {
-  std::vector<TensorRole> roles(model.layers.size(), TensorRole::none);
-  std::size_t l = 0;
-  while (l < model.layers.size()) {
-    const int block = model.layers[l].block;
-    std::size_t end = l + 1;
-    while (end < model.layers.size() && model.layers[end].block == block)
-      ++end;
-    if (block >= 0) {
-      std::optional<std::size_t> last_linear;
-      bool open = false; // a column-parallel half has begun and its row-parallel layer not yet come
-      for (std::size_t i = l; i < end; ++i) {
-        if (model.layers[i].kind != "linear")
-          continue;
-        last_linear = i;
-        if (!open) {
-          roles[i] = TensorRole::column_entry;
-          open = true;
-        } else if (i > l && is_attention_core(model.layers[i - 1])) {
-          roles[i] = TensorRole::row;
-          open = false;
-        }
-      }
-      if (last_linear && roles[*last_linear] == TensorRole::none)
-        roles[*last_linear] = TensorRole::row;
-    }
-    l = end;
-  }
-  return roles;
-}
-
-// The ranks over which a layer's work and weights divide: normalisations are repeated (unless sequence parallelism
-// splits the norm's work, not its weights), a key/value projection of g query groups splits over at most g ranks and
-// is replicated beyond (Layer::tensor_shards), every other layer splits over the t ranks.
-int tensor_split(const dag::Layer& layer, int tensor) {
-  if (layer.kind == "layernorm" || layer.kind == "rmsnorm")
-    return 1;
-  return layer.tensor_shards > 0 ? std::min(tensor, layer.tensor_shards) : tensor;
-}
-
-// What one GPU of a tensor group computes: every layer's share (tensor_split), normalisations on the whole sequence
-// unless sequence parallelism splits them too.
-dag::WorkerCosts tensor_rank_costs(const Scenario& s, const dag::WorkerCosts& costs) {
-  const auto& par = s.parallelism;
-  auto out = costs;
-  if (par.tensor == 1)
-    return out;
-  for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
-    const auto& layer = s.model.layers[l];
-    const bool norm = layer.kind == "layernorm" || layer.kind == "rmsnorm";
-    const int split = norm && par.sequence_parallel ? par.tensor : tensor_split(layer, par.tensor);
-    out.fwd_s[l] /= split;
-    out.bwd_s[l] /= split;
-  }
-  return out;
-}
-
-// A tensor rank's share of a layer's parameters: a tensor of n elements split over k = tensor_split ranks keeps
-// ceil(n / k) (its shape's last dimension divided where it divides); normalisations' weights are repeated.
-void shard_parameters(dag::Layer& layer, int tensor) {
-  const int split = tensor_split(layer, tensor);
-  if (split == 1)
-    return;
-  for (auto& p : layer.params) {
-    p.numel = (p.numel + split - 1) / split;
-    if (!p.shape.empty() && p.shape.back() % split == 0)
-      p.shape.back() /= split;
-    else
-      p.shape = {p.numel};
-  }
-}
-
-// The bytes of every tensor-group collective: b s h elements in the training format.
-double tensor_collective_bytes(const Scenario& s) {
-  const auto& tf = *s.model.transformer;
-  return static_cast<double>(s.batch_per_gpu) * tf.sequence * tf.hidden * dtype_bytes(s.gradient_dtype);
-}
-
-// The parts of a virtual stage's passes under tensor parallelism: compute up to each tensor-group collective of
-// b s h elements (forward: an allreduce after each row-parallel layer, or with sequence parallelism an allgather
-// before each column-parallel half and a reduce-scatter after its row-parallel layer; backward the mirror image).
-// Without tensor parallelism (`roles` empty) a forward is compute only. `gates` (by layer; empty: none): the rank's
-// parameter gather that the layer's forward waits for (-1: none), which cuts the forward before the layer.
-struct StageParts {
-  std::vector<dag::PassPart> forward, backward;
-};
-
-std::vector<dag::PassPart> forward_parts(const Scenario& s, const dag::WorkerCosts& costs,
-                                         const std::vector<TensorRole>& roles, int first, int end,
-                                         const std::vector<int>& gates = {}) {
-  const bool sp = s.parallelism.sequence_parallel;
-  const double bytes = roles.empty() ? 0.0 : tensor_collective_bytes(s);
-  std::vector<dag::PassPart> parts;
-  dag::PassPart part;
-  const auto close = [&](dag::Collective c) {
-    part.collective = c;
-    part.bytes = c == dag::Collective::none ? 0.0 : bytes;
-    parts.push_back(part);
-    part = {};
-  };
-  for (int l = first; l < end; ++l) {
-    const auto i = static_cast<std::size_t>(l);
-    const auto role = roles.empty() ? TensorRole::none : roles[i];
-    if (sp && role == TensorRole::column_entry)
-      close(dag::Collective::allgather);
-    if (!gates.empty() && gates[i] >= 0) {
-      if (part.compute_s > 0 || part.gather >= 0)
-        close(dag::Collective::none);
-      part.gather = gates[i];
-    }
-    part.compute_s += costs.fwd_s[i];
-    if (role == TensorRole::row)
-      close(sp ? dag::Collective::reduce_scatter : dag::Collective::allreduce);
-  }
-  parts.push_back(part);
-  return parts;
-}
-
-StageParts tensor_parts(const Scenario& s, const dag::WorkerCosts& costs, const std::vector<TensorRole>& roles,
-                        int first, int end) {
-  const bool sp = s.parallelism.sequence_parallel;
-  const double bytes = tensor_collective_bytes(s);
-  StageParts out{.forward = forward_parts(s, costs, roles, first, end), .backward = {}};
-  dag::PassPart part;
-  const auto close = [&](dag::Collective c) {
-    part.collective = c;
-    part.bytes = bytes;
-    out.backward.push_back(part);
-    part = {};
-  };
-  for (int l = end - 1; l >= first; --l) {
-    const auto role = roles[static_cast<std::size_t>(l)];
-    if (sp && role == TensorRole::row)
-      close(dag::Collective::allgather);
-    part.compute_s += costs.bwd_s[static_cast<std::size_t>(l)];
-    if (role == TensorRole::column_entry)
-      close(sp ? dag::Collective::reduce_scatter : dag::Collective::allreduce);
-  }
-  out.backward.push_back(part);
-  return out;
 }
 
 // The layers of one rank (its chunks' layers in forward order) as a model of their own, with their costs; and the
@@ -724,19 +572,6 @@ PipelineReport pipeline_report(const Scenario& s, const dag::PipelinePlan& plan,
                                   over.size() > 1 ? "s" : "", fmt::join(over, ", "), over.size() > 1 ? "" : "s",
                                   format_bytes(s.gpu.memory_bytes)));
   return report;
-}
-
-std::string tensor_parallel_note(const Scenario& s) {
-  const auto& par = s.parallelism;
-  return fmt::format(
-      "tensor parallelism: {} GPUs per stage, each computing 1/{} of every layer{}; per transformer block and "
-      "micro-batch {} of b s h = {} on the compute stream over the tensor group (recomputation repeats the "
-      "forward's); the DAG holds tensor rank 0 of each stage, its peers run the same tasks",
-      par.tensor, par.tensor, par.sequence_parallel ? "" : " but LayerNorm (repeated on every rank)",
-      par.sequence_parallel ? "2 allgathers and 2 reduce-scatters in forward and in backward (sequence parallelism)"
-                            : "2 allreduces in forward and 2 in backward",
-      format_bytes(static_cast<double>(s.batch_per_gpu) * s.model.transformer->sequence * s.model.transformer->hidden *
-                   dtype_bytes(s.gradient_dtype)));
 }
 
 std::string pipeline_note(const Scenario& s, const dag::PipelinePlan& plan) {

@@ -135,6 +135,10 @@ void check_tensor_split(ObjectReader& r, const dag::TransformerSpec& tf, int t) 
     r.fail("tensor", fmt::format("{} neither divides the model's {} key/value heads nor is a multiple of them (each "
                                  "rank needs whole key/value heads, split or replicated)",
                                  t, groups));
+  if (t > groups && tf.names != dag::DecoderNames::llama)
+    r.fail("tensor", fmt::format("{} ranks for {} key/value heads would replicate them, which this model's fused "
+                                 "query/key/value projection cannot (Megatron-Core refuses it too); use t dividing {}",
+                                 t, groups, groups));
   if (tf.ffn() % t != 0)
     r.fail("tensor", fmt::format("{} does not divide the model's MLP width {} (ffn_hidden)", t, tf.ffn()));
 }

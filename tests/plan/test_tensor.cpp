@@ -288,6 +288,11 @@ TEST_CASE("tensor parallelism: grouped-query attention's key and value projectio
     compute += (costs.fwd_s[i] + costs.bwd_s[i]) * share;
   }
   CHECK_THAT(r.pipeline->per_stage[0].compute_s, WithinRel(2 * compute, 1e-12)); // m = 2 micro-batches
+  const bool noted = std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+    return n.find("but RMSNorm (repeated on every rank) and the key/value projections, 1/8 each (each of the 8 "
+                  "key/value heads on 2 ranks)") != std::string::npos;
+  });
+  CHECK(noted == (t == 16));
 }
 
 TEST_CASE("tensor parallelism: a decoder's key/value heads and MLP width must split", "[pipeline][tensor][decoder]") {
@@ -310,7 +315,15 @@ TEST_CASE("tensor parallelism: a decoder's key/value heads and MLP width must sp
   doc["model"]["transformer"]["heads"] = 32;
   doc["model"]["transformer"]["kv_heads"] = 4;
   doc["parallelism"]["tensor"] = 8;
-  CHECK(error(doc) == "accepted"); // 8 ranks: each of the 4 key/value heads on 2 of them
+  // 8 ranks for 4 key/value heads: replicated on 2 ranks each with separate projections (Llama), refused with the
+  // parametric decoder's fused c_attn
+  CHECK_THAT(error(doc), Catch::Contains("/parallelism/tensor") && Catch::Contains("fused"));
+  doc["model"] = Json::parse(R"({"zoo": "llama2-7b", "batch_per_gpu": 1, "gradient_dtype": "bf16",
+                                 "transformer": {"layers": 2, "sequence": 256, "kv_heads": 4}})");
+  CHECK(error(doc) == "accepted");
+  doc["model"]["zoo"] = "transformer";
+  doc["model"]["transformer"] = Json::parse(R"({"layers": 2, "hidden": 1024, "heads": 32, "sequence": 256,
+                                                "vocabulary": 1000})");
   doc["model"]["transformer"]["kv_heads"] = 16;
   doc["parallelism"]["tensor"] = 8;
   CHECK(error(doc) == "accepted");
