@@ -674,7 +674,8 @@ std::string offload_line(const ShardingReport& sh) {
 std::string sharding_line(const Scenario& s, const ShardingReport& sh) {
   return fmt::format(
              "  sharding       stage {} over {} GPU{}{}: {} per GPU{} (weights {}, gradients {}, optimizer {}{}, "
-             "buffers {}, activations {}); exposed all-gathers {}, reductions {}\n",
+             "buffers {}, activations {}, logits {}, fragmentation {}, reserve {}); exposed all-gathers {}, reductions "
+             "{}\n",
              sh.stage, sh.shard_size, sh.shard_size == 1 ? "" : "s",
              sh.replicas > 1 ? fmt::format(" x {} replicas", sh.replicas) : std::string(),
              format_bytes(sh.total_bytes()),
@@ -683,8 +684,9 @@ std::string sharding_line(const Scenario& s, const ShardingReport& sh) {
                  : std::string(),
              format_bytes(sh.weights_bytes), format_bytes(sh.gradients_bytes), format_bytes(sh.optimizer_bytes),
              sh.stage == 3 ? fmt::format(", gathered {}", format_bytes(sh.gathered_bytes)) : std::string(),
-             format_bytes(sh.reduce_buffer_bytes), format_bytes(sh.activation_bytes),
-             format_time(sh.exposed_allgather_s), format_time(sh.exposed_reduce_s)) +
+             format_bytes(sh.reduce_buffer_bytes), format_bytes(sh.activation_bytes), format_bytes(sh.logits_bytes),
+             format_bytes(sh.fragmentation_bytes), format_bytes(sh.reserve_bytes), format_time(sh.exposed_allgather_s),
+             format_time(sh.exposed_reduce_s)) +
          offload_line(sh);
 }
 
