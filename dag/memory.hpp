@@ -122,9 +122,10 @@ struct StageMemory {
 
 /// fp32 copies of the logits the loss holds: the logits cast to fp32 for the loss (Megatron-LM's GPT model calls
 /// vocab_parallel_cross_entropy(output.float(), ...), megatron/model/gpt_model.py; PyTorch's F.cross_entropy on
-/// logits.float()) and the softmax beside them (PyTorch's log_softmax keeps its fp32 output for backward next to its
-/// input; Megatron-LM's _VocabParallelCrossEntropy turns the fp32 copy into the softmax in place,
-/// megatron/mpu/cross_entropy.py, and its backward writes the 16-bit gradient of the logits beside it).
+/// logits.float()) and the softmax or its gradient beside them (PyTorch's log_softmax keeps its fp32 output for
+/// backward next to its input, and its backward writes fp32 gradients next to that output: 2 to 3; Megatron-LM's
+/// _VocabParallelCrossEntropy turns the fp32 copy into the softmax and the gradient in place,
+/// megatron/mpu/cross_entropy.py, and the cast's backward makes a 16-bit copy beside it: 1.5). 2 lies between.
 inline constexpr double kLossLogitCopies = 2;
 
 /// The loss's logits on the GPU that computes it: b·s·V/t elements (the vocabulary split over the tensor group, as
@@ -132,7 +133,7 @@ inline constexpr double kLossLogitCopies = 2;
 /// Throws std::invalid_argument when b or t is not positive.
 [[nodiscard]] double loss_logits_bytes(const TransformerSpec& shape, int micro_batch, int tensor_parallel);
 
-/// A GPU's fixed reserve outside the caching allocator (scenario `memory.reserve`), by part:
+/// A GPU's fixed reserve beside the tensors ddlsim counts (scenario `memory.reserve`), by part:
 /// - the CUDA context: about 400 MB with lazy module loading, CUDA >= 11.7 (pytorch/pytorch#109888; PR #86509
 ///   measured 274 MiB for one kernel loaded lazily and 636 MiB with every kernel loaded);
 inline constexpr double kCudaContextBytes = 400.0 * (1 << 20);
