@@ -222,4 +222,13 @@ StageMemory stage_memory(const Model& model, const StageMemoryInput& input) {
   return memory;
 }
 
+double loss_logits_bytes(const TransformerSpec& shape, int micro_batch, int tensor_parallel) {
+  ActivationConfig config;
+  config.micro_batch = micro_batch;
+  config.tensor_parallel = tensor_parallel;
+  check_config(config);
+  const double elements = static_cast<double>(micro_batch) * shape.sequence * shape.vocabulary / tensor_parallel;
+  return elements * kFp32Bytes * kLossLogitCopies;
+}
+
 } // namespace ddlsim::dag

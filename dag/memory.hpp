@@ -122,4 +122,37 @@ struct StageMemory {
 /// `selective` on a model that is not a transformer.
 [[nodiscard]] StageMemory stage_memory(const Model& model, const StageMemoryInput& input);
 
+// What a framework holds on a GPU besides model state and activations (docs/memory.md).
+
+/// fp32 copies of the logits the loss holds: the logits cast to fp32 for the loss (Megatron-LM's GPT model calls
+/// vocab_parallel_cross_entropy(output.float(), ...), megatron/model/gpt_model.py; PyTorch's F.cross_entropy on
+/// logits.float()) and the softmax or its gradient beside them (PyTorch's log_softmax keeps its fp32 output for
+/// backward next to its input, and its backward writes fp32 gradients next to that output: 2 to 3; Megatron-LM's
+/// _VocabParallelCrossEntropy turns the fp32 copy into the softmax and the gradient in place,
+/// megatron/mpu/cross_entropy.py, and the cast's backward makes a 16-bit copy beside it: 1.5). 2 lies between.
+inline constexpr double kLossLogitCopies = 2;
+
+/// The loss's logits on the GPU that computes it: b·s·V/t elements (the vocabulary split over the tensor group, as
+/// Megatron's vocab-parallel cross entropy splits it) × 4 bytes × kLossLogitCopies, for one micro-batch of b samples.
+/// Throws std::invalid_argument when b or t is not positive.
+[[nodiscard]] double loss_logits_bytes(const TransformerSpec& shape, int micro_batch, int tensor_parallel);
+
+/// A GPU's fixed reserve beside the tensors ddlsim counts (scenario `memory.reserve`), by part:
+/// - the CUDA context: about 400 MB with lazy module loading, CUDA >= 11.7 (pytorch/pytorch#109888; PR #86509
+///   measured 274 MiB for one kernel loaded lazily and 636 MiB with every kernel loaded);
+inline constexpr double kCudaContextBytes = 400.0 * (1 << 20);
+/// - cuBLAS and cuBLASLt workspaces: 32 MiB each on Hopper (CUBLAS_WORKSPACE_CONFIG :4096:8 and PyTorch PR #120925
+///   after the cuBLAS guide's cublasSetWorkspace recommendation; 8 MiB and 4 MiB before Hopper), Hopper's taken;
+inline constexpr double kCublasWorkspaceBytes = 2 * 32.0 * (1 << 20);
+/// - NCCL's buffers: NCCL_BUFFSIZE (4 MiB by default, NCCL's environment-variable guide) per channel and peer, for
+///   2 peers (a ring's previous and next rank), 16 channels and 2 communicators (the data-parallel and the tensor or
+///   pipeline group) assumed.
+inline constexpr double kNcclBufferBytes = 4.0 * (1 << 20) * 2 * 16 * 2;
+inline constexpr double kDefaultReserveBytes = kCudaContextBytes + kCublasWorkspaceBytes + kNcclBufferBytes;
+
+/// The caching allocator's memory beyond its tensors, as a fraction of the tensors' peak (scenario
+/// `memory.fragmentation`): the median (0.209) of max_reserved / max_allocated - 1 over 15 stages of five Megatron-LM
+/// GPT runs on V100-SXM2-32GB (fp16, full recomputation; tests/data/memory/megatron-v100.json, 0.17 to 0.24).
+inline constexpr double kDefaultFragmentation = 0.21;
+
 } // namespace ddlsim::dag

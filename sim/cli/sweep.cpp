@@ -174,9 +174,14 @@ std::string pipeline_cell(const OrderedJson& summary, std::string_view column, c
   return "";
 }
 
-// fits_memory: false when some stage's peak memory exceeds the GPU's (pipeline.per_stage[].exceeds_gpu_memory), true
-// otherwise; empty for a point without a pipeline, whose memory is not checked.
+// fits_memory: memory_per_gpu.fits (the GPU at the peak within the GPU's memory); from a summary without it, false
+// when some stage's peak memory exceeds the GPU's (pipeline.per_stage[].exceeds_gpu_memory), true otherwise, empty
+// without a pipeline; empty where the GPU's memory is unknown.
 std::string fits_memory_cell(const OrderedJson& summary) {
+  if (const OrderedJson::json_pointer fits("/memory_per_gpu/fits"); summary.contains(fits))
+    return summary.at(fits).get<bool>() ? "true" : "false";
+  if (summary.contains("memory_per_gpu"))
+    return "";
   const OrderedJson::json_pointer ptr("/pipeline/per_stage");
   if (!summary.contains(ptr))
     return "";

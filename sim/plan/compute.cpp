@@ -173,13 +173,4 @@ ComputeCosts gpu_costs(const Scenario& s) {
 
 } // namespace
 
-double peak_memory_bytes(const Scenario& s, double largest_group_bytes) {
-  const auto& m = s.model;
-  const double states = 3.0 * 4.0 * static_cast<double>(m.param_count());
-  double activations = 0;
-  for (const auto& l : m.layers)
-    activations += l.activation_bytes;
-  return states + s.batch_per_gpu * (activations + m.input_bytes_per_sample) + largest_group_bytes;
-}
-
 } // namespace ddlsim::sim

@@ -20,8 +20,4 @@ inline constexpr double kUpdateFlopsPerParam = 6.0;  ///< d = g + wd*w; m = mu*m
 
 [[nodiscard]] ComputeCosts compute_costs(const Scenario& s);
 
-/// Peak memory of one GPU: weights, gradients and momentum (fp32), activations kept for backward, plus the
-/// largest gradient group buffer. Sources: Rajbhandari et al., ZeRO (SC 2020) Sec. 3 for the model states.
-[[nodiscard]] double peak_memory_bytes(const Scenario& s, double largest_group_bytes);
-
 } // namespace ddlsim::sim

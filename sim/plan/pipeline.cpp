@@ -5,6 +5,7 @@
 #include "dag/memory.hpp"
 #include "sim/network/lowering/evaluate.hpp"
 #include "sim/plan/host.hpp"
+#include "sim/plan/memory.hpp"
 #include "sim/plan/schedule.hpp"
 #include "sim/plan/sharding.hpp"
 #include "sim/plan/tensor_parallel.hpp"
@@ -536,10 +537,13 @@ PipelineStageReport stage_report(const Scenario& s, const dag::PipelinePlan& pla
   st.weight_versions =
       pl.schedule->weight_versions(stages, rank, pr.predict_forward_s > 0 || pr.predict_backward_s > 0);
   st.in_flight_micro_batches = dag::in_flight_passes(ops);
-  // Memory: its chunks' weights, gradients and optimizer state, and the activations held at its peak.
+  // Memory: its chunks' weights, gradients and optimizer state, the activations held at its peak, and what the
+  // framework holds beside them (the loss's logits on the stage that holds the model's last layer).
   const auto memory = stage_memory_input(s, spans, ops, rank, st.weight_versions);
-  st.peak_memory_bytes = dag::stage_memory(s.model, memory).total_bytes();
-  st.exceeds_gpu_memory = s.gpu.memory_bytes > 0 && st.peak_memory_bytes > s.gpu.memory_bytes;
+  const bool computes_loss = st.last_layer + 1 == static_cast<int>(s.model.layers.size());
+  st.memory = stage_memory_per_gpu(s, dag::stage_memory(s.model, memory), memory.optimizer_shards, computes_loss);
+  st.peak_memory_bytes = st.memory.total_bytes();
+  st.exceeds_gpu_memory = st.memory.fits == std::optional<bool>(false);
   return st;
 }
 
@@ -560,7 +564,9 @@ PipelineReport pipeline_report(const Scenario& s, const dag::PipelinePlan& plan,
       dag::bubble_fraction_closed_form(*pl.schedule, stages, pl.micro_batches, pl.virtual_stages);
   for (int rank = 0; rank < stages; ++rank) {
     const auto st = stage_report(s, plan, spans, p.graph, rank);
-    p.peak_memory_bytes_per_gpu = std::max(p.peak_memory_bytes_per_gpu, st.peak_memory_bytes);
+    if (rank == 0 || st.peak_memory_bytes > p.peak_memory_bytes_per_gpu)
+      p.memory = st.memory;
+    p.peak_memory_bytes_per_gpu = p.memory.total_bytes();
     report.per_stage.push_back(st);
   }
   std::vector<std::string> over;

@@ -10,6 +10,7 @@
 #include "sim/plan/draws.hpp"
 #include "sim/plan/host.hpp"
 #include "sim/plan/measured_links.hpp"
+#include "sim/plan/memory.hpp"
 #include "sim/plan/pipeline.hpp"
 #include "sim/plan/schedule.hpp"
 #include "sim/plan/sharding.hpp"
@@ -279,7 +280,8 @@ Plan prepare(const Scenario& s, Engine engine) {
   double largest = 0;
   for (const auto& g : p.groups)
     largest = std::max(largest, g.bytes);
-  p.peak_memory_bytes_per_gpu = peak_memory_bytes(s, largest);
+  p.memory = data_parallel_memory(s, largest);
+  p.peak_memory_bytes_per_gpu = p.memory.total_bytes();
   return p;
 }
 
@@ -641,6 +643,7 @@ RunResult result_of(Plan&& p, Timings& t) {
   r.window = p.window;
   r.communication_bytes_per_worker = p.communication_bytes_per_worker;
   r.peak_memory_bytes_per_gpu = p.peak_memory_bytes_per_gpu;
+  r.memory = p.memory;
   r.single_gpu_iteration_s = p.single_gpu_iteration_s;
   r.compute_source = std::move(p.compute_source);
   r.notes = std::move(p.notes);

@@ -45,8 +45,9 @@ struct Plan {
   std::vector<FoldedTensor> folded_tensor; ///< pipelines, analytic engine: by virtual stage; empty: not folded
   IterationWindow window;                  ///< how the iteration is read off the timeline
   double communication_bytes_per_worker = 0;
-  double peak_memory_bytes_per_gpu = 0;
-  double single_gpu_iteration_s = 0; ///< the same model on one GPU, no communication
+  double peak_memory_bytes_per_gpu = 0; ///< memory.total_bytes()
+  MemoryPerGpu memory;                  ///< of the GPU at the peak (sim/plan/memory.hpp)
+  double single_gpu_iteration_s = 0;    ///< the same model on one GPU, no communication
   std::string compute_source;
   std::vector<std::string> notes;
   std::optional<ParameterServerReport> parameter_server; ///< placement and traffic

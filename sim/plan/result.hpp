@@ -80,6 +80,23 @@ struct ParameterServerReport {
   std::optional<AsyncWorkersReport> async; ///< ps-async, ps-ssp
 };
 
+/// Memory of one GPU by part (summary.memory_per_gpu: docs/memory.md): the tensors as the strategy's model counts
+/// them, then what the framework holds beside them (sim/plan/memory.hpp). With a pipeline, the stage at the peak.
+struct MemoryPerGpu {
+  double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0;
+  double activation_bytes = 0;
+  double buffer_bytes = 0;        ///< gradient buckets, reduce buffers, gathered parameters, stashed weight versions
+  double logits_bytes = 0;        ///< the loss's fp32 logits and softmax, on the GPU that computes the loss
+  double fragmentation_bytes = 0; ///< held by the caching allocator beyond the tensors
+  double reserve_bytes = 0;       ///< CUDA context, NCCL buffers, cuBLAS workspaces
+  std::optional<bool> fits;       ///< total within the GPU's memory; unset when the GPU's memory is unknown
+  /// What the caching allocator hands out: weights to logits.
+  [[nodiscard]] double tensor_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activation_bytes + buffer_bytes + logits_bytes;
+  }
+  [[nodiscard]] double total_bytes() const { return tensor_bytes() + fragmentation_bytes + reserve_bytes; }
+};
+
 /// A pipeline's figures (summary.pipeline: docs/pipelines.md, "Report"), measured from the simulated replica.
 struct PipelineStageReport {
   int layers = 0;
@@ -91,7 +108,8 @@ struct PipelineStageReport {
   double p2p_bytes = 0;              ///< activations and gradients the stage sends per iteration
   int in_flight_micro_batches = 0;
   int weight_versions = 1;
-  double peak_memory_bytes = 0; ///< weights, gradients, optimizer state and activations at the stage's peak
+  double peak_memory_bytes = 0; ///< memory.total_bytes()
+  MemoryPerGpu memory;          ///< of the stage's GPU at its peak
   bool exceeds_gpu_memory = false;
 };
 struct PipelineReport {
@@ -133,13 +151,16 @@ struct ShardingReport {
   /// input (a bucket or unit of unsharded gradients), and activations as for data parallelism.
   double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0;
   double gathered_bytes = 0, reduce_buffer_bytes = 0, activation_bytes = 0;
+  /// What the framework holds beside (sim/plan/memory.hpp): the loss's logits, fragmentation, the fixed reserve.
+  double logits_bytes = 0, fragmentation_bytes = 0, reserve_bytes = 0;
   double unsharded_state_bytes = 0; ///< weights + gradients + optimizer state at stage 0, same accounting
   /// Offload: "none", "optimizer" or "parameters"; the state held in host memory for this GPU (not in total_bytes),
   /// the bytes copied over its host link per iteration (both ways), and the optimizer step on the host.
   std::string offload = "none";
   double host_bytes = 0, host_copy_bytes = 0, host_step_s = 0;
   [[nodiscard]] double total_bytes() const {
-    return weights_bytes + gradients_bytes + optimizer_bytes + gathered_bytes + reduce_buffer_bytes + activation_bytes;
+    return weights_bytes + gradients_bytes + optimizer_bytes + gathered_bytes + reduce_buffer_bytes + activation_bytes +
+           logits_bytes + fragmentation_bytes + reserve_bytes;
   }
   std::optional<bool> fits;       ///< total within the GPU's memory; unset when the GPU's memory is unknown
   double exposed_allgather_s = 0; ///< finalize: parameter all-gathers running while GPU 0 computes nothing
@@ -176,8 +197,9 @@ struct RunResult {
   Breakdown breakdown;
   double communication_bytes_per_worker = 0;
   std::vector<dag::GradientGroup> groups;
-  double peak_memory_bytes_per_gpu = 0;
-  double critical_path_s = 0; ///< longest dependency chain with unlimited resources: a lower bound
+  double peak_memory_bytes_per_gpu = 0; ///< memory.total_bytes()
+  MemoryPerGpu memory;                  ///< of the GPU at the peak
+  double critical_path_s = 0;           ///< longest dependency chain with unlimited resources: a lower bound
   /// Transformers on a GPU of known peak: the model's FLOPs per second (Korthikanti et al., arXiv:2205.05198, §6:
   /// 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) per iteration of B samples, recomputation not counted) over the GPUs' peak.
   std::optional<double> model_flops_utilisation;

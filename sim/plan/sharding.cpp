@@ -4,6 +4,7 @@
 #include "core/units.hpp"
 #include "dag/sharding.hpp"
 #include "sim/network/lowering/evaluate.hpp"
+#include "sim/plan/memory.hpp"
 
 #include <fmt/format.h>
 
@@ -247,8 +248,6 @@ void set_memory(const Scenario& s, const ShardingSpec& sh, const std::vector<dag
   for (const auto& l : s.model.layers)
     activations += l.activation_bytes;
   r.activation_bytes = s.batch_per_gpu * (activations + s.model.input_bytes_per_sample); // as data parallelism's
-  if (s.gpu.memory_bytes > 0)
-    r.fits = r.total_bytes() <= s.gpu.memory_bytes;
 }
 
 // Bytes the host moves per parameter in its optimizer step, a memory-bound loop (DeepSpeed's CPU-Adam): the fp32
@@ -465,8 +464,7 @@ void plan_sharded(const Scenario& s, const dag::StrategyInput& input, Plan& p) {
                    .fits = std::nullopt};
   set_memory(s, sh, units, gathers, p.groups, r);
   set_offload(s, sh, units, gathers, schedule, r);
-  if (r.fits)
-    r.fits = r.total_bytes() <= s.gpu.memory_bytes;
+  p.memory = complete_sharding_memory(s, r, true); // every data-parallel rank computes the loss
   p.graph = dag::build_sharded_iteration(s.model, p.costs.worker, schedule);
   p.peak_memory_bytes_per_gpu = r.total_bytes();
   p.notes.push_back(schedule_note(s, sh, r, !schedule.forward_gathers.empty()));
@@ -545,8 +543,7 @@ void report_pipeline_sharding(const Scenario& s, const dag::StageMemory& stage0,
   r.optimizer_bytes = stage0.parameters * state.optimizer;
   r.activation_bytes = stage0.activation_bytes;
   r.unsharded_state_bytes = stage0.parameters * dag::bytes_per_parameter(s.optimizer, s.gradient_dtype, 1);
-  if (s.gpu.memory_bytes > 0)
-    r.fits = r.total_bytes() <= s.gpu.memory_bytes;
+  complete_sharding_memory(s, r, s.parallelism.pipeline == 1); // stage 0 computes the loss without stages
   p.notes.push_back(fmt::format(
       "sharding stage {} over each stage's data-parallel group of {} GPUs: each stage's gradients reduce-scattered in "
       "{} after the flush as the strategy groups them ({} reduce-scatter{} on stage 0), each group's updated "
@@ -615,6 +612,7 @@ void report_unsharded(const Scenario& s, Plan& p) {
   r.param_dtype = r.reduce_dtype = std::string(dag::dtype_name(s.gradient_dtype));
   r.reduce_groups = static_cast<int>(p.groups.size());
   set_memory(s, sh, {}, {}, p.groups, r);
+  p.memory = complete_sharding_memory(s, r, true);
   p.peak_memory_bytes_per_gpu = r.total_bytes();
   p.notes.push_back(fmt::format("sharding stage 0: every GPU holds the whole model state; memory per GPU by ZeRO's "
                                 "accounting (Rajbhandari et al., SC'20, Figure 1), as the sharded stages count it: {} "

@@ -147,9 +147,26 @@ void add_buckets(OrderedJson& j, const Scenario& s, const RunResult& r) {
   j["buckets"] = std::move(buckets);
 }
 
+// summary.memory_per_gpu (docs/memory.md): the GPU at the peak, by part.
+OrderedJson memory_json(const MemoryPerGpu& m) {
+  OrderedJson o{{"weights_bytes", byte_count(m.weights_bytes)},
+                {"gradients_bytes", byte_count(m.gradients_bytes)},
+                {"optimizer_bytes", byte_count(m.optimizer_bytes)},
+                {"activation_bytes", byte_count(m.activation_bytes)},
+                {"buffer_bytes", byte_count(m.buffer_bytes)},
+                {"logits_bytes", byte_count(m.logits_bytes)},
+                {"fragmentation_bytes", byte_count(m.fragmentation_bytes)},
+                {"reserve_bytes", byte_count(m.reserve_bytes)},
+                {"total_bytes", byte_count(m.total_bytes())}};
+  if (m.fits)
+    o["fits"] = *m.fits;
+  return o;
+}
+
 // Memory, utilisation, the measurement it is compared with, backup workers, variability and the simulation's cost.
 void add_run(OrderedJson& j, const Scenario& s, const RunResult& r) {
   j["peak_memory_bytes_per_gpu"] = byte_count(r.peak_memory_bytes_per_gpu);
+  j["memory_per_gpu"] = memory_json(r.memory);
   if (r.model_flops_utilisation)
     j["model_flops_utilisation"] = *r.model_flops_utilisation;
   if (s.measured.iteration_s && s.measured.what_if_keys.empty()) // a what-if is not the measured run
@@ -179,6 +196,7 @@ void add_pipeline(OrderedJson& j, const Scenario& s, const PipelineReport& pl) {
                       {"in_flight_micro_batches", st.in_flight_micro_batches},
                       {"weight_versions", st.weight_versions},
                       {"peak_memory_bytes", byte_count(st.peak_memory_bytes)},
+                      {"memory", memory_json(st.memory)},
                       {"exceeds_gpu_memory", st.exceeds_gpu_memory}});
   j["pipeline"] = {{"schedule", pl.schedule},
                    {"stages", pl.stages},
@@ -222,6 +240,9 @@ void add_sharding(OrderedJson& j, const ShardingReport& sh) {
                      {"gathered_parameters_bytes", byte_count(sh.gathered_bytes)},
                      {"reduce_buffer_bytes", byte_count(sh.reduce_buffer_bytes)},
                      {"activation_bytes", byte_count(sh.activation_bytes)},
+                     {"logits_bytes", byte_count(sh.logits_bytes)},
+                     {"fragmentation_bytes", byte_count(sh.fragmentation_bytes)},
+                     {"reserve_bytes", byte_count(sh.reserve_bytes)},
                      {"total_bytes", byte_count(sh.total_bytes())},
                      {"unsharded_model_state_bytes", byte_count(sh.unsharded_state_bytes)}};
   if (sh.fits)
@@ -648,6 +669,19 @@ std::string measured_line(const Scenario& s, const RunResult& r) {
                      100 * (r.iteration_time_s / *m.iteration_s - 1), source);
 }
 
+// "  memory         21.5 GiB per GPU (fits the GPU's 32 GiB): weights 2.1 GiB, ..., reserve 720 MiB"
+std::string memory_line(const Scenario& s, const MemoryPerGpu& m) {
+  return fmt::format(
+      "  memory         {} per GPU{}: weights {}, gradients {}, optimizer {}, activations {}, buffers {}, "
+      "logits {}, fragmentation {}, reserve {}\n",
+      format_bytes(m.total_bytes()),
+      m.fits ? fmt::format(" ({} the GPU's {})", *m.fits ? "fits" : "exceeds", format_bytes(s.gpu.memory_bytes))
+             : std::string(),
+      format_bytes(m.weights_bytes), format_bytes(m.gradients_bytes), format_bytes(m.optimizer_bytes),
+      format_bytes(m.activation_bytes), format_bytes(m.buffer_bytes), format_bytes(m.logits_bytes),
+      format_bytes(m.fragmentation_bytes), format_bytes(m.reserve_bytes));
+}
+
 // "  sharding       stage 3 over 16 GPUs: 54.2 GiB per GPU of 80 GiB (...); exposed gathers 12 ms, reductions 5 ms"
 std::string offload_line(const ShardingReport& sh) {
   if (sh.offload == "none")
@@ -661,7 +695,8 @@ std::string offload_line(const ShardingReport& sh) {
 std::string sharding_line(const Scenario& s, const ShardingReport& sh) {
   return fmt::format(
              "  sharding       stage {} over {} GPU{}{}: {} per GPU{} (weights {}, gradients {}, optimizer {}{}, "
-             "buffers {}, activations {}); exposed all-gathers {}, reductions {}\n",
+             "buffers {}, activations {}, logits {}, fragmentation {}, reserve {}); exposed all-gathers {}, reductions "
+             "{}\n",
              sh.stage, sh.shard_size, sh.shard_size == 1 ? "" : "s",
              sh.replicas > 1 ? fmt::format(" x {} replicas", sh.replicas) : std::string(),
              format_bytes(sh.total_bytes()),
@@ -670,8 +705,9 @@ std::string sharding_line(const Scenario& s, const ShardingReport& sh) {
                  : std::string(),
              format_bytes(sh.weights_bytes), format_bytes(sh.gradients_bytes), format_bytes(sh.optimizer_bytes),
              sh.stage == 3 ? fmt::format(", gathered {}", format_bytes(sh.gathered_bytes)) : std::string(),
-             format_bytes(sh.reduce_buffer_bytes), format_bytes(sh.activation_bytes),
-             format_time(sh.exposed_allgather_s), format_time(sh.exposed_reduce_s)) +
+             format_bytes(sh.reduce_buffer_bytes), format_bytes(sh.activation_bytes), format_bytes(sh.logits_bytes),
+             format_bytes(sh.fragmentation_bytes), format_bytes(sh.reserve_bytes), format_time(sh.exposed_allgather_s),
+             format_time(sh.exposed_reduce_s)) +
          offload_line(sh);
 }
 
@@ -716,6 +752,7 @@ std::string human_summary(const Scenario& s, const RunResult& r) {
                      b.compression_s > 0 ? fmt::format("compression {}, ", format_time(b.compression_s)) : "",
                      format_time(b.exposed_communication_s), format_time(b.idle_s), traffic,
                      format_bytes(r.communication_bytes_per_worker)) +
+         (r.peak_memory_bytes_per_gpu > 0 ? memory_line(s, r.memory) : std::string()) +
          (r.sharding ? sharding_line(s, *r.sharding) : std::string()) +
          (r.pipeline
               ? fmt::format("  pipeline       {}, {} stages{}, {} micro-batches, {} data-parallel{}; bubble {:.1f} % "

@@ -5,6 +5,7 @@
 
 #include "core/json.hpp"
 #include "dag/calibration.hpp"
+#include "dag/memory.hpp"
 #include "dag/model.hpp"
 #include "dag/strategy.hpp"
 #include "sim/network/cluster.hpp"
@@ -27,6 +28,12 @@ namespace ddlsim::sim {
 
 using dag::DType; // the DAG layer's memory model needs it too (dag/model.hpp)
 using dag::dtype_bytes;
+
+/// `memory`: what the framework holds on each GPU besides model state and activations (docs/memory.md).
+struct MemorySpec {
+  double reserve_bytes = dag::kDefaultReserveBytes;  ///< `memory.reserve`: CUDA context, NCCL, cuBLAS
+  double fragmentation = dag::kDefaultFragmentation; ///< `memory.fragmentation`: the allocator's share beyond tensors
+};
 
 struct GpuSpec {
   std::optional<GpuPreset> preset;
@@ -112,6 +119,7 @@ struct Scenario {
   std::optional<ShardingSpec> sharding;
   /// `variability`: task times drawn around their modelled values, sampled over iterations (absent: deterministic)
   std::optional<VariabilitySpec> variability;
+  MemorySpec memory; ///< `memory`
   /// `strategy.backup_workers` b: of the d data-parallel replicas, each data-parallel collective takes the first
   /// d - b to be ready and drops the rest (Chen et al., arXiv:1604.00981); samples count d - b replicas' batches.
   int backup_workers = 0;

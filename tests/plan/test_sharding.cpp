@@ -333,17 +333,19 @@ TEST_CASE("sharding: stage 0 is today's data parallelism, its memory counted as 
           "[sharding]") {
   // The same schedule and traffic as without the key; summary.sharding reports ZeRO's 16 bytes per parameter for
   // mixed-precision Adam (4 x 10^6 parameters), plus the largest group's gradients (one 10^6-parameter layer in bf16)
-  // and no activations, where data parallelism's own figure counts 12 bytes per parameter.
+  // and no activations, where data parallelism's own figure counts 12 bytes per parameter (the tensors; fragmentation
+  // and the reserve come on top of both, docs/memory.md).
   const auto plain = run_analytic(parse_scenario(uniform_doc(4, 1000000, 2, 4), "t.json"));
   const auto zero =
       run_analytic(parse_scenario(with_sharding(uniform_doc(4, 1000000, 2, 4), {{"stage", 0}}), "t.json"));
   CHECK(zero.iteration_time_s == plain.iteration_time_s);
   CHECK(zero.communication_bytes_per_worker == plain.communication_bytes_per_worker);
-  CHECK(plain.peak_memory_bytes_per_gpu == 12 * 4e6 + 2e6);
+  CHECK(plain.memory.tensor_bytes() == 12 * 4e6 + 2e6);
   REQUIRE(zero.sharding);
   CHECK(zero.sharding->stage == 0);
   CHECK(zero.sharding->allreduces == 4);
-  CHECK_THAT(zero.peak_memory_bytes_per_gpu, WithinRel(16 * 4e6 + 2e6, 1e-12));
+  CHECK_THAT(zero.memory.tensor_bytes(), WithinRel(16 * 4e6 + 2e6, 1e-12));
+  CHECK_THAT(zero.peak_memory_bytes_per_gpu, WithinRel(zero.sharding->total_bytes(), 1e-12));
   CHECK(!plain.sharding);
 }
 
@@ -743,8 +745,10 @@ TEST_CASE("sharding: MG-WFBP's gather groups of a scenario are optimal by brute 
 TEST_CASE("sharding: the summary accepts a GPU that holds only its shard of the weights", "[sharding][report]") {
   // 48 layers of 10^4 parameters on 16 single-GPU nodes at stage 3: each GPU holds 1/16 of the bf16 weights, the
   // gathered units and no activations, less than the whole model's 2 bytes per parameter that the summary's check
-  // once required of every GPU; with the parameters offloaded it holds none of them.
+  // once required of every GPU; with the parameters offloaded it holds none of them. No reserve and no
+  // fragmentation, which would hide the shard.
   Json doc = uniform_doc(48, 10000, 16, 1);
+  doc["memory"] = {{"reserve", "0 B"}, {"fragmentation", 0}};
   doc["gpu"]["host_link"] = "20 GB/s";
   doc["sharding"] = {{"stage", 3}, {"unit", "layer"}};
   const auto s = parse_scenario(doc, "t.json");
