@@ -369,8 +369,7 @@ PY
 gpu_spec() {
   local n=${1#NVIDIA } && n=${n#Tesla }
   case $n in
-  # NVIDIA's H200 datasheet: the H100 SXM's GH100 compute (67 TFLOPS fp32), 141 GB of HBM3e at 4.8 TB/s
-  *H200*) echo '{"preset": "H100-SXM5-80GB", "memory_bandwidth": "4.8 TB/s", "memory": "141 GB"}' ;;
+  *H200*) echo '{"preset": "H200-SXM-141GB"}' ;;
   "H100 80GB HBM3" | H100-SXM*) echo '{"preset": "H100-SXM5-80GB"}' ;;
   "H100 PCIe"*) echo '{"preset": "H100-PCIe-80GB"}' ;;
   *)

@@ -138,6 +138,26 @@ int plot_command(const std::string& csv, sim::PlotRequest request, std::string o
   return 0;
 }
 
+// One line per preset, its name first (scripts/gpu-check.sh reads it): dense peaks by format in TFLOP/s (int8: TOP/s;
+// "-" where the GPU has none), memory, compute units (SMs or CUs), GPU-to-GPU links and PCIe generation.
+void list_gpus() {
+  const auto tera = [](double rate) { return rate > 0 ? fmt::format("{:g}", rate / 1e12) : std::string("-"); };
+  for (const auto& g : sim::gpu_presets()) {
+    const auto& p = g.peaks;
+    const bool nvidia = g.compute_capability > 0;
+    const std::string links =
+        g.scale_up == sim::ScaleUp::none
+            ? "no GPU links"
+            : fmt::format("{} {} x {:g} GB/s", g.scale_up == sim::ScaleUp::nvlink ? "NVLink" : "xGMI", g.links,
+                          g.link_Bps / 1e9);
+    fmt::print("{:<15} fp64 {:>5} fp32 {:>5} tf32 {:>6} bf16 {:>6} fp16 {:>6} fp8 {:>6} int8 {:>6} TFLOPS  {:>6g} GB/s "
+               "{:>3g} GiB  {:>3} {}  {:<20} PCIe gen{}\n",
+               g.name, tera(p.fp64), tera(p.fp32), tera(p.tf32), tera(p.bf16), tera(p.fp16), tera(p.fp8), tera(p.int8),
+               g.memory_bandwidth / 1e9, g.memory_bytes / 1073741824.0, g.compute_units, nvidia ? "SMs" : "CUs", links,
+               g.pcie_generation);
+  }
+}
+
 int list_command(const std::string& what) {
   if (what == "models") {
     for (const auto& name : dag::zoo_model_names())
@@ -154,9 +174,7 @@ int list_command(const std::string& what) {
         fmt::print("{:<14} {:<18} {}{}\n", collective_name(a.collective), a.algorithm, a.description,
                    a.is_default ? " (default)" : "");
   } else if (what == "gpus") {
-    for (const auto& g : sim::gpu_presets())
-      fmt::print("{:<16} fp32 {:>5.1f} TFLOPS  fp16 {:>6.1f} TFLOPS  memory {:>5.0f} GB/s {:>3.0f} GiB\n", g.name,
-                 g.fp32_flops / 1e12, g.fp16_flops / 1e12, g.memory_bandwidth / 1e9, g.memory_bytes / 1073741824.0);
+    list_gpus();
   }
   return 0;
 }

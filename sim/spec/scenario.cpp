@@ -132,17 +132,26 @@ void read_calibration(ObjectReader& r, Scenario& s) {
       r.fail("calibration", fmt::format("calibrated layer '{}' is not a layer of model '{}'", name, s.model.name));
 }
 
-void parse_gpu(ObjectReader r, Scenario& s) {
-  std::vector<std::string> preset_names;
+std::vector<std::string> gpu_preset_names() {
+  std::vector<std::string> names;
   for (const auto& p : gpu_presets())
-    preset_names.emplace_back(p.name);
-  if (auto name = r.optional_choice("preset", preset_names))
-    s.gpu.preset = *find_gpu_preset(*name);
+    names.emplace_back(p.name);
+  return names;
+}
+
+void parse_gpu(ObjectReader r, Scenario& s) {
+  if (auto name = r.optional_string("preset")) {
+    const GpuPreset* preset = find_gpu_preset(*name);
+    if (preset == nullptr)
+      r.fail("preset", fmt::format("unknown value '{}'{} (`ddlsim list gpus` shows the presets)", clip_user_text(*name),
+                                   did_you_mean(*name, gpu_preset_names())));
+    s.gpu.preset = *preset;
+  }
   if (s.gpu.preset) {
     const auto& p = *s.gpu.preset;
-    s.gpu.peak_flops = s.gradient_dtype == DType::fp32   ? p.fp32_flops
-                       : s.gradient_dtype == DType::fp16 ? p.fp16_flops
-                                                         : p.bf16_flops;
+    s.gpu.peak_flops = s.gradient_dtype == DType::fp32   ? p.peaks.fp32
+                       : s.gradient_dtype == DType::fp16 ? p.peaks.fp16
+                                                         : p.peaks.bf16;
     if (s.gpu.peak_flops == 0)
       r.fail("preset", fmt::format("{} has no bf16 tensor cores; use gradient_dtype fp16 or fp32", p.name));
     s.gpu.memory_bandwidth = p.memory_bandwidth;
@@ -194,13 +203,13 @@ LinkSpec parse_link(ObjectReader r, const GpuSpec& gpu, Fabric* fabric = nullptr
     if (*transport == "nvlink") {
       if (fabric == nullptr)
         r.fail("transport", "nvlink joins the GPUs of a node: give it in cluster.intra_node");
-      if (!efficiency && (!gpu.preset || gpu.preset->nvlink_link_Bps == 0))
+      if (!efficiency && (!gpu.preset || gpu.preset->nvlink_link_Bps() == 0))
         r.fail("transport", fmt::format("nvlink takes NCCL's share of the GPU's NVLink rate, and {}: give the link's "
                                         "`efficiency` instead",
                                         gpu.preset ? fmt::format("{} has no NVLink", gpu.preset->name)
                                                    : std::string("the GPU is not a preset")));
       if (!efficiency)
-        l.efficiency = nvlink_efficiency(gpu.preset->nvlink_link_Bps, gpu.preset->nccl_nvlink_link_Bps);
+        l.efficiency = nvlink_efficiency(gpu.preset->nvlink_link_Bps(), gpu.preset->nccl_nvlink_link_Bps);
     }
   }
   if (efficiency) {
@@ -333,7 +342,7 @@ void parse_cluster(ObjectReader r, Scenario& s) {
                      fmt::format("two sockets hold half of the node's GPUs each: gpus_per_node must be even, not {}",
                                  s.cluster.gpus_per_node));
   if (s.cluster.fabric == Fabric::nvswitch && s.gpu.preset) {
-    if (s.gpu.preset->nvlink_link_Bps == 0)
+    if (s.gpu.preset->nvlink_link_Bps() == 0)
       throw InputError(r.file(), r.path("intra_node") + "/fabric",
                        fmt::format("an NVSwitch joins NVLink GPUs, and {} has no NVLink", s.gpu.preset->name));
     s.cluster.nvls = s.gpu.preset->compute_capability >= 90;

@@ -833,7 +833,7 @@ TEST_CASE("cli: list shows what is built in, one per line", "[cli][list]") {
     std::set<std::string> families;
     for (const auto& line : lines_of(run_ok({"list", "gpus"}).out))
       families.insert(first_word(line).substr(0, 4));
-    for (const char* family : {"V100", "A100", "H100"}) {
+    for (const char* family : {"V100", "A100", "H100", "H200", "B200", "GB20", "L40S", "MI30", "MI25"}) {
       CAPTURE(family);
       CHECK(families.count(family) == 1);
     }
