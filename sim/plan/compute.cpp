@@ -1,7 +1,7 @@
 // Compute costs per layer. Roofline (Williams, Waterman, Patterson, CACM 2009): a layer takes
 // max(FLOPs / peak, bytes moved / memory bandwidth) / efficiency; the forward moves its input and output
-// activations and reads its weights, the backward twice that. Under FP8 the transformer blocks' linear layers run at
-// the FP8 peak beside their casts (sim/plan/layer_costs.hpp). A measured single-GPU iteration T is spread over
+// activations and reads its weights, the backward twice that. Without `gpu.efficiency` on a preset, the layers'
+// kernel shapes give their times instead (sim/plan/layer_costs.hpp). A measured single-GPU iteration T is spread over
 // forward, backward and update in proportion to their FLOPs after subtracting the host-to-device copy.
 #include "sim/plan/compute.hpp"
 
@@ -149,11 +149,17 @@ ComputeCosts gpu_costs(const Scenario& s) {
   }
 
   const double bandwidth = s.gpu.memory_bandwidth * s.gpu.efficiency;
+  const LayerTimes shaped = s.gpu.shape_aware ? shape_aware_layer_times(s) : LayerTimes{};
   bool used_model = false;
   for (std::size_t l = 0; l < layers; ++l) {
     if (calibrated[l])
       continue;
     used_model = true;
+    if (s.gpu.shape_aware) {
+      w.fwd_s[l] = shaped.fwd_s[l];
+      w.bwd_s[l] = shaped.bwd_s[l];
+      continue;
+    }
     const auto& layer = m.layers[l];
     const double peak = (runs_in_fp8(s, layer) ? s.gpu.fp8_flops : s.gpu.peak_flops) * s.gpu.efficiency;
     const double bytes = batch * (input_activation_bytes(m, l) + layer.activation_bytes) + layer_param_bytes(layer);
@@ -162,7 +168,10 @@ ComputeCosts gpu_costs(const Scenario& s) {
     w.bwd_s[l] = std::max(batch * layer.bwd_flops / peak, 2 * bytes / bandwidth) + cast.backward / bandwidth;
   }
   w.update_s = s.gpu.memory_bandwidth > 0 ? kUpdateBytesPerParam * params / bandwidth : 0;
-  out.source = !used_model ? "calibration" : calibrated_any ? "calibration+roofline" : "roofline";
+  const std::string model = s.gpu.shape_aware ? "shape-aware" : "roofline";
+  if (used_model && s.gpu.shape_aware)
+    out.note = shape_aware_note(s);
+  out.source = !used_model ? "calibration" : calibrated_any ? "calibration+" + model : model;
   return out;
 }
 

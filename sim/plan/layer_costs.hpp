@@ -1,8 +1,16 @@
-// FP8 training as NVIDIA Transformer Engine runs it (docs/engines.md, "FP8 training"): the transformer blocks' linear
-// layers at the FP8 peak, with the casts of their inputs, weights and output gradients as memory-bound kernels.
+// Forward and backward time of each layer from its kernels' shapes (docs/engines.md, "Shape-aware compute
+// efficiency"): GEMMs, convolutions as implicit GEMMs and eager attention's batched GEMMs through the tile and wave
+// model (gemm_efficiency.hpp), fused (flash) attention through its own, memory-bound kernels at the memory bandwidth.
+// Under tensor parallelism each GEMM is timed at one rank's shard (Megatron-LM's column- and row-parallel linears) and
+// reported for the whole layer, which the pipeline divides over the group (sim/plan/pipeline.cpp). Model FP8 training
+// as Transformer Engine runs it: the transformer blocks' linear layers at the FP8 peak, with the casts of their inputs,
+// weights and output gradients as memory-bound kernels.
 #pragma once
 
 #include "sim/spec/scenario.hpp"
+
+#include <string>
+#include <vector>
 
 namespace ddlsim::sim {
 
@@ -25,5 +33,15 @@ struct CastBytes {
   double forward = 0, backward = 0;
 };
 [[nodiscard]] CastBytes fp8_cast_bytes(const Scenario& s, std::size_t layer);
+
+struct LayerTimes {
+  std::vector<double> fwd_s, bwd_s; ///< per layer, the whole layer (before the tensor-parallel split)
+};
+
+/// Every layer's shape-aware time at the scenario's batch (a preset gives the compute units, ceilings and peaks).
+[[nodiscard]] LayerTimes shape_aware_layer_times(const Scenario& s);
+
+/// The report's note on what the shape-aware model rests on for this scenario (its GPU, tiles, ceilings, sources).
+[[nodiscard]] std::string shape_aware_note(const Scenario& s);
 
 } // namespace ddlsim::sim

@@ -174,6 +174,7 @@ void parse_gpu(ObjectReader r, Scenario& s) {
   s.gpu.host_link = r.optional_quantity("host_link", Dimension::bandwidth, 0, true).value_or(s.gpu.host_link);
   const auto efficiency = r.optional_number("efficiency", 1e-6, 1.0);
   s.gpu.efficiency = efficiency.value_or(1.0);
+  s.gpu.shape_aware = s.gpu.preset && !efficiency && !r.has("peak_flops") && !r.has("memory_bandwidth");
   if (s.compute_dtype == ComputeDtype::fp8 && !s.gpu.preset)
     r.fail_here("model.compute_dtype fp8 takes the FP8 peak of a GPU preset: give \"preset\"");
   s.gpu.single_gpu_iteration_s = r.optional_quantity("single_gpu_iteration", Dimension::time, 0, true);

@@ -35,7 +35,10 @@ struct GpuSpec {
   double memory_bytes = 0;     ///< B; 0 = unknown
   double host_link = 0;        ///< B/s; 0 = host-to-device copy not modelled
   double efficiency = 1.0;     ///< achieved fraction of the roofline
-  double fp8_flops = 0;        ///< the preset's FP8 peak, FLOP/s, for model.compute_dtype fp8
+  /// Layers costed by their kernels' shapes (sim/plan/layer_costs.hpp) rather than the roofline at `efficiency`: a
+  /// preset and neither `efficiency` nor `peak_flops` nor `memory_bandwidth` given.
+  bool shape_aware = false;
+  double fp8_flops = 0; ///< the preset's FP8 peak, FLOP/s, for model.compute_dtype fp8
   std::optional<double> single_gpu_iteration_s;
   std::optional<dag::Calibration> calibration;
   double speedup = 1.0; ///< `gpu.speedup`: every GPU kernel time divided by it (host times and copies unchanged)
