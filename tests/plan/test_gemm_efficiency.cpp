@@ -208,3 +208,25 @@ TEST_CASE("shape-aware GPT-3 175B on 1,024 A100s: above Megatron-LM's measured m
   CHECK_THAT(*r.model_flops_utilisation, WithinRel(0.514, 0.21));
   CHECK_THAT(*r.model_flops_utilisation, WithinRel(0.621, 0.005));
 }
+
+TEST_CASE("shape-aware: a fused attention layer by FlashAttention's blocks of 128 queries in waves", "[sim][gemm]") {
+  // A one-block LM (h 1024, 8 heads of 128, s 2048), batch 4, on an H100; its attention's scores layer taken as a
+  // fused kernel (kind flash_attention, as the model side builds it): 4 x 8 heads x 2048 / 128 = 512 blocks on 132 SMs,
+  // 4 waves, each block F / 512 at 75 % of 989.4 TFLOP/s over 132, then 128 x 128 outputs of 2 bytes at 3.35 TB/s / 132
+  Json doc = Json::parse(R"({
+    "name": "flash",
+    "model": {"zoo": "transformer", "batch_per_gpu": 4, "gradient_dtype": "bf16",
+              "transformer": {"layers": 1, "hidden": 1024, "heads": 8, "sequence": 2048, "vocabulary": 32000}},
+    "gpu": {"preset": "H100-SXM5-80GB"},
+    "cluster": {"nodes": 1, "gpus_per_node": 1},
+    "strategy": {"kind": "bsp"}
+  })");
+  auto s = parse_scenario(doc, "flash.json");
+  std::size_t l = 0;
+  while (s.model.layers[l].kind != "attention")
+    ++l;
+  s.model.layers[l].kind = "flash_attention";
+  const double flops = 4 * s.model.layers[l].fwd_flops;
+  const double block_s = flops / 512 / (0.75 * 989.4e12 / 132) + 128.0 * 128 * 2 / (3350e9 / 132);
+  CHECK_THAT(compute_costs(s).worker.fwd_s[l], WithinRel(4 * block_s, 1e-12));
+}
