@@ -35,6 +35,24 @@ double flops_value(const Json& v, const std::string& file, const std::string& po
 
 } // namespace
 
+namespace {
+// Transformer blocks (`block`) are numbered 0, 1, ... in forward order, each a run of consecutive layers
+// (Layer::block, as the partitioner and the tensor-parallel split read them).
+void check_blocks(const Model& model, const std::string& file, const std::string& pointer) {
+  int current = -1;
+  for (const auto& layer : model.layers) {
+    if (layer.block < 0 || layer.block == current)
+      continue;
+    if (layer.block != current + 1)
+      throw InputError(file, pointer,
+                       fmt::format("layer '{}' is in block {} after block {}: blocks are numbered 0, 1, ... in "
+                                   "forward order, each a run of consecutive layers",
+                                   clip_user_text(layer.name), layer.block, current));
+    current = layer.block;
+  }
+}
+} // namespace
+
 Model parse_layers(const Json& layers, const std::string& file, const std::string& pointer) {
   if (!layers.is_array() || layers.empty())
     throw InputError(file, pointer, "expected a non-empty array of layers");
@@ -91,6 +109,7 @@ Model parse_layers(const Json& layers, const std::string& file, const std::strin
     else // input and weight gradients (docs/engines.md, "Where the numbers come from")
       layer.bwd_flops = 2 * layer.fwd_flops;
     layer.activation_bytes = r.optional_quantity("activation_bytes", Dimension::bytes).value_or(0);
+    layer.block = static_cast<int>(r.optional_integer("block", 0, 1 << 20).value_or(-1));
     if (const Json* in = r.optional("inputs")) {
       if (!in->is_array())
         r.fail("inputs", "expected an array of layer names");
@@ -156,6 +175,7 @@ Model parse_layers(const Json& layers, const std::string& file, const std::strin
     l.inputs = std::move(inputs);
     sorted.layers.push_back(std::move(l));
   }
+  check_blocks(sorted, file, pointer);
   return sorted;
 }
 
@@ -189,6 +209,8 @@ OrderedJson workload_json(const Model& model, const std::string& source) {
     j["fwd_flops"] = l.fwd_flops;
     j["bwd_flops"] = l.bwd_flops;
     j["activation_bytes"] = fmt::format("{} B", l.activation_bytes);
+    if (l.block >= 0)
+      j["block"] = l.block;
     if (!l.inputs.empty()) {
       OrderedJson inputs = OrderedJson::array();
       for (int i : l.inputs)

@@ -1,8 +1,11 @@
 // Compute costs per layer. Roofline (Williams, Waterman, Patterson, CACM 2009): a layer takes
 // max(FLOPs / peak, bytes moved / memory bandwidth) / efficiency; the forward moves its input and output
-// activations and reads its weights, the backward twice that. A measured single-GPU iteration T is spread over
+// activations and reads its weights, the backward twice that. Without `gpu.efficiency` on a preset, the layers'
+// kernel shapes give their times instead (sim/plan/layer_costs.hpp). A measured single-GPU iteration T is spread over
 // forward, backward and update in proportion to their FLOPs after subtracting the host-to-device copy.
 #include "sim/plan/compute.hpp"
+
+#include "sim/plan/layer_costs.hpp"
 
 #include <fmt/format.h>
 
@@ -10,15 +13,6 @@
 
 namespace ddlsim::sim {
 namespace {
-
-double input_activation_bytes(const dag::Model& m, std::size_t l) {
-  if (m.layers[l].inputs.empty())
-    return l == 0 ? m.input_bytes_per_sample : m.layers[l - 1].activation_bytes;
-  double sum = 0;
-  for (int i : m.layers[l].inputs)
-    sum += m.layers[static_cast<std::size_t>(i)].activation_bytes;
-  return sum;
-}
 
 double layer_param_bytes(const dag::Layer& layer) {
   double n = 0;
@@ -154,20 +148,30 @@ ComputeCosts gpu_costs(const Scenario& s) {
     return out;
   }
 
-  const double peak = s.gpu.peak_flops * s.gpu.efficiency;
   const double bandwidth = s.gpu.memory_bandwidth * s.gpu.efficiency;
-  bool used_roofline = false;
+  const LayerTimes shaped = s.gpu.shape_aware ? shape_aware_layer_times(s) : LayerTimes{};
+  bool used_model = false;
   for (std::size_t l = 0; l < layers; ++l) {
     if (calibrated[l])
       continue;
-    used_roofline = true;
+    used_model = true;
+    if (s.gpu.shape_aware) {
+      w.fwd_s[l] = shaped.fwd_s[l];
+      w.bwd_s[l] = shaped.bwd_s[l];
+      continue;
+    }
     const auto& layer = m.layers[l];
+    const double peak = (runs_in_fp8(s, layer) ? s.gpu.fp8_flops : s.gpu.peak_flops) * s.gpu.efficiency;
     const double bytes = batch * (input_activation_bytes(m, l) + layer.activation_bytes) + layer_param_bytes(layer);
-    w.fwd_s[l] = std::max(batch * layer.fwd_flops / peak, bytes / bandwidth);
-    w.bwd_s[l] = std::max(batch * layer.bwd_flops / peak, 2 * bytes / bandwidth);
+    const CastBytes cast = fp8_cast_bytes(s, l); // FP8's casts, memory-bound kernels beside the GEMM
+    w.fwd_s[l] = std::max(batch * layer.fwd_flops / peak, bytes / bandwidth) + cast.forward / bandwidth;
+    w.bwd_s[l] = std::max(batch * layer.bwd_flops / peak, 2 * bytes / bandwidth) + cast.backward / bandwidth;
   }
   w.update_s = s.gpu.memory_bandwidth > 0 ? kUpdateBytesPerParam * params / bandwidth : 0;
-  out.source = !used_roofline ? "calibration" : calibrated_any ? "calibration+roofline" : "roofline";
+  const std::string model = s.gpu.shape_aware ? "shape-aware" : "roofline";
+  if (used_model && s.gpu.shape_aware)
+    out.note = shape_aware_note(s);
+  out.source = !used_model ? "calibration" : calibrated_any ? "calibration+" + model : model;
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Per-task compute costs of one worker (docs/engines.md, "Where the numbers come from"), first match wins per layer:
-// calibration table > measured single-GPU iteration spread over layers by FLOPs > roofline from the GPU preset.
+// calibration table > measured single-GPU iteration spread over layers by FLOPs > roofline from the GPU preset at
+// `gpu.efficiency`, or without it the shape-aware model (sim/plan/layer_costs.hpp).
 #pragma once
 
 #include "dag/strategy.hpp"
@@ -11,7 +12,8 @@ namespace ddlsim::sim {
 
 struct ComputeCosts {
   dag::WorkerCosts worker;
-  std::string source; ///< "calibration", "single_gpu_iteration", "roofline" or a mix, for the report
+  std::string source; ///< "calibration", "single_gpu_iteration", "roofline", "shape-aware" or a mix, for the report
+  std::string note;   ///< what the shape-aware model rests on, for the report's notes; empty for the other sources
 };
 
 /// Optimizer state per parameter for SGD with momentum: weight, gradient, momentum buffer (fp32 each).

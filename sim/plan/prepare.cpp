@@ -171,6 +171,8 @@ Plan prepare(const Scenario& s, Engine engine) {
   p.workers = s.cluster.workers();
   p.costs = compute_costs(s);
   p.compute_source = p.costs.source;
+  if (!p.costs.note.empty())
+    p.notes.push_back(p.costs.note);
   const Network net = s.cluster.network();
   // links whose transport (or the scenario) scales their rate (network/cluster.hpp: transport_efficiency)
   const std::pair<const char*, const LinkSpec*> links[] = {

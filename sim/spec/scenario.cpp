@@ -115,6 +115,9 @@ void parse_model(ObjectReader r, Scenario& s) {
   s.batch_per_gpu = static_cast<int>(r.integer("batch_per_gpu", 1, 1 << 24));
   const auto dtype = r.optional_choice("gradient_dtype", kDTypes).value_or("fp32");
   s.gradient_dtype = dag::find_dtype(dtype);
+  const std::vector<std::string> formats(kComputeDtypeNames.begin(), kComputeDtypeNames.end());
+  const std::string format = r.optional_choice("compute_dtype", formats).value_or(dtype);
+  s.compute_dtype = static_cast<ComputeDtype>(std::find(formats.begin(), formats.end(), format) - formats.begin());
   r.finish();
 }
 
@@ -160,11 +163,17 @@ void parse_gpu(ObjectReader r, Scenario& s) {
   }
   if (s.gpu.preset) {
     const auto& p = *s.gpu.preset;
-    s.gpu.peak_flops = s.gradient_dtype == DType::fp32   ? p.peaks.fp32
-                       : s.gradient_dtype == DType::fp16 ? p.peaks.fp16
-                                                         : p.peaks.bf16;
-    if (s.gpu.peak_flops == 0)
+    s.gpu.peak_flops = peak_of(p.peaks, sixteen_bit_format(s));
+    s.gpu.fp8_flops = p.peaks.fp8;
+    if (s.compute_dtype == ComputeDtype::fp8 && s.gpu.fp8_flops == 0)
+      r.fail("preset", fmt::format("{} has no FP8 tensor cores, which model.compute_dtype fp8 needs (`ddlsim list "
+                                   "gpus` shows the presets with an fp8 peak)",
+                                   p.name));
+    if (s.gpu.peak_flops == 0 && sixteen_bit_format(s) == ComputeDtype::bf16)
       r.fail("preset", fmt::format("{} has no bf16 tensor cores; use gradient_dtype fp16 or fp32", p.name));
+    if (s.gpu.peak_flops == 0)
+      r.fail("preset", fmt::format("{} has no {} peak, which model.compute_dtype asks for (`ddlsim list gpus`)", p.name,
+                                   compute_dtype_name(s.compute_dtype)));
     s.gpu.memory_bandwidth = p.memory_bandwidth;
     s.gpu.memory_bytes = p.memory_bytes;
     s.gpu.host_link = p.host_link;
@@ -174,7 +183,11 @@ void parse_gpu(ObjectReader r, Scenario& s) {
       r.optional_quantity("memory_bandwidth", Dimension::bandwidth, 0, true).value_or(s.gpu.memory_bandwidth);
   s.gpu.memory_bytes = r.optional_quantity("memory", Dimension::bytes, 0, true).value_or(s.gpu.memory_bytes);
   s.gpu.host_link = r.optional_quantity("host_link", Dimension::bandwidth, 0, true).value_or(s.gpu.host_link);
-  s.gpu.efficiency = r.optional_number("efficiency", 1e-6, 1.0).value_or(1.0);
+  const auto efficiency = r.optional_number("efficiency", 1e-6, 1.0);
+  s.gpu.efficiency = efficiency.value_or(1.0);
+  s.gpu.shape_aware = s.gpu.preset && !efficiency && !r.has("peak_flops") && !r.has("memory_bandwidth");
+  if (s.compute_dtype == ComputeDtype::fp8 && !s.gpu.preset)
+    r.fail_here("model.compute_dtype fp8 takes the FP8 peak of a GPU preset: give \"preset\"");
   s.gpu.single_gpu_iteration_s = r.optional_quantity("single_gpu_iteration", Dimension::time, 0, true);
   s.gpu.speedup = r.optional_number("speedup", 1e-6, 1e6).value_or(1.0);
   s.gpu.comm_slowdown = r.optional_number("comm_slowdown", 0.0, 10.0);
@@ -579,6 +592,12 @@ std::vector<SweepAxis> parse_sweep(const Json& sweep, const Json& doc, const std
 }
 
 } // namespace
+
+ComputeDtype sixteen_bit_format(const Scenario& s) {
+  if (s.compute_dtype != ComputeDtype::fp8)
+    return s.compute_dtype;
+  return s.gradient_dtype == DType::fp16 ? ComputeDtype::fp16 : ComputeDtype::bf16;
+}
 
 CommSlowdown comm_slowdown(const Scenario& s) {
   if (s.gpu.comm_slowdown)

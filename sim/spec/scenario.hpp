@@ -42,6 +42,10 @@ struct GpuSpec {
   double memory_bytes = 0;     ///< B; 0 = unknown
   double host_link = 0;        ///< B/s; 0 = host-to-device copy not modelled
   double efficiency = 1.0;     ///< achieved fraction of the roofline
+  /// Layers costed by their kernels' shapes (sim/plan/layer_costs.hpp) rather than the roofline at `efficiency`: a
+  /// preset and neither `efficiency` nor `peak_flops` nor `memory_bandwidth` given.
+  bool shape_aware = false;
+  double fp8_flops = 0; ///< the preset's FP8 peak, FLOP/s, for model.compute_dtype fp8
   std::optional<double> single_gpu_iteration_s;
   std::optional<dag::Calibration> calibration;
   double speedup = 1.0; ///< `gpu.speedup`: every GPU kernel time divided by it (host times and copies unchanged)
@@ -91,6 +95,9 @@ struct Scenario {
   std::string model_pointer; ///< the key that gave the model (messages about its size)
   int batch_per_gpu = 1;
   DType gradient_dtype = DType::fp32;
+  /// `model.compute_dtype`: the format of the GEMMs (absent: the gradient format's); `peak_flops` is its peak, or
+  /// the 16-bit one under fp8, which runs only the transformer blocks' linear layers in FP8 (sim/plan/layer_costs.hpp)
+  ComputeDtype compute_dtype = ComputeDtype::fp32;
   GpuSpec gpu;
   ClusterSpec cluster;
   AllreduceSpec allreduce;
@@ -132,6 +139,10 @@ struct Scenario {
 [[nodiscard]] inline int data_parallel_degree(const Scenario& s) {
   return s.cluster.workers() / (s.parallelism.pipeline * s.parallelism.tensor);
 }
+
+/// The format of the GEMMs that do not run in FP8: model.compute_dtype, or under fp8 the 16-bit format of the
+/// gradients (bf16 unless they are fp16).
+[[nodiscard]] ComputeDtype sixteen_bit_format(const Scenario& s);
 
 /// The compute slowdown beside communication the scenario runs with (`gpu.comm_slowdown`, else its calibration's
 /// `overlap.compute_slowdown`, else 0) and where it comes from.

@@ -724,3 +724,12 @@ TEST_CASE("robustness: a misspelt model, GPU or strategy name gets a did-you-mea
   }));
   check_refused(run_ddlsim({"check", kQuickstart, "--set", set}), phrase);
 }
+
+TEST_CASE("robustness: FP8 on a GPU without FP8 tensor cores exits 2 naming the file and the preset (#33 item 4)",
+          "[cli][robustness]") {
+  check_refused(run_ddlsim({"run", kQuickstart, "--set", "model.compute_dtype=fp8"}),
+                "scenarios/quickstart.json: /gpu/preset: V100-SXM2-32GB has no FP8 tensor cores, which "
+                "model.compute_dtype fp8 needs");
+  check_refused(run_ddlsim({"check", kQuickstart, "--set", "model.compute_dtype=fp4"}),
+                "/model/compute_dtype: unknown value 'fp4'");
+}

@@ -178,7 +178,7 @@ sim::Scenario vgg16_pipeline(const std::string& schedule) {
   Json doc = Json::parse(R"({
     "name": "vgg16-pipe",
     "model": {"zoo": "vgg16", "batch_per_gpu": 32},
-    "gpu": {"preset": "V100-PCIe-16GB"},
+    "gpu": {"preset": "V100-PCIe-16GB", "efficiency": 1},
     "cluster": {"nodes": 1, "gpus_per_node": 4, "intra_node": {"bandwidth": "12 GB/s", "latency": "5 us"},
                 "inter_node": {"bandwidth": "10 Gbps", "latency": "25 us"}},
     "strategy": {"kind": "wfbp"},

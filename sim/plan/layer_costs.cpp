@@ -1,0 +1,262 @@
+// Shape-aware layer times (layer_costs.hpp).
+#include "sim/plan/layer_costs.hpp"
+
+#include "dag/kernel_shapes.hpp"
+#include "sim/plan/gemm_efficiency.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+
+namespace ddlsim::sim {
+namespace {
+
+// Fused attention's ceilings, fractions of the 16-bit peak: FlashAttention-2 reaches 50-73 % of the A100's (Dao,
+// arXiv:2307.08691, abstract: forward pass), FlashAttention-3 75 % of the H100's in fp16 (Shah et al.,
+// arXiv:2407.08608, abstract: 740 TFLOP/s). Taken for the backward pass too, for Blackwell (FA3's) and for the
+// GPUs before Ampere and AMD's (FA2's): assumed, not measured there.
+constexpr double kFlashAttention2Ceiling = 0.73;
+constexpr double kFlashAttention3Ceiling = 0.75;
+// Query rows per thread block of FlashAttention-2 and -3 at head dimension 128 (kBlockM in their kernel traits).
+constexpr std::int64_t kFlashQueryBlock = 128;
+
+double element_bytes(ComputeDtype d) {
+  return d == ComputeDtype::fp32 || d == ComputeDtype::tf32 ? 4.0 : d == ComputeDtype::fp8 ? 1.0 : 2.0;
+}
+
+GemmDevice gemm_device(const Scenario& s, bool fp8) {
+  const GpuPreset& p = *s.gpu.preset;
+  const ComputeDtype format = fp8 ? ComputeDtype::fp8 : sixteen_bit_format(s);
+  GemmDevice d{.peak_flops = peak_of(p.peaks, format),
+               .ceiling = 1,
+               .bandwidth = s.gpu.memory_bandwidth,
+               .units = p.compute_units,
+               .in_bytes = element_bytes(format),
+               .out_bytes = fp8 ? 2.0 : element_bytes(format)}; // FP8 GEMMs write 16-bit outputs
+  d.ceiling = mainloop_ceiling(fp8 ? p.fp8_gemm : p.bf16_gemm, d);
+  return d;
+}
+
+GemmDevice attention_device(const Scenario& s) {
+  GemmDevice d = gemm_device(s, false);
+  d.ceiling = s.gpu.preset->compute_capability >= 90 ? kFlashAttention3Ceiling : kFlashAttention2Ceiling;
+  return d;
+}
+
+// Megatron-LM's split of a block's linear layers (Shoeybi et al., arXiv:1909.08053, §3): the layer that reads the
+// attention's output and the block's last linear are row-parallel (their K split over the group), the others
+// column-parallel (their N split).
+bool row_parallel(const dag::Model& m, std::size_t l) {
+  const auto& layer = m.layers[l];
+  const auto is_attention = [&](std::size_t i) {
+    return m.layers[i].kind == "attention" || m.layers[i].kind == "flash_attention";
+  };
+  if (layer.inputs.empty() ? l > 0 && is_attention(l - 1)
+                           : std::any_of(layer.inputs.begin(), layer.inputs.end(),
+                                         [&](int i) { return is_attention(static_cast<std::size_t>(i)); }))
+    return true;
+  for (std::size_t i = l + 1; i < m.layers.size() && m.layers[i].block == layer.block; ++i)
+    if (m.layers[i].kind == "linear")
+      return false;
+  return true;
+}
+
+std::int64_t shard(std::int64_t n, int t) {
+  return (n + t - 1) / t;
+}
+
+// One tensor-parallel rank's share of a layer's GEMM (the whole GEMM without tensor parallelism).
+GemmShape rank_shape(const Scenario& s, std::size_t l, GemmShape g) {
+  const int t = s.parallelism.tensor;
+  if (t == 1)
+    return g;
+  const auto& layer = s.model.layers[l];
+  if (layer.kind != "linear")
+    g.count = shard(g.count, t); // attention: the heads
+  else if (layer.block >= 0 && row_parallel(s.model, l))
+    g.k = shard(g.k, t);
+  else
+    g.n = shard(g.n, t); // column-parallel, and the vocabulary-parallel LM head
+  return g;
+}
+
+// The backward's two GEMMs of C = A B: dA = dC B^T and dB = A^T dC.
+double backward_gemms_s(const GemmShape& g, const GemmDevice& d) {
+  return gemm_time_s({.m = g.m, .n = g.k, .k = g.n, .count = g.count}, d) +
+         gemm_time_s({.m = g.k, .n = g.n, .k = g.m, .count = g.count}, d);
+}
+
+// A convolution as cuDNN's implicit GEMM per group: M = N P Q, N = K / g, K = C / g R S; its data gradient
+// M = N H W, N = C / g, K = K / g R S; its weight gradient M = K / g, N = C / g R S, K = N P Q.
+struct ConvGemms {
+  GemmShape forward, data_grad, weight_grad;
+};
+ConvGemms conv_gemms(const dag::LayerKernel& k) {
+  const std::int64_t p = (k.h + 2 * k.pad_h - k.r) / k.stride_h + 1, q = (k.w + 2 * k.pad_w - k.s) / k.stride_w + 1;
+  const std::int64_t c = k.c / k.groups, filters = k.k / k.groups, window = k.r * k.s;
+  return {.forward = {.m = k.n * p * q, .n = filters, .k = c * window, .count = k.groups},
+          .data_grad = {.m = k.n * k.h * k.w, .n = c, .k = filters * window, .count = k.groups},
+          .weight_grad = {.m = filters, .n = c * window, .k = k.n * p * q, .count = k.groups}};
+}
+
+// Fused attention (FlashAttention-2/3): one thread block per kFlashQueryBlock queries of a head, in waves over the
+// compute units, each looping over the keys at the attention ceiling and writing its rows of the output; `flops` the
+// layer's (causal masking's halving included by the model).
+double flash_attention_s(const GemmShape& heads, double flops, const GemmDevice& d) {
+  const std::int64_t blocks = heads.count * ((heads.m + kFlashQueryBlock - 1) / kFlashQueryBlock);
+  const std::int64_t waves = (blocks + d.units - 1) / d.units;
+  const double per_block_s = flops / static_cast<double>(blocks) / (d.ceiling * d.peak_flops / d.units) +
+                             static_cast<double>(kFlashQueryBlock * heads.n) * d.out_bytes / (d.bandwidth / d.units);
+  const double traffic_s = 4.0 * static_cast<double>(heads.count * heads.m * heads.n) * d.in_bytes / d.bandwidth;
+  return std::max(static_cast<double>(waves) * per_block_s, traffic_s);
+}
+
+// Bytes a memory-bound layer moves per pass: its input and output activations and its weights, at the training
+// format's width (the model's activation bytes are fp32's).
+double memory_bytes(const Scenario& s, std::size_t l, double in_bytes_per_sample) {
+  const auto& layer = s.model.layers[l];
+  double params = 0;
+  for (const auto& p : layer.params)
+    params += static_cast<double>(p.numel);
+  const double width = element_bytes(sixteen_bit_format(s)) / 4.0;
+  return width * (s.batch_per_gpu * (in_bytes_per_sample + layer.activation_bytes) + 4.0 * params);
+}
+
+struct PassTimes {
+  double fwd_s = 0, bwd_s = 0;
+};
+
+// A layer whose kernels are GEMMs (a linear layer, eager attention's batched GEMMs), timed per rank and scaled to
+// its own FLOPs.
+PassTimes gemm_layer(const Scenario& s, std::size_t l, const dag::LayerKernel& k) {
+  const auto& layer = s.model.layers[l];
+  const GemmDevice d = gemm_device(s, runs_in_fp8(s, layer));
+  const GemmShape whole{.m = k.gemm_m, .n = k.gemm_n, .k = k.gemm_k, .count = k.count};
+  const GemmShape rank = rank_shape(s, l, whole);
+  const double t = s.parallelism.tensor, flops = s.batch_per_gpu * layer.fwd_flops;
+  // scaled to the layer's own FLOPs (1 where they agree with the kernel's; the backward runs two GEMMs of its size)
+  const double bwd_flops = s.batch_per_gpu * layer.bwd_flops;
+  return {.fwd_s = t * gemm_time_s(rank, d) * flops / whole.flops(),
+          .bwd_s = t * backward_gemms_s(rank, d) * bwd_flops / (2 * whole.flops())};
+}
+
+PassTimes conv_layer(const Scenario& s, std::size_t l, const dag::LayerKernel& k) {
+  const auto& layer = s.model.layers[l];
+  const GemmDevice d = gemm_device(s, false);
+  const ConvGemms g = conv_gemms(k);
+  const double fwd_scale = s.batch_per_gpu * layer.fwd_flops / g.forward.flops();
+  const double bwd_flops = g.data_grad.flops() + g.weight_grad.flops();
+  const double bwd_scale = s.batch_per_gpu * layer.bwd_flops / bwd_flops;
+  return {.fwd_s = gemm_time_s(g.forward, d) * fwd_scale,
+          .bwd_s = (gemm_time_s(g.data_grad, d) + gemm_time_s(g.weight_grad, d)) * bwd_scale};
+}
+
+PassTimes flash_layer(const Scenario& s, std::size_t l) {
+  const auto& layer = s.model.layers[l];
+  const auto& tf = *s.model.transformer;
+  const int t = s.parallelism.tensor;
+  const GemmShape heads{.m = tf.sequence,
+                        .n = tf.hidden / tf.heads,
+                        .k = tf.sequence,
+                        .count = shard(std::int64_t{s.batch_per_gpu} * tf.heads, t)};
+  const GemmDevice d = attention_device(s);
+  const double b = s.batch_per_gpu;
+  return {.fwd_s = t * flash_attention_s(heads, b * layer.fwd_flops / t, d),
+          .bwd_s = t * flash_attention_s(heads, b * layer.bwd_flops / t, d)};
+}
+
+// A layer without a GEMM shape: its memory traffic at the bandwidth, and its FLOPs (if any: a linear layer whose
+// shape could not be read back) at the GEMM ceiling.
+PassTimes memory_layer(const Scenario& s, std::size_t l) {
+  const auto& layer = s.model.layers[l];
+  const GemmDevice d = gemm_device(s, runs_in_fp8(s, layer));
+  const double bytes = memory_bytes(s, l, input_activation_bytes(s.model, l)), rate = d.ceiling * d.peak_flops;
+  const double b = s.batch_per_gpu;
+  return {.fwd_s = std::max(b * layer.fwd_flops / rate, bytes / d.bandwidth),
+          .bwd_s = std::max(b * layer.bwd_flops / rate, 2 * bytes / d.bandwidth)};
+}
+
+PassTimes layer_time(const Scenario& s, std::size_t l, const dag::LayerKernel* k) {
+  const auto& layer = s.model.layers[l];
+  if (layer.kind == "flash_attention" && s.model.transformer)
+    return flash_layer(s, l);
+  if (k == nullptr || layer.fwd_flops <= 0)
+    return memory_layer(s, l);
+  switch (k->kind) {
+  case dag::LayerKernel::Kind::gemm:
+  case dag::LayerKernel::Kind::batched_gemm:
+    return gemm_layer(s, l, *k);
+  case dag::LayerKernel::Kind::convolution:
+    // a depthwise convolution (one channel per group) is no GEMM: cuDNN runs it as a memory-bound kernel
+    return k->c == k->groups ? memory_layer(s, l) : conv_layer(s, l, *k);
+  case dag::LayerKernel::Kind::memory:
+    break;
+  }
+  return memory_layer(s, l);
+}
+
+} // namespace
+
+double input_activation_bytes(const dag::Model& m, std::size_t l) {
+  if (m.layers[l].inputs.empty())
+    return l == 0 ? m.input_bytes_per_sample : m.layers[l - 1].activation_bytes;
+  double sum = 0;
+  for (int i : m.layers[l].inputs)
+    sum += m.layers[static_cast<std::size_t>(i)].activation_bytes;
+  return sum;
+}
+
+bool runs_in_fp8(const Scenario& s, const dag::Layer& layer) {
+  return s.compute_dtype == ComputeDtype::fp8 && layer.kind == "linear" && layer.block >= 0;
+}
+
+CastBytes fp8_cast_bytes(const Scenario& s, std::size_t l) {
+  const auto& layer = s.model.layers[l];
+  if (!runs_in_fp8(s, layer))
+    return {};
+  double weights = 0;
+  for (const auto& p : layer.params)
+    weights += static_cast<double>(p.numel);
+  // elements: the input and output activations (fp32 bytes / 4 in the model) per sample, the weights once per pass
+  const double in = input_activation_bytes(s.model, l) / 4.0, out = layer.activation_bytes / 4.0, b = s.batch_per_gpu;
+  return {.forward = kFp8CastBytesPerElement * (b * in + weights), .backward = kFp8CastBytesPerElement * b * out};
+}
+
+LayerTimes shape_aware_layer_times(const Scenario& s) {
+  assert(s.gpu.preset && "the shape-aware model reads the preset's compute units and ceilings");
+  const std::size_t layers = s.model.layers.size();
+  std::vector<const dag::LayerKernel*> kernel(layers, nullptr);
+  const auto kernels = dag::layer_kernels(s.model, s.batch_per_gpu);
+  for (const auto& k : kernels)
+    kernel[static_cast<std::size_t>(k.layer)] = &k;
+  LayerTimes out;
+  out.fwd_s.assign(layers, 0);
+  out.bwd_s.assign(layers, 0);
+  for (std::size_t l = 0; l < layers; ++l) {
+    const PassTimes t = layer_time(s, l, kernel[l]);
+    const CastBytes cast = fp8_cast_bytes(s, l);
+    out.fwd_s[l] = t.fwd_s + cast.forward / s.gpu.memory_bandwidth;
+    out.bwd_s[l] = t.bwd_s + cast.backward / s.gpu.memory_bandwidth;
+  }
+  return out;
+}
+
+std::string shape_aware_note(const Scenario& s) {
+  const GpuPreset& p = *s.gpu.preset;
+  const GemmDevice gemm = gemm_device(s, false), attention = attention_device(s);
+  std::string fp8;
+  if (s.compute_dtype == ComputeDtype::fp8) {
+    const GemmDevice d = gemm_device(s, true);
+    fp8 = fmt::format("; the blocks' linear layers in fp8 at up to {:.1f} % of {:g} TFLOP/s ({})", 100 * d.ceiling,
+                      d.peak_flops / 1e12, p.fp8_gemm.source);
+  }
+  return fmt::format("compute: shape-aware model (no gpu.efficiency): {}'s {} compute units, {}x{} output tiles in "
+                     "waves; {} GEMMs' main loop at up to {:.1f} % of {:g} TFLOP/s ({}){}; fused attention at {:.0f} "
+                     "%; memory-bound kernels at {:g} GB/s (docs/engines.md, \"Shape-aware compute efficiency\")",
+                     p.name, p.compute_units, kTileLong, kTileShort, compute_dtype_name(sixteen_bit_format(s)),
+                     100 * gemm.ceiling, gemm.peak_flops / 1e12, p.bf16_gemm.source, fp8, 100 * attention.ceiling,
+                     s.gpu.memory_bandwidth / 1e9);
+}
+
+} // namespace ddlsim::sim

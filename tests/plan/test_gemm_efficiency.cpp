@@ -1,0 +1,232 @@
+// The shape-aware compute model (sim/plan/gemm_efficiency.hpp, layer_costs.hpp; issue #33 items 4 and 5): tile and
+// wave quantisation, the epilogue's small-K penalty and the memory floor against their closed forms; the measured
+// ceiling reproduced at its shape; FP8's GEMMs at the FP8 peak with Transformer Engine's casts; where it applies.
+#include "core/json.hpp"
+#include "sim/analytic/analytic.hpp"
+#include "sim/plan/compute.hpp"
+#include "sim/plan/gemm_efficiency.hpp"
+#include "sim/plan/layer_costs.hpp"
+#include "sim/spec/scenario.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace ddlsim;
+using namespace ddlsim::sim;
+using Catch::Matchers::Contains;
+using Catch::Matchers::WithinRel;
+
+namespace {
+// 108 compute units (an A100), no epilogue or traffic cost (an unbounded bandwidth).
+constexpr GemmDevice kIdeal{
+    .peak_flops = 312e12, .ceiling = 0.9, .bandwidth = 1e30, .units = 108, .in_bytes = 2, .out_bytes = 2};
+} // namespace
+
+TEST_CASE("sim::wave_efficiency: tile and wave quantisation on the compute units", "[sim][gemm]") {
+  SECTION("tiles that fill the units exactly: every slot does useful work") {
+    // 12 x 9 tiles of 256 x 128 = 108 = one wave
+    CHECK(wave_efficiency({.m = 12 * 256, .n = 9 * 128, .k = 4096, .count = 1}, 108) == 1.0);
+    // the transposed shape takes the other orientation of the tile
+    CHECK(wave_efficiency({.m = 9 * 128, .n = 12 * 256, .k = 4096, .count = 1}, 108) == 1.0);
+    // a batch of 108 single tiles
+    CHECK(wave_efficiency({.m = 256, .n = 128, .k = 64, .count = 108}, 108) == 1.0);
+  }
+  SECTION("one tile more than a wave: two waves for 109 tiles' work, about half") {
+    CHECK_THAT(wave_efficiency({.m = 256, .n = 109 * 128, .k = 4096, .count = 1}, 108), WithinRel(109.0 / 216, 1e-12));
+  }
+  SECTION("a matrix that overhangs its tiles: the overhang's share is lost") {
+    // 100 x 128 outputs in one 256 x 128 tile (or 128 x 256), one wave of 108 slots
+    CHECK_THAT(wave_efficiency({.m = 100, .n = 128, .k = 64, .count = 1}, 108),
+               WithinRel(100.0 * 128 / (108.0 * 256 * 128), 1e-12));
+  }
+}
+
+TEST_CASE("sim::gemm_time_s: the ceiling, the epilogue's small-K penalty and the memory floor", "[sim][gemm]") {
+  const GemmShape full{.m = 12 * 256, .n = 9 * 128, .k = 8192, .count = 1};
+  SECTION("whole waves without an epilogue cost: FLOPs / (peak x ceiling)") {
+    CHECK_THAT(gemm_time_s(full, kIdeal), WithinRel(full.flops() / (312e12 * 0.9), 1e-12));
+    CHECK_THAT(gemm_efficiency(full, kIdeal), WithinRel(0.9, 1e-12));
+  }
+  SECTION("the epilogue writes each output at the bandwidth: c / (1 + c P e / (2 k B))") {
+    GemmDevice d = kIdeal;
+    d.bandwidth = 2039e9;
+    for (const std::int64_t k : {1536, 12288}) {
+      CAPTURE(k);
+      GemmShape g = full;
+      g.k = k;
+      const double r = 2.0 * 312e12 / (2.0 * static_cast<double>(k) * 2039e9);
+      CHECK_THAT(gemm_efficiency(g, d), WithinRel(0.9 / (1 + 0.9 * r), 1e-12));
+    }
+    // a tensor-parallel shard's K (1536 of 12288) loses more than the whole GEMM
+    GemmShape shard = full;
+    shard.k = 1536;
+    CHECK(gemm_efficiency(shard, d) < gemm_efficiency(full, d));
+  }
+  SECTION("one output tile over a long K: split-K over the units, the slices one whole wave") {
+    // 256 x 128 outputs, K = 108 x 256: 108 slices of 256, one per unit, at the ceiling (the reduction is free at an
+    // unbounded bandwidth); unsplit, one unit of 108 would work
+    const GemmShape tall{.m = 256, .n = 128, .k = 108 * 256, .count = 1};
+    CHECK_THAT(gemm_efficiency(tall, kIdeal), WithinRel(0.9, 1e-12));
+    GemmDevice d = kIdeal;
+    d.bandwidth = 2039e9; // then the partial sums' 8 bytes per output and slice count, and so does the epilogue
+    const double slice_s = 256.0 * 128 * 108 * (2.0 * 256 / (0.9 * 312e12) + 2 / 2039e9);
+    CHECK(gemm_time_s(tall, d) <= slice_s + 8.0 * 256 * 128 * 108 / 2039e9);
+  }
+  SECTION("a GEMM of K = 1 is bound by reading its operands and writing its result") {
+    GemmDevice d = kIdeal;
+    d.bandwidth = 1e12;
+    // 108 x 1 tiles, one whole wave: the tiles take m n (2 / (c P) + 2 / B), less than the traffic
+    const GemmShape thin{.m = 108 * 256, .n = 128, .k = 1, .count = 1};
+    CHECK_THAT(gemm_time_s(thin, d), WithinRel(2.0 * (27648.0 + 128.0 + 27648.0 * 128.0) / 1e12, 1e-12));
+  }
+}
+
+TEST_CASE("sim::mainloop_ceiling reproduces the measured fraction at its shape", "[sim][gemm]") {
+  const GemmCeiling a100{.efficiency = 267.9 / 312, .m = 6912, .n = 16384, .k = 2048, .source = "MAMF"};
+  GemmDevice d{.peak_flops = 312e12, .ceiling = 1, .bandwidth = 2039e9, .units = 108, .in_bytes = 2, .out_bytes = 2};
+  d.ceiling = mainloop_ceiling(a100, d);
+  CHECK(d.ceiling > a100.efficiency);
+  CHECK(d.ceiling < 1);
+  CHECK_THAT(gemm_efficiency({.m = 6912, .n = 16384, .k = 2048, .count = 1}, d), WithinRel(267.9 / 312, 1e-12));
+  // without a shape, the measured fraction itself
+  const GemmCeiling shapeless{.efficiency = 0.776, .m = 0, .n = 0, .k = 0, .source = "MAMF"};
+  CHECK(mainloop_ceiling(shapeless, d) == 0.776);
+}
+
+namespace {
+// One linear layer of 4096 x 4096 over 2048 tokens per sample, in transformer block 0 (where FP8 applies).
+Json one_gemm(const std::string& preset, const std::string& compute_dtype, bool efficiency) {
+  Json doc = Json::parse(R"({
+    "name": "one-gemm",
+    "model": {"layers": [{"name": "fc", "kind": "linear", "block": 0,
+                          "params": [{"name": "fc.weight", "shape": [4096, 4096]}],
+                          "fwd_flops": 68719476736, "activation_bytes": "33554432 B"}],
+              "input_bytes_per_sample": "33554432 B", "batch_per_gpu": 4, "gradient_dtype": "bf16"},
+    "cluster": {"nodes": 1, "gpus_per_node": 1},
+    "strategy": {"kind": "bsp"}
+  })");
+  doc["gpu"] = {{"preset", preset}};
+  if (efficiency)
+    doc["gpu"]["efficiency"] = 1.0;
+  doc["model"]["compute_dtype"] = compute_dtype;
+  return doc;
+}
+} // namespace
+
+TEST_CASE("model.compute_dtype fp8: the blocks' linear layers at the FP8 peak, with Transformer Engine's casts",
+          "[sim][gemm][fp8]") {
+  // 2 x 4096 x 4096 x 2048 = 68,719,476,736 FLOPs per sample; 4 samples
+  const double flops = 4 * 68719476736.0, bandwidth = 3350e9;
+  // casts: forward the input (4 x 2048 x 4096 elements) and the weight (4096^2), backward the output gradient,
+  // 4 bytes per element each
+  const double cast_fwd = 4.0 * (4 * 2048.0 * 4096 + 4096.0 * 4096), cast_bwd = 4.0 * 4 * 2048.0 * 4096;
+  SECTION("roofline at gpu.efficiency 1 on an H100: FLOPs / FP8 peak + the casts at the bandwidth") {
+    const auto s = parse_scenario(one_gemm("H100-SXM5-80GB", "fp8", true), "t.json");
+    const auto w = compute_costs(s).worker;
+    CHECK_THAT(w.fwd_s[0], WithinRel(flops / 1979e12 + cast_fwd / bandwidth, 1e-12));
+    CHECK_THAT(w.bwd_s[0], WithinRel(2 * flops / 1979e12 + cast_bwd / bandwidth, 1e-12));
+    // bf16: the bf16 peak, no casts
+    const auto b = compute_costs(parse_scenario(one_gemm("H100-SXM5-80GB", "bf16", true), "t.json")).worker;
+    CHECK_THAT(b.fwd_s[0], WithinRel(flops / 989.4e12, 1e-12));
+    // the model FLOPs utilisation stays against the 16-bit peak
+    CHECK(s.gpu.peak_flops == 989.4e12);
+  }
+  SECTION("shape-aware: the FP8 GEMM model (the H200's measured fp8 ceiling) + the casts") {
+    const auto s = parse_scenario(one_gemm("H100-SXM5-80GB", "fp8", false), "t.json");
+    REQUIRE(s.gpu.shape_aware);
+    const GpuPreset& h100 = *s.gpu.preset;
+    GemmDevice d{
+        .peak_flops = 1979e12, .ceiling = 1, .bandwidth = bandwidth, .units = 132, .in_bytes = 1, .out_bytes = 2};
+    d.ceiling = mainloop_ceiling(h100.fp8_gemm, d);
+    const GemmShape g{.m = 4 * 2048, .n = 4096, .k = 4096, .count = 1};
+    const auto w = compute_costs(s).worker;
+    CHECK_THAT(w.fwd_s[0], WithinRel(gemm_time_s(g, d) + cast_fwd / bandwidth, 1e-12));
+    CHECK(compute_costs(s).source == "shape-aware");
+  }
+  SECTION("a GPU without FP8 refuses it, naming the preset") {
+    REQUIRE_THROWS_WITH(parse_scenario(one_gemm("V100-SXM2-32GB", "fp8", false), "t.json"),
+                        "t.json: /gpu/preset: V100-SXM2-32GB has no FP8 tensor cores, which model.compute_dtype fp8 "
+                        "needs (`ddlsim list gpus` shows the presets with an fp8 peak)");
+    REQUIRE_THROWS_WITH(parse_scenario(one_gemm("A100-SXM4-80GB", "fp8", true), "t.json"),
+                        Contains("A100-SXM4-80GB has no FP8 tensor cores"));
+  }
+  SECTION("a layer outside the blocks stays in 16 bits") {
+    Json doc = one_gemm("H100-SXM5-80GB", "fp8", true);
+    doc["model"]["layers"][0].erase("block");
+    const auto w = compute_costs(parse_scenario(doc, "t.json")).worker;
+    CHECK_THAT(w.fwd_s[0], WithinRel(flops / 989.4e12, 1e-12));
+  }
+}
+
+TEST_CASE("model.compute_dtype picks the GEMMs' peak; absent, the gradients' format", "[sim][gemm]") {
+  Json doc = one_gemm("A100-SXM4-80GB", "tf32", true);
+  CHECK(parse_scenario(doc, "t.json").gpu.peak_flops == 156e12);
+  doc["model"].erase("compute_dtype");
+  CHECK(parse_scenario(doc, "t.json").gpu.peak_flops == 312e12); // bf16 gradients
+  doc["model"]["gradient_dtype"] = "fp32";
+  CHECK(parse_scenario(doc, "t.json").gpu.peak_flops == 19.5e12);
+  doc["model"]["compute_dtype"] = "tf32";
+  doc["gpu"]["preset"] = "V100-SXM2-32GB";
+  REQUIRE_THROWS_WITH(parse_scenario(doc, "t.json"), Contains("/gpu/preset: V100-SXM2-32GB has no tf32 peak"));
+}
+
+TEST_CASE("the shape-aware model is the default on a preset without gpu.efficiency", "[sim][gemm]") {
+  Json doc = one_gemm("A100-SXM4-80GB", "bf16", false);
+  CHECK(parse_scenario(doc, "t.json").gpu.shape_aware);
+  doc["gpu"]["efficiency"] = 0.5;
+  CHECK_FALSE(parse_scenario(doc, "t.json").gpu.shape_aware);
+  CHECK(compute_costs(parse_scenario(doc, "t.json")).source == "roofline");
+  doc["gpu"].erase("efficiency");
+  doc["gpu"]["peak_flops"] = "100 TFLOPS";
+  CHECK_FALSE(parse_scenario(doc, "t.json").gpu.shape_aware);
+  // the A100's whole-wave GEMM at its fitted ceiling: (8192 x 4096) outputs = 32 x 32 tiles of 256 x 128 = 1024 tiles
+  // in 10 waves of 108 (0.948 of the slots)
+  doc["gpu"].erase("peak_flops");
+  const auto s = parse_scenario(doc, "t.json");
+  GemmDevice d{.peak_flops = 312e12, .ceiling = 1, .bandwidth = 2039e9, .units = 108, .in_bytes = 2, .out_bytes = 2};
+  d.ceiling = mainloop_ceiling(s.gpu.preset->bf16_gemm, d);
+  const GemmShape g{.m = 4 * 2048, .n = 4096, .k = 4096, .count = 1};
+  CHECK_THAT(wave_efficiency(g, 108), WithinRel(1024.0 / 1080, 1e-12));
+  CHECK_THAT(compute_costs(s).worker.fwd_s[0], WithinRel(gemm_time_s(g, d), 1e-12));
+}
+
+TEST_CASE("shape-aware GPT-3 175B on 1,024 A100s: above Megatron-LM's measured model FLOPs utilisation, by 20.8 %",
+          "[sim][gemm][gpt3]") {
+  // scenarios/gpt3-175b-hybrid.json without its gpu.efficiency (t = 8, p = 8, v = 2, sequence parallelism, selective
+  // recomputation); Megatron-LM measured 51.4 % for GPT-3 175B so run (Korthikanti et al., arXiv:2205.05198, Table 5;
+  // the Megatron-LM README's MFU table). The model predicts 62.1 %, 20.8 % above: outside the issue's 15 %;
+  // docs/engines.md, "Choosing gpu.efficiency", says what it leaves out. Pinned here so that a change that moves it
+  // is seen: an upper bound (above the measurement), within 21 % of it.
+  Json doc = load_json_file(std::string(DDLSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-hybrid.json");
+  doc["gpu"].erase("efficiency");
+  doc.erase("sweep");
+  const auto s = parse_scenario(doc, "gpt3.json");
+  REQUIRE(s.gpu.shape_aware);
+  const auto r = run_analytic(s);
+  REQUIRE(r.model_flops_utilisation);
+  CHECK(r.compute_source == "shape-aware");
+  CHECK(*r.model_flops_utilisation > 0.514);
+  CHECK_THAT(*r.model_flops_utilisation, WithinRel(0.514, 0.21));
+  CHECK_THAT(*r.model_flops_utilisation, WithinRel(0.621, 0.005));
+}
+
+TEST_CASE("shape-aware: a fused attention layer by FlashAttention's blocks of 128 queries in waves", "[sim][gemm]") {
+  // A one-block LM (h 1024, 8 heads of 128, s 2048), batch 4, on an H100; its attention's scores layer taken as a
+  // fused kernel (kind flash_attention, as the model side builds it): 4 x 8 heads x 2048 / 128 = 512 blocks on 132 SMs,
+  // 4 waves, each block F / 512 at 75 % of 989.4 TFLOP/s over 132, then 128 x 128 outputs of 2 bytes at 3.35 TB/s / 132
+  Json doc = Json::parse(R"({
+    "name": "flash",
+    "model": {"zoo": "transformer", "batch_per_gpu": 4, "gradient_dtype": "bf16",
+              "transformer": {"layers": 1, "hidden": 1024, "heads": 8, "sequence": 2048, "vocabulary": 32000}},
+    "gpu": {"preset": "H100-SXM5-80GB"},
+    "cluster": {"nodes": 1, "gpus_per_node": 1},
+    "strategy": {"kind": "bsp"}
+  })");
+  auto s = parse_scenario(doc, "flash.json");
+  std::size_t l = 0;
+  while (s.model.layers[l].kind != "attention")
+    ++l;
+  s.model.layers[l].kind = "flash_attention";
+  const double flops = 4 * s.model.layers[l].fwd_flops;
+  const double block_s = flops / 512 / (0.75 * 989.4e12 / 132) + 128.0 * 128 * 2 / (3350e9 / 132);
+  CHECK_THAT(compute_costs(s).worker.fwd_s[l], WithinRel(4 * block_s, 1e-12));
+}
