@@ -52,6 +52,11 @@ struct Layer {
   /// The most tensor-parallel ranks that hold distinct parts of this layer: a key or value projection of g query
   /// groups splits over at most g ranks and is replicated beyond (t > g); 0 = splits over any t.
   int tensor_shards = 0;
+  /// Of fwd_flops, the element-wise operations folded into this layer (activation, dropout, residual add, loss;
+  /// dag/zoo/builder.hpp), and the bytes per sample they read and write (fp32, as activation_bytes): 0 for layers
+  /// that fold none, and for inline and workload models.
+  double elementwise_flops = 0;
+  double elementwise_bytes = 0;
 };
 
 /// A decoder's MLP: GPT's `gelu` (fc1 to ffn_hidden, GELU, fc2) or Llama's `swiglu` (gate and up projections to

@@ -56,10 +56,12 @@ Layer& ModelBuilder::layer(Src src) {
   return model_.layers[static_cast<std::size_t>(src)];
 }
 
-void ModelBuilder::fold(double flops) {
+void ModelBuilder::fold(double flops, double elements) {
   assert(!model_.layers.empty() && "an element-wise op needs a preceding layer to fold into");
   Layer& layer = model_.layers.back();
   layer.fwd_flops += flops;
+  layer.elementwise_flops += flops;
+  layer.elementwise_bytes += kFloatBytes * elements;
   layer.bwd_flops += uses_weights_.back() ? 2 * flops : flops;
 }
 
@@ -263,39 +265,39 @@ Src ModelBuilder::flash_attention(const std::string& name, Src q, Src k, Src v, 
 }
 
 void ModelBuilder::relu(std::int64_t numel) {
-  fold(kReluFlops * as_double(numel));
+  fold(kReluFlops * as_double(numel), 2 * as_double(numel));
 }
 
 void ModelBuilder::residual_add(std::int64_t numel, Src other) {
-  fold(kAddFlops * as_double(numel));
+  fold(kAddFlops * as_double(numel), 3 * as_double(numel));
   if (other != kNoLayer) {
     reads_.back().push_back(other);
   }
 }
 
 void ModelBuilder::dropout(std::int64_t numel) {
-  fold(kDropoutFlops * as_double(numel));
+  fold(kDropoutFlops * as_double(numel), 2 * as_double(numel));
 }
 
 void ModelBuilder::gelu(std::int64_t numel) {
-  fold(kGeluFlops * as_double(numel));
+  fold(kGeluFlops * as_double(numel), 2 * as_double(numel));
 }
 
 void ModelBuilder::tanh(std::int64_t numel) {
-  fold(kTanhFlops * as_double(numel));
+  fold(kTanhFlops * as_double(numel), 2 * as_double(numel));
 }
 
 void ModelBuilder::swiglu(std::int64_t numel, Src gate) {
-  fold(kSwigluFlops * as_double(numel));
+  fold(kSwigluFlops * as_double(numel), 3 * as_double(numel));
   reads_.back().push_back(gate);
 }
 
 void ModelBuilder::rotary(std::int64_t numel) {
-  fold(kRotaryFlops * as_double(numel));
+  fold(kRotaryFlops * as_double(numel), 2 * as_double(numel));
 }
 
 void ModelBuilder::cross_entropy(std::int64_t numel) {
-  fold(kSoftmaxFlops * as_double(numel));
+  fold(kSoftmaxFlops * as_double(numel), 2 * as_double(numel));
 }
 
 void ModelBuilder::begin_group(const std::string& name, std::string kind, Src in) {
@@ -316,6 +318,8 @@ Src ModelBuilder::end_group() {
       group.params.push_back(std::move(t));
     }
     group.fwd_flops += part.fwd_flops;
+    group.elementwise_flops += part.elementwise_flops;
+    group.elementwise_bytes += part.elementwise_bytes;
     group.bwd_flops += part.bwd_flops;
     group.activation_bytes = part.activation_bytes; // the group's output is its last part's
     for (const Src r : reads_[i]) {

@@ -31,7 +31,9 @@
 // Granularity: one layer per leaf module with parameters (conv, bn, linear, layernorm, embedding), plus one
 // parameter-free layer per pooling, concatenation and attention step (scores, softmax, context). Element-wise
 // ops that keep the shape (ReLU, GELU, tanh, dropout, residual add, flatten, the training loss) are folded into
-// the preceding layer: their FLOPs are added to it and its output is theirs.
+// the preceding layer: their FLOPs are added to it and its output is theirs; what they read and write is recorded
+// (Layer::elementwise_bytes: 2 elements per op, 3 for a residual add and SwiGLU's product; a dropout's 1-byte mask
+// left out), as they run as kernels of their own in PyTorch's eager mode.
 //
 // activation_bytes: the layer's output per sample, fp32 (4·numel). `inputs`: the layers whose outputs a layer
 // reads (including the second operand of a folded residual add); empty when that is just the previous layer.
@@ -186,7 +188,8 @@ public:
 
 private:
   Src push(const std::string& name, std::string kind, std::vector<Src> reads, bool uses_weights);
-  void fold(double flops);
+  /// Adds an element-wise op's FLOPs and the `elements` it reads and writes to the last layer.
+  void fold(double flops, double elements);
   static void add_param(Layer& layer, std::string name, std::vector<std::int64_t> shape);
 
   Model model_;

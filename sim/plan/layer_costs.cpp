@@ -127,6 +127,23 @@ struct PassTimes {
   double fwd_s = 0, bwd_s = 0;
 };
 
+// The element-wise kernels folded into a layer (Layer::elementwise_bytes, dag/zoo/builder.hpp) in the training
+// format at the bandwidth: the forward's, and twice that in backward (each gradient reads the output's gradient and
+// what the op kept, and writes the input's).
+PassTimes elementwise(const Scenario& s, std::size_t l) {
+  const double width = element_bytes(sixteen_bit_format(s)) / 4.0;
+  const double fwd = width * s.batch_per_gpu * s.model.layers[l].elementwise_bytes / s.gpu.memory_bandwidth;
+  return {.fwd_s = fwd, .bwd_s = 2 * fwd};
+}
+
+// A layer's FLOPs without its folded element-wise ones (a layer with weights folds 2x them into its backward).
+double own_fwd_flops(const dag::Layer& layer) {
+  return layer.fwd_flops - layer.elementwise_flops;
+}
+double own_bwd_flops(const dag::Layer& layer) {
+  return layer.bwd_flops - 2 * layer.elementwise_flops;
+}
+
 // A layer whose kernels are GEMMs (a linear layer, eager attention's batched GEMMs), timed per rank and scaled to
 // its own FLOPs.
 PassTimes gemm_layer(const Scenario& s, std::size_t l, const dag::LayerKernel& k) {
@@ -134,22 +151,25 @@ PassTimes gemm_layer(const Scenario& s, std::size_t l, const dag::LayerKernel& k
   const GemmDevice d = gemm_device(s, runs_in_fp8(s, layer));
   const GemmShape whole{.m = k.gemm_m, .n = k.gemm_n, .k = k.gemm_k, .count = k.count};
   const GemmShape rank = rank_shape(s, l, whole);
-  const double t = s.parallelism.tensor, flops = s.batch_per_gpu * layer.fwd_flops;
-  // scaled to the layer's own FLOPs (1 where they agree with the kernel's; the backward runs two GEMMs of its size)
-  const double bwd_flops = s.batch_per_gpu * layer.bwd_flops;
-  return {.fwd_s = t * gemm_time_s(rank, d) * flops / whole.flops(),
-          .bwd_s = t * backward_gemms_s(rank, d) * bwd_flops / (2 * whole.flops())};
+  const double t = s.parallelism.tensor, flops = s.batch_per_gpu * own_fwd_flops(layer);
+  // scaled to the layer's own FLOPs (1 where they agree with the kernel's; the backward runs two GEMMs of its size),
+  // then its element-wise kernels
+  const double bwd_flops = s.batch_per_gpu * own_bwd_flops(layer);
+  const PassTimes e = elementwise(s, l);
+  return {.fwd_s = t * gemm_time_s(rank, d) * flops / whole.flops() + e.fwd_s,
+          .bwd_s = t * backward_gemms_s(rank, d) * bwd_flops / (2 * whole.flops()) + e.bwd_s};
 }
 
 PassTimes conv_layer(const Scenario& s, std::size_t l, const dag::LayerKernel& k) {
   const auto& layer = s.model.layers[l];
   const GemmDevice d = gemm_device(s, false);
   const ConvGemms g = conv_gemms(k);
-  const double fwd_scale = s.batch_per_gpu * layer.fwd_flops / g.forward.flops();
+  const double fwd_scale = s.batch_per_gpu * own_fwd_flops(layer) / g.forward.flops();
   const double bwd_flops = g.data_grad.flops() + g.weight_grad.flops();
-  const double bwd_scale = s.batch_per_gpu * layer.bwd_flops / bwd_flops;
-  return {.fwd_s = gemm_time_s(g.forward, d) * fwd_scale,
-          .bwd_s = (gemm_time_s(g.data_grad, d) + gemm_time_s(g.weight_grad, d)) * bwd_scale};
+  const double bwd_scale = s.batch_per_gpu * own_bwd_flops(layer) / bwd_flops;
+  const PassTimes e = elementwise(s, l);
+  return {.fwd_s = gemm_time_s(g.forward, d) * fwd_scale + e.fwd_s,
+          .bwd_s = (gemm_time_s(g.data_grad, d) + gemm_time_s(g.weight_grad, d)) * bwd_scale + e.bwd_s};
 }
 
 PassTimes flash_layer(const Scenario& s, std::size_t l) {
@@ -173,8 +193,9 @@ PassTimes memory_layer(const Scenario& s, std::size_t l) {
   const GemmDevice d = gemm_device(s, runs_in_fp8(s, layer));
   const double bytes = memory_bytes(s, l, input_activation_bytes(s.model, l)), rate = d.ceiling * d.peak_flops;
   const double b = s.batch_per_gpu;
-  return {.fwd_s = std::max(b * layer.fwd_flops / rate, bytes / d.bandwidth),
-          .bwd_s = std::max(b * layer.bwd_flops / rate, 2 * bytes / d.bandwidth)};
+  const PassTimes e = elementwise(s, l);
+  return {.fwd_s = std::max(b * own_fwd_flops(layer) / rate, bytes / d.bandwidth) + e.fwd_s,
+          .bwd_s = std::max(b * own_bwd_flops(layer) / rate, 2 * bytes / d.bandwidth) + e.bwd_s};
 }
 
 PassTimes layer_time(const Scenario& s, std::size_t l, const dag::LayerKernel* k) {
