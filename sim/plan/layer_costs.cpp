@@ -100,6 +100,11 @@ ConvGemms conv_gemms(const dag::LayerKernel& k) {
           .weight_grad = {.m = filters, .n = c * window, .k = k.n * p * q, .count = k.groups}};
 }
 
+// A GEMM of positive sizes (a shape read back from a workload may be empty, or a window larger than its input).
+bool positive(const GemmShape& g) {
+  return g.m > 0 && g.n > 0 && g.k > 0 && g.count > 0;
+}
+
 // Fused attention (FlashAttention-2/3): one thread block per kFlashQueryBlock queries of a head, in waves over the
 // compute units, each looping over the keys at the attention ceiling and writing its rows of the output; `flops` the
 // layer's (causal masking's halving included by the model).
@@ -207,10 +212,12 @@ PassTimes layer_time(const Scenario& s, std::size_t l, const dag::LayerKernel* k
   switch (k->kind) {
   case dag::LayerKernel::Kind::gemm:
   case dag::LayerKernel::Kind::batched_gemm:
-    return gemm_layer(s, l, *k);
+    // a shape read back as empty (a workload's layer of no outputs) is no GEMM: its traffic only
+    return positive({.m = k->gemm_m, .n = k->gemm_n, .k = k->gemm_k, .count = k->count}) ? gemm_layer(s, l, *k)
+                                                                                         : memory_layer(s, l);
   case dag::LayerKernel::Kind::convolution:
     // a depthwise convolution (one channel per group) is no GEMM: cuDNN runs it as a memory-bound kernel
-    return k->c == k->groups ? memory_layer(s, l) : conv_layer(s, l, *k);
+    return k->c == k->groups || !positive(conv_gemms(*k).forward) ? memory_layer(s, l) : conv_layer(s, l, *k);
   case dag::LayerKernel::Kind::memory:
     break;
   }

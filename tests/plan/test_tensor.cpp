@@ -57,6 +57,16 @@ std::map<Collective, int> tensor_collectives(const Plan& p, int gpu) {
   return out;
 }
 
+// What parsing says of a scenario: its one-line error, or "accepted".
+std::string tensor_error(const Json& doc) {
+  try {
+    (void)parse_scenario(doc, "t.json");
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return std::string("accepted");
+}
+
 } // namespace
 
 TEST_CASE("tensor parallelism: 2 + 2 collectives of b s h per block and micro-batch over the tensor group",
@@ -195,24 +205,16 @@ TEST_CASE("tensor parallelism: model FLOPs utilisation is Korthikanti's 72 B s L
 }
 
 TEST_CASE("tensor parallelism: what the scenario may ask", "[pipeline][tensor][spec]") {
-  const auto error = [](Json doc) {
-    try {
-      (void)parse_scenario(doc, "t.json");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
   Json cnn = gpt(2, 2, 2);
   cnn["model"]["zoo"] = "resnet50";
-  CHECK_THAT(error(cnn), Catch::Contains("/parallelism/tensor") && Catch::Contains("not a transformer"));
+  CHECK_THAT(tensor_error(cnn), Catch::Contains("/parallelism/tensor") && Catch::Contains("not a transformer"));
   Json heads = gpt(2, 1, 8);
   heads["cluster"]["gpus_per_node"] = 8;
   heads["cluster"]["nodes"] = 1;
   heads["model"]["zoo"] = "gpt2-xl"; // 25 heads
-  CHECK_THAT(error(heads), Catch::Contains("/parallelism/tensor") && Catch::Contains("25 attention heads"));
+  CHECK_THAT(tensor_error(heads), Catch::Contains("/parallelism/tensor") && Catch::Contains("25 attention heads"));
   Json sp = gpt(2, 2, 1, true);
-  CHECK_THAT(error(sp), Catch::Contains("/parallelism/sequence_parallel"));
+  CHECK_THAT(tensor_error(sp), Catch::Contains("/parallelism/sequence_parallel"));
   // Tensor parallelism without a pipeline object: one stage of one micro-batch.
   Json alone = gpt(1, 1, 4);
   alone.erase("pipeline");
@@ -226,7 +228,7 @@ TEST_CASE("tensor parallelism: what the scenario may ask", "[pipeline][tensor][s
   Json ps = gpt(2, 1, 4);
   ps.erase("pipeline");
   ps["strategy"]["kind"] = "ps-sync";
-  CHECK_THAT(error(ps), Catch::Contains("/strategy/kind") && Catch::Contains("tensor-parallel"));
+  CHECK_THAT(tensor_error(ps), Catch::Contains("/strategy/kind") && Catch::Contains("tensor-parallel"));
 }
 
 TEST_CASE("tensor parallelism: the DAG's copies and the instances of its collectives", "[pipeline][tensor][graph]") {
@@ -296,14 +298,6 @@ TEST_CASE("tensor parallelism: grouped-query attention's key and value projectio
 }
 
 TEST_CASE("tensor parallelism: a decoder's key/value heads and MLP width must split", "[pipeline][tensor][decoder]") {
-  const auto error = [](Json doc) {
-    try {
-      (void)parse_scenario(doc, "t.json");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
   Json doc = gpt(2, 1, 8);
   doc["cluster"]["gpus_per_node"] = 8;
   doc["cluster"]["nodes"] = 1;
@@ -311,30 +305,30 @@ TEST_CASE("tensor parallelism: a decoder's key/value heads and MLP width must sp
   doc["model"]["transformer"] = Json::parse(R"({"layers": 2, "hidden": 1024, "heads": 16, "sequence": 256,
                                                 "vocabulary": 1000, "kv_heads": 12})");
   // 12 key/value heads do not divide 16 query heads
-  CHECK_THAT(error(doc), Catch::Contains("/model/transformer/kv_heads") && Catch::Contains("must divide heads"));
+  CHECK_THAT(tensor_error(doc), Catch::Contains("/model/transformer/kv_heads") && Catch::Contains("must divide heads"));
   doc["model"]["transformer"]["heads"] = 32;
   doc["model"]["transformer"]["kv_heads"] = 4;
   doc["parallelism"]["tensor"] = 8;
   // 8 ranks for 4 key/value heads: replicated on 2 ranks each with separate projections (Llama), refused with the
   // parametric decoder's fused c_attn
-  CHECK_THAT(error(doc), Catch::Contains("/parallelism/tensor") && Catch::Contains("fused"));
+  CHECK_THAT(tensor_error(doc), Catch::Contains("/parallelism/tensor") && Catch::Contains("fused"));
   doc["model"] = Json::parse(R"({"zoo": "llama2-7b", "batch_per_gpu": 1, "gradient_dtype": "bf16",
                                  "transformer": {"layers": 2, "sequence": 256, "kv_heads": 4}})");
-  CHECK(error(doc) == "accepted");
+  CHECK(tensor_error(doc) == "accepted");
   doc["model"]["zoo"] = "transformer";
   doc["model"]["transformer"] = Json::parse(R"({"layers": 2, "hidden": 1024, "heads": 32, "sequence": 256,
                                                 "vocabulary": 1000})");
   doc["model"]["transformer"]["kv_heads"] = 16;
   doc["parallelism"]["tensor"] = 8;
-  CHECK(error(doc) == "accepted");
+  CHECK(tensor_error(doc) == "accepted");
   doc["model"]["transformer"]["heads"] = 48;
   doc["model"]["transformer"]["hidden"] = 1536;
   doc["model"]["transformer"]["kv_heads"] = 6;
   doc["parallelism"]["tensor"] = 4; // 4 neither divides 6 nor is a multiple of it
   doc["cluster"]["gpus_per_node"] = 4;
-  CHECK_THAT(error(doc), Catch::Contains("/parallelism/tensor") && Catch::Contains("6 key/value heads"));
+  CHECK_THAT(tensor_error(doc), Catch::Contains("/parallelism/tensor") && Catch::Contains("6 key/value heads"));
   doc["model"]["transformer"]["kv_heads"] = 12;
   doc["model"]["transformer"]["mlp"] = "swiglu";
   doc["model"]["transformer"]["ffn_hidden"] = 4098;
-  CHECK_THAT(error(doc), Catch::Contains("/parallelism/tensor") && Catch::Contains("MLP width 4098"));
+  CHECK_THAT(tensor_error(doc), Catch::Contains("/parallelism/tensor") && Catch::Contains("MLP width 4098"));
 }
