@@ -3,6 +3,7 @@
 
 #include "dag/kernel_shapes.hpp"
 #include "sim/plan/gemm_efficiency.hpp"
+#include "sim/plan/tensor_parallel.hpp"
 
 #include <fmt/format.h>
 
@@ -44,41 +45,33 @@ GemmDevice attention_device(const Scenario& s) {
   return d;
 }
 
-// Megatron-LM's split of a block's linear layers (Shoeybi et al., arXiv:1909.08053, §3): the layer that reads the
-// attention's output and the block's last linear are row-parallel (their K split over the group), the others
-// column-parallel (their N split).
-bool row_parallel(const dag::Model& m, std::size_t l) {
-  const auto& layer = m.layers[l];
-  const auto is_attention = [&](std::size_t i) {
-    return m.layers[i].kind == "attention" || m.layers[i].kind == "flash_attention";
-  };
-  if (layer.inputs.empty() ? l > 0 && is_attention(l - 1)
-                           : std::any_of(layer.inputs.begin(), layer.inputs.end(),
-                                         [&](int i) { return is_attention(static_cast<std::size_t>(i)); }))
-    return true;
-  for (std::size_t i = l + 1; i < m.layers.size() && m.layers[i].block == layer.block; ++i)
-    if (m.layers[i].kind == "linear")
-      return false;
-  return true;
-}
-
 std::int64_t shard(std::int64_t n, int t) {
   return (n + t - 1) / t;
 }
 
-// One tensor-parallel rank's share of a layer's GEMM (the whole GEMM without tensor parallelism).
-GemmShape rank_shape(const Scenario& s, std::size_t l, GemmShape g) {
+// One tensor-parallel rank's share of a layer's GEMM (the whole GEMM without tensor parallelism), Megatron-LM's split
+// (tensor_roles: the linear after attention's core and a block's last linear are row-parallel, K split; the others
+// column-parallel, N split over tensor_split's ranks, the LM head vocabulary-parallel; attention by heads), and the
+// ranks the layer's work divides over.
+struct RankGemm {
+  GemmShape shape;
+  int split = 1;
+};
+RankGemm rank_gemm(const Scenario& s, std::size_t l, GemmShape g, const std::vector<TensorRole>& roles) {
   const int t = s.parallelism.tensor;
   if (t == 1)
-    return g;
+    return {g, 1};
   const auto& layer = s.model.layers[l];
-  if (layer.kind != "linear")
+  if (layer.kind != "linear") {
     g.count = shard(g.count, t); // attention: the heads
-  else if (layer.block >= 0 && row_parallel(s.model, l))
-    g.k = shard(g.k, t);
+    return {g, t};
+  }
+  const int split = tensor_split(layer, t);
+  if (roles[l] == TensorRole::row)
+    g.k = shard(g.k, split);
   else
-    g.n = shard(g.n, t); // column-parallel, and the vocabulary-parallel LM head
-  return g;
+    g.n = shard(g.n, split);
+  return {g, split};
 }
 
 // The backward's two GEMMs of C = A B: dA = dC B^T and dB = A^T dC.
@@ -151,12 +144,13 @@ double own_bwd_flops(const dag::Layer& layer) {
 
 // A layer whose kernels are GEMMs (a linear layer, eager attention's batched GEMMs), timed per rank and scaled to
 // its own FLOPs.
-PassTimes gemm_layer(const Scenario& s, std::size_t l, const dag::LayerKernel& k) {
+PassTimes gemm_layer(const Scenario& s, std::size_t l, const dag::LayerKernel& k,
+                     const std::vector<TensorRole>& roles) {
   const auto& layer = s.model.layers[l];
   const GemmDevice d = gemm_device(s, runs_in_fp8(s, layer));
   const GemmShape whole{.m = k.gemm_m, .n = k.gemm_n, .k = k.gemm_k, .count = k.count};
-  const GemmShape rank = rank_shape(s, l, whole);
-  const double t = s.parallelism.tensor, flops = s.batch_per_gpu * own_fwd_flops(layer);
+  const auto [rank, split] = rank_gemm(s, l, whole, roles);
+  const double t = split, flops = s.batch_per_gpu * own_fwd_flops(layer);
   // scaled to the layer's own FLOPs (1 where they agree with the kernel's; the backward runs two GEMMs of its size),
   // then its element-wise kernels
   const double bwd_flops = s.batch_per_gpu * own_bwd_flops(layer);
@@ -203,7 +197,8 @@ PassTimes memory_layer(const Scenario& s, std::size_t l) {
           .bwd_s = std::max(b * own_bwd_flops(layer) / rate, 2 * bytes / d.bandwidth) + e.bwd_s};
 }
 
-PassTimes layer_time(const Scenario& s, std::size_t l, const dag::LayerKernel* k) {
+PassTimes layer_time(const Scenario& s, std::size_t l, const dag::LayerKernel* k,
+                     const std::vector<TensorRole>& roles) {
   const auto& layer = s.model.layers[l];
   if (layer.kind == "flash_attention" && s.model.transformer)
     return flash_layer(s, l);
@@ -213,7 +208,7 @@ PassTimes layer_time(const Scenario& s, std::size_t l, const dag::LayerKernel* k
   case dag::LayerKernel::Kind::gemm:
   case dag::LayerKernel::Kind::batched_gemm:
     // a shape read back as empty (a workload's layer of no outputs) is no GEMM: its traffic only
-    return positive({.m = k->gemm_m, .n = k->gemm_n, .k = k->gemm_k, .count = k->count}) ? gemm_layer(s, l, *k)
+    return positive({.m = k->gemm_m, .n = k->gemm_n, .k = k->gemm_k, .count = k->count}) ? gemm_layer(s, l, *k, roles)
                                                                                          : memory_layer(s, l);
   case dag::LayerKernel::Kind::convolution:
     // a depthwise convolution (one channel per group) is no GEMM: cuDNN runs it as a memory-bound kernel
@@ -258,11 +253,12 @@ LayerTimes shape_aware_layer_times(const Scenario& s) {
   const auto kernels = dag::layer_kernels(s.model, s.batch_per_gpu);
   for (const auto& k : kernels)
     kernel[static_cast<std::size_t>(k.layer)] = &k;
+  const auto roles = tensor_roles(s.model);
   LayerTimes out;
   out.fwd_s.assign(layers, 0);
   out.bwd_s.assign(layers, 0);
   for (std::size_t l = 0; l < layers; ++l) {
-    const PassTimes t = layer_time(s, l, kernel[l]);
+    const PassTimes t = layer_time(s, l, kernel[l], roles);
     const CastBytes cast = fp8_cast_bytes(s, l);
     out.fwd_s[l] = t.fwd_s + cast.forward / s.gpu.memory_bandwidth;
     out.bwd_s[l] = t.bwd_s + cast.backward / s.gpu.memory_bandwidth;

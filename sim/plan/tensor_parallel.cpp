@@ -12,15 +12,6 @@ namespace ddlsim::sim {
 
 namespace {
 
-// The ranks over which a layer's work and weights divide: normalisations are repeated (unless sequence parallelism
-// splits the norm's work, not its weights), a key/value projection of g query groups splits over at most g ranks and
-// is replicated beyond (Layer::tensor_shards), every other layer splits over the t ranks.
-int tensor_split(const dag::Layer& layer, int tensor) {
-  if (layer.kind == "layernorm" || layer.kind == "rmsnorm")
-    return 1;
-  return layer.tensor_shards > 0 ? std::min(tensor, layer.tensor_shards) : tensor;
-}
-
 // The bytes of every tensor-group collective: b s h elements in the training format.
 double tensor_collective_bytes(const Scenario& s) {
   const auto& tf = *s.model.transformer;
@@ -28,6 +19,12 @@ double tensor_collective_bytes(const Scenario& s) {
 }
 
 } // namespace
+
+int tensor_split(const dag::Layer& layer, int tensor) {
+  if (layer.kind == "layernorm" || layer.kind == "rmsnorm")
+    return 1;
+  return layer.tensor_shards > 0 ? std::min(tensor, layer.tensor_shards) : tensor;
+}
 
 bool is_attention_core(const dag::Layer& layer) {
   return layer.kind == "attention" || layer.kind == "flash_attention";

@@ -24,6 +24,11 @@ enum class TensorRole : std::uint8_t { none, column_entry, row };
 /// Each layer's role (TensorRole::none outside blocks).
 [[nodiscard]] std::vector<TensorRole> tensor_roles(const dag::Model& model);
 
+/// The ranks over which a layer's work and weights divide: normalisations are repeated (unless sequence parallelism
+/// splits the norm's work, not its weights), a key/value projection of g query groups splits over at most g ranks and
+/// is replicated beyond (Layer::tensor_shards), every other layer splits over the t ranks.
+[[nodiscard]] int tensor_split(const dag::Layer& layer, int tensor);
+
 /// What one GPU of a tensor group computes of each layer.
 [[nodiscard]] dag::WorkerCosts tensor_rank_costs(const Scenario& s, const dag::WorkerCosts& costs);
 
