@@ -57,6 +57,8 @@ struct Layer {
   /// that fold none, and for inline and workload models.
   double elementwise_flops = 0;
   double elementwise_bytes = 0;
+  /// Of bwd_flops, the folded operations' gradients: 2x elementwise_flops in a layer with weights, 1x without.
+  double elementwise_bwd_flops = 0;
 };
 
 /// A decoder's MLP: GPT's `gelu` (fc1 to ffn_hidden, GELU, fc2) or Llama's `swiglu` (gate and up projections to

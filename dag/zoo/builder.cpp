@@ -62,7 +62,9 @@ void ModelBuilder::fold(double flops, double elements) {
   layer.fwd_flops += flops;
   layer.elementwise_flops += flops;
   layer.elementwise_bytes += kFloatBytes * elements;
-  layer.bwd_flops += uses_weights_.back() ? 2 * flops : flops;
+  const double backward = uses_weights_.back() ? 2 * flops : flops;
+  layer.bwd_flops += backward;
+  layer.elementwise_bwd_flops += backward;
 }
 
 void ModelBuilder::add_param(Layer& layer, std::string name, std::vector<std::int64_t> shape) {
@@ -239,11 +241,14 @@ Src ModelBuilder::attention(const std::string& prefix, Src q, Src k, Src v, std:
   layer->bwd_flops = 2 * matmul + scores * 2;
   layer->activation_bytes = kFloatBytes * scores;
 
+  // the probabilities' dropout is a kernel of its own (Megatron-LM fuses scale, mask and softmax, not the dropout)
   push(prefix + ".softmax", "softmax", {last()}, false);
   layer = &model_.layers.back();
-  layer->fwd_flops = scores * (kSoftmaxFlops + (dropout ? kDropoutFlops : 0.0));
+  layer->fwd_flops = scores * kSoftmaxFlops;
   layer->bwd_flops = layer->fwd_flops;
   layer->activation_bytes = kFloatBytes * scores;
+  if (dropout)
+    fold(kDropoutFlops * scores, 2 * scores);
 
   const Src context = push(prefix + ".context", "attention", {last(), v}, false);
   layer = &model_.layers.back();
@@ -320,6 +325,7 @@ Src ModelBuilder::end_group() {
     group.fwd_flops += part.fwd_flops;
     group.elementwise_flops += part.elementwise_flops;
     group.elementwise_bytes += part.elementwise_bytes;
+    group.elementwise_bwd_flops += part.elementwise_bwd_flops;
     group.bwd_flops += part.bwd_flops;
     group.activation_bytes = part.activation_bytes; // the group's output is its last part's
     for (const Src r : reads_[i]) {

@@ -134,12 +134,12 @@ PassTimes elementwise(const Scenario& s, std::size_t l) {
   return {.fwd_s = fwd, .bwd_s = 2 * fwd};
 }
 
-// A layer's FLOPs without its folded element-wise ones (a layer with weights folds 2x them into its backward).
+// A layer's FLOPs without its folded element-wise ones.
 double own_fwd_flops(const dag::Layer& layer) {
   return layer.fwd_flops - layer.elementwise_flops;
 }
 double own_bwd_flops(const dag::Layer& layer) {
-  return layer.bwd_flops - 2 * layer.elementwise_flops;
+  return layer.bwd_flops - layer.elementwise_bwd_flops;
 }
 
 // A layer whose kernels are GEMMs (a linear layer, eager attention's batched GEMMs), timed per rank and scaled to
