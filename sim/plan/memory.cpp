@@ -2,11 +2,9 @@
 // caching allocator's fragmentation and the fixed reserve; the defaults and their sources are in dag/memory.hpp.
 #include "sim/plan/memory.hpp"
 
-namespace ddlsim::sim {
+#include "dag/sharding.hpp"
 
-namespace {
-constexpr double kFp32Bytes = 4; // data parallelism's weights, gradients and momentum
-} // namespace
+namespace ddlsim::sim {
 
 MemoryPerGpu framework_memory(const Scenario& s, MemoryPerGpu tensors, bool computes_loss) {
   MemoryPerGpu m = tensors;
@@ -21,17 +19,33 @@ MemoryPerGpu framework_memory(const Scenario& s, MemoryPerGpu tensors, bool comp
   return m;
 }
 
-MemoryPerGpu data_parallel_memory(const Scenario& s, double largest_group_bytes) {
+double whole_model_activation_bytes(const Scenario& s) {
   const auto& model = s.model;
-  const double params = static_cast<double>(model.param_count());
-  double activations = 0;
-  for (const auto& l : model.layers)
-    activations += l.activation_bytes;
+  const double input = s.batch_per_gpu * model.input_bytes_per_sample;
+  if (model.layers.empty())
+    return input;
+  const dag::StageMemoryInput whole{.chunks = {{.first_layer = 0,
+                                                .last_layer = static_cast<int>(model.layers.size()) - 1,
+                                                .in_flight_micro_batches = 1}},
+                                    .activations = {.micro_batch = s.batch_per_gpu,
+                                                    .tensor_parallel = 1,
+                                                    .sequence_parallel = false,
+                                                    .recompute = dag::Recompute::none,
+                                                    .dtype = s.gradient_dtype},
+                                    .optimizer = s.optimizer,
+                                    .optimizer_shards = 1,
+                                    .extra_weight_versions = 0};
+  return dag::stage_memory(model, whole).activation_bytes + input;
+}
+
+MemoryPerGpu data_parallel_memory(const Scenario& s, double largest_group_bytes) {
+  const double params = static_cast<double>(s.model.param_count());
+  const auto state = dag::zero_state_per_parameter(s.optimizer, s.gradient_dtype, 0, 1);
   MemoryPerGpu m;
-  m.weights_bytes = kFp32Bytes * params;
-  m.gradients_bytes = kFp32Bytes * params;
-  m.optimizer_bytes = kFp32Bytes * params; // the momentum buffer
-  m.activation_bytes = s.batch_per_gpu * (activations + model.input_bytes_per_sample);
+  m.weights_bytes = state.weights * params;
+  m.gradients_bytes = state.gradients * params;
+  m.optimizer_bytes = state.optimizer * params;
+  m.activation_bytes = whole_model_activation_bytes(s);
   m.buffer_bytes = largest_group_bytes;
   return framework_memory(s, m, true);
 }

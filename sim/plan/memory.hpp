@@ -15,9 +15,16 @@ namespace ddlsim::sim {
 /// tensor_bytes(); reserve_bytes = memory.reserve, once per GPU; fits when the GPU's memory is known.
 [[nodiscard]] MemoryPerGpu framework_memory(const Scenario& s, MemoryPerGpu tensors, bool computes_loss);
 
-/// Pure data parallelism (every rank computes the loss): fp32 weights, gradients and momentum, 4 bytes each per
-/// parameter (Rajbhandari et al., ZeRO, SC 2020, §3), the activations kept for backward and the model's input for
-/// the batch, and the largest gradient group's buffer; then framework_memory.
+/// The activations one GPU holds for the backward when it runs the whole model on its batch, as pure data
+/// parallelism and sharded data parallelism do: the model as one pipeline stage of one micro-batch of b samples
+/// (dag::stage_memory: a transformer's blocks by Korthikanti's formulas, the other layers' outputs, in the training
+/// format, no recomputation), and the model's input for the batch.
+[[nodiscard]] double whole_model_activation_bytes(const Scenario& s);
+
+/// Pure data parallelism (every rank computes the loss): the model state by ZeRO's accounting of its stage 0
+/// (dag::zero_state_per_parameter: fp32 SGD with momentum 12 bytes per parameter, fp32 Adam 16, mixed-precision Adam
+/// 2 + 2 + 12 = 16), as `sharding.stage` 0 counts it, whole_model_activation_bytes, and the largest gradient group's
+/// buffer; then framework_memory.
 [[nodiscard]] MemoryPerGpu data_parallel_memory(const Scenario& s, double largest_group_bytes);
 
 /// Parameters the last pipeline stage holds beside its layers' own: a language model whose output layer is tied to

@@ -244,10 +244,7 @@ void set_memory(const Scenario& s, const ShardingSpec& sh, const std::vector<dag
     r.gathered_bytes = gathered_params(units, gathers, sh) * dtype_bytes(sh.param_dtype);
   for (const auto& g : groups)
     r.reduce_buffer_bytes = std::max(r.reduce_buffer_bytes, g.bytes);
-  double activations = 0;
-  for (const auto& l : s.model.layers)
-    activations += l.activation_bytes;
-  r.activation_bytes = s.batch_per_gpu * (activations + s.model.input_bytes_per_sample); // as data parallelism's
+  r.activation_bytes = whole_model_activation_bytes(s); // as data parallelism's
 }
 
 // Bytes the host moves per parameter in its optimizer step, a memory-bound loop (DeepSpeed's CPU-Adam): the fp32

@@ -88,6 +88,46 @@ TEST_CASE("memory: without stages every rank computes the loss; a CNN holds no l
   CHECK_THAT(sharded.memory.logits_bytes, WithinRel(sharded.sharding->logits_bytes, 1e-12));
 }
 
+TEST_CASE("memory: data parallelism holds the whole model's activations as one stage of one micro-batch", "[memory]") {
+  // The LM in fp16 with Adam, without stages: its activations are a one-stage pipeline's with one micro-batch of b
+  // (Korthikanti's 16-bit block formula for its 4 blocks, the other layers' outputs at 2 bytes), plus the input; its
+  // state ZeRO's 2 + 2 + 12 bytes per parameter, as sharding stage 0 counts it.
+  const auto s = parse_scenario(memtest::lm_doc(), "t.json");
+  const auto dp = run_scenario(s);
+  const auto& tf = *s.model.transformer;
+  const dag::ActivationConfig fp16{.micro_batch = 2,
+                                   .tensor_parallel = 1,
+                                   .sequence_parallel = false,
+                                   .recompute = dag::Recompute::none,
+                                   .dtype = dag::DType::fp16};
+  double other = 0;
+  for (const auto& layer : s.model.layers)
+    if (layer.block < 0)
+      other += layer.activation_bytes / 2;
+  const double blocks = 4 * dag::transformer_layer_activation_bytes(tf, fp16);
+  CHECK_THAT(dp.memory.activation_bytes, WithinRel(blocks + 2 * other + 2 * s.model.input_bytes_per_sample, 1e-12));
+  const double params = static_cast<double>(s.model.param_count());
+  CHECK_THAT(dp.memory.weights_bytes + dp.memory.gradients_bytes + dp.memory.optimizer_bytes,
+             WithinRel(16 * params, 1e-12));
+  // a one-stage pipeline of one micro-batch of 2 holds the same activations
+  Json one_stage = memtest::pipeline_doc(1, 1);
+  one_stage["pipeline"]["micro_batches"] = 1;
+  const auto staged = memtest::run(one_stage);
+  CHECK_THAT(dp.memory.activation_bytes,
+             WithinRel(staged.memory.activation_bytes + 2 * s.model.input_bytes_per_sample, 1e-12));
+  // a CNN in fp32 keeps every layer's output at 4 bytes, and SGD's momentum: 12 bytes per parameter
+  Json cnn = memtest::lm_doc();
+  cnn["model"] = {{"zoo", "resnet18"}, {"batch_per_gpu", 8}};
+  cnn["optimizer"] = "sgd-momentum";
+  const auto c = parse_scenario(cnn, "t.json");
+  double outputs = 0;
+  for (const auto& layer : c.model.layers)
+    outputs += layer.activation_bytes;
+  const auto cr = run_scenario(c);
+  CHECK_THAT(cr.memory.activation_bytes, WithinRel(8 * (outputs + c.model.input_bytes_per_sample), 1e-12));
+  CHECK_THAT(cr.memory.optimizer_bytes, WithinRel(4.0 * static_cast<double>(c.model.param_count()), 1e-12));
+}
+
 TEST_CASE("memory: the reserve is added once per GPU, in every report", "[memory]") {
   // Each pair differs by the reserve alone: 1 GiB against none, fragmentation 0.
   Json zero2 = memtest::lm_doc();
