@@ -113,6 +113,7 @@ private:
   void add_input();
   void add_rank(int r);
   void add_gathers(int r, int communicator);
+  [[nodiscard]] std::optional<Id> tied_embedding(int r, int update);
 
   const PipelinePlan& plan_;
   const int p_, v_, m_;
@@ -124,6 +125,7 @@ private:
   std::vector<Id> h2d_; // micro-batch i's input copy
   // Sharding: by rank, the tasks of micro-batch 0's forwards that wait for a parameter gather (its index).
   std::vector<std::vector<std::pair<int, Id>>> gated_;
+  std::vector<Id> tied_; // by update: the embeddings' gradient allreduce between the first and the last rank
 };
 
 void PipelineBuilder::build() {
@@ -301,12 +303,20 @@ void PipelineBuilder::add_rank(int r) {
                   .device = gpu,
                   .payload = Compute{.micro_batch = op.micro_batch, .virtual_stage = stage}}));
   };
+  int updates = 0;
   const auto update = [&] {
     const Id last = *previous;
     const auto step = g_.add(
         {.kind = TaskKind::update, .resource = Resource::gpu_compute, .duration_s = rank.update_s, .device = gpu});
+    // the data-parallel reduction, then the tied embeddings' (Megatron-LM's finalize_model_grads order)
+    const auto tied = tied_embedding(r, updates++);
+    const Id reduced = tied.value_or(step);
     add_group_chains(
-        g_, rank.groups, [last](const GradientGroup&) { return last; }, step, gpu, communicator);
+        g_, rank.groups, [last](const GradientGroup&) { return last; }, reduced, gpu, communicator);
+    if (tied) {
+      g_.depend(last, *tied);
+      g_.depend(*tied, step);
+    }
     chain(step);
   };
   add_gathers(r, communicator);
@@ -349,6 +359,25 @@ void PipelineBuilder::add_gathers(int r, int communicator) {
   }
   for (const auto& [gather, task] : gated_[static_cast<std::size_t>(r)])
     g_.depend(ids.at(static_cast<std::size_t>(gather)), task);
+}
+
+// The allreduce of the tied word embeddings' gradient between the first and the last rank for their `update`-th
+// update (created by whichever of the two comes first), on the last rank's communication stream; none for another
+// rank, or without tied embeddings.
+std::optional<IterationGraph::Id> PipelineBuilder::tied_embedding(int r, int update) {
+  if (plan_.tied_embedding_bytes <= 0 || p_ < 2 || (r != 0 && r != p_ - 1))
+    return std::nullopt;
+  const auto u = static_cast<std::size_t>(update);
+  if (u < tied_.size())
+    return tied_[u];
+  const int first = plan_.ranks.front().gpu, last = plan_.ranks.back().gpu;
+  tied_.push_back(g_.add({.kind = TaskKind::communication,
+                          .resource = Resource::comm,
+                          .device = Device::gpu(last),
+                          .payload = CollectiveOp{.wire = {.collective = Collective::allreduce,
+                                                           .communicator = g_.add_communicator({{first, last}}),
+                                                           .bytes = plan_.tied_embedding_bytes}}}));
+  return tied_.back();
 }
 
 } // namespace

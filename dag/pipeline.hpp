@@ -191,6 +191,10 @@ struct PipelinePlan {
   /// run one after the other on the compute stream with nothing else between them (the flow engine lowers each
   /// collective).
   bool fold_tensor_parts = false;
+  /// A language model whose output layer is tied to its word embeddings: the bytes of their gradient that the first
+  /// and the last rank allreduce between them before each update, after their data-parallel reduction (Megatron-LM's
+  /// embedding group: finalize_model_grads, _allreduce_word_embedding_grads); 0: none.
+  double tied_embedding_bytes = 0;
 };
 
 /// The DAG of one replica: on each rank's GPU its passes in pipeline_ops' order on the compute stream (SpecTrain's
@@ -198,11 +202,11 @@ struct PipelinePlan {
 /// point-to-point transfer (stream p2p of the sender) after each forward whose next virtual stage is on another rank
 /// and after each backward whose previous one is; the loads on the host and the copies before each micro-batch's first
 /// forward; after a rank's last pass its gradient groups (their kernels and collectives over its data-parallel
-/// group, in order) and then its update (asynchronous schedules: after every update_every-th backward, in the pass
-/// order); with sharding, the rank's parameter all-gathers on its communication stream, in order from the start of the
-/// iteration, each before the part of micro-batch 0's forward it gates (VirtualStage::first_forward_parts). The DAG is
-/// replicated (IterationGraph::replicate) over the ranks' data-parallel and tensor groups: it holds tensor rank 0 of
-/// each stage, whose peers run the same tasks.
+/// group, in order), on the first and the last rank the tied embeddings' allreduce, and then its update (asynchronous
+/// schedules: after every update_every-th backward, in the pass order); with sharding, the rank's parameter all-gathers
+/// on its communication stream, in order from the start of the iteration, each before the part of micro-batch 0's
+/// forward it gates (VirtualStage::first_forward_parts). The DAG is replicated (IterationGraph::replicate) over the
+/// ranks' data-parallel and tensor groups: it holds tensor rank 0 of each stage, whose peers run the same tasks.
 [[nodiscard]] IterationGraph build_pipeline(const PipelinePlan& plan);
 
 } // namespace ddlsim::dag

@@ -284,6 +284,10 @@ dag::PipelinePlan pipeline_plan(const Scenario& s, const dag::WorkerCosts& costs
   plan.data_load_s = costs.data_load_s;
   plan.h2d_s = costs.h2d_s;
   plan.prefetch = costs.prefetch;
+  // the tied embeddings' gradient on one tensor rank, in the format the data-parallel groups reduce
+  const auto* sh = sharded(s);
+  plan.tied_embedding_bytes =
+      tied_output_copy_parameters(s) / par.tensor * dtype_bytes(sh != nullptr ? sh->reduce_dtype : s.gradient_dtype);
   for (const auto& span : spans) {
     dag::VirtualStage vs{.first_layer = span.first, .end_layer = span.end};
     for (int l = span.first; l < span.end; ++l) {

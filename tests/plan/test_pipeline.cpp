@@ -251,3 +251,44 @@ TEST_CASE("pipeline: a hybrid's stages reduce over their own data-parallel group
   CHECK(r.graph.replicas() == 4);
   CHECK(r.graph.replica_device(3, dag::Device::gpu(4)) == dag::Device::gpu(7));
 }
+
+TEST_CASE("pipeline: tied word embeddings are allreduced between the first and the last stage before their update",
+          "[pipeline][hybrid]") {
+  // A GPT-2-style LM (tied embeddings: V h = 1000 x 256) over 3 stages and t = 2 on 2 nodes x 4 GPUs, bf16, 2
+  // replicas: GPUs 0 (stage 0) and 8 (stage 2) allreduce V h / t bf16 elements between them (Megatron-LM's embedding
+  // group), after their data-parallel reduction, before their optimizer step; stage 1 takes no part. Untied, none.
+  Json doc = Json::parse(R"({
+    "name": "tied",
+    "model": {"zoo": "transformer", "batch_per_gpu": 2, "gradient_dtype": "bf16",
+              "transformer": {"layers": 6, "hidden": 256, "heads": 4, "sequence": 128, "vocabulary": 1000}},
+    "gpu": {"preset": "A100-SXM4-80GB", "efficiency": 0.5},
+    "cluster": {"nodes": 3, "gpus_per_node": 4, "intra_node": {"bandwidth": "300 GB/s", "latency": "1 us"},
+                "inter_node": {"bandwidth": "100 Gbps", "latency": "2 us"}, "nic": "per-gpu"},
+    "strategy": {"kind": "ddp"},
+    "parallelism": {"pipeline": 3, "tensor": 2},
+    "pipeline": {"schedule": "1f1b", "micro_batches": 4, "partition": "uniform"}
+  })");
+  // the allreduces between stages 0 and 2 (a data-parallel group stays inside its stage)
+  const auto across = [](const sim::RunResult& r) {
+    std::vector<std::size_t> found;
+    for (std::size_t v = 0; v < r.graph.size(); ++v) {
+      const auto& t = r.graph.task(v);
+      if (t.kind == TaskKind::communication && dag::collective_of(t) == Collective::allreduce &&
+          r.graph.communicator(dag::communicator_of(t)).ranks == std::vector<int>{0, 8})
+        found.push_back(v);
+    }
+    return found;
+  };
+  const auto tied = sim::run_analytic(sim::parse_scenario(doc, "tied.json"));
+  const auto found = across(tied);
+  REQUIRE(found.size() == 1);
+  CHECK(dag::bytes_of(tied.graph.task(found[0])) == 1000.0 * 256 / 2 * 2);
+  int updates_after = 0;
+  for (const auto next : tied.graph.successors(found[0])) {
+    CHECK(tied.graph.task(next).kind == TaskKind::update);
+    ++updates_after;
+  }
+  CHECK(updates_after == 2);
+  doc["model"]["transformer"]["tied_embeddings"] = false;
+  CHECK(across(sim::run_analytic(sim::parse_scenario(doc, "untied.json"))).empty());
+}
