@@ -258,6 +258,42 @@ std::vector<std::string_view> split_words(std::string_view line) {
   return words;
 }
 
+// The length of Open MPI's output tag at the start of `text` (`mpirun --tag-output`: "[JOB,RANK]<stdout>:", or
+// <stderr>, <stddiag>), 0 if none starts there.
+std::size_t mpi_tag_length(std::string_view text) {
+  const auto digits = [](std::string_view d) {
+    return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const std::size_t close = text.find(']');
+  if (!text.starts_with('[') || close == std::string_view::npos)
+    return 0;
+  const std::string_view ids = text.substr(1, close - 1);
+  const std::size_t comma = ids.find(',');
+  if (comma == std::string_view::npos || !digits(ids.substr(0, comma)) || !digits(ids.substr(comma + 1)))
+    return 0;
+  for (const std::string_view stream : {"<stdout>:", "<stderr>:", "<stddiag>:"})
+    if (text.substr(close + 1).starts_with(stream))
+      return close + 1 + stream.size();
+  return 0;
+}
+
+// The line without Open MPI's output tags: at its start, as a multi-node nccl-tests run under mpirun prints every
+// line, and inside it, where mpirun forwarded a line in two pieces (Echo's 128-GPU log has one in a device line).
+std::string without_mpi_tags(std::string_view line) {
+  std::string out;
+  out.reserve(line.size());
+  for (std::size_t i = 0; i < line.size();) {
+    const std::size_t tag = line[i] == '[' ? mpi_tag_length(line.substr(i)) : 0;
+    if (tag > 0) {
+      i += tag;
+    } else {
+      out.push_back(line[i]);
+      ++i;
+    }
+  }
+  return out;
+}
+
 bool starts_with_digit(std::string_view word) {
   return !word.empty() && word[0] >= '0' && word[0] <= '9';
 }
@@ -446,7 +482,8 @@ NcclTestsLog TextReader::read(std::string_view text) {
     ++line;
     if (!raw.empty() && raw.back() == '\r')
       raw.remove_suffix(1);
-    const auto words = split_words(raw);
+    const std::string untagged = without_mpi_tags(raw);
+    const auto words = split_words(untagged);
     if (words.empty())
       continue;
     any = true;

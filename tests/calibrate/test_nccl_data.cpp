@@ -59,8 +59,16 @@ const std::map<std::string, Expected>& expected() {
         5}},
       // all_reduce_perf -b 8 -e 8G -f 2 on 2 x 8 H100, unnamed (the command line is in the file, not a name line).
       {"h100_2x8_allreduce_8B-8GiB.txt", {C::all_reduce, {{C::all_reduce, 31}}, 16, 2, 0}},
-      // Echo's all_reduce_perf -b 8 -e 1G -f 2 on one Azure ND A100 v4 node, unnamed, CRLF line ends.
+      // Echo's all_reduce_perf on Azure ND A100 v4 nodes, unnamed, CRLF line ends: -b 8 -e 1G -f 2 on one node;
+      // -b 1K under mpirun on 2-16 nodes (every line tagged "[1,0]<stdout>:", once also inside a device line).
+      {"echo_azure_a100_1gpu_all_reduce.txt", {C::all_reduce, {{C::all_reduce, 28}}, 1, 1, 0}},
+      {"echo_azure_a100_2gpu_all_reduce.txt", {C::all_reduce, {{C::all_reduce, 28}}, 2, 1, 0}},
+      {"echo_azure_a100_4gpu_all_reduce.txt", {C::all_reduce, {{C::all_reduce, 28}}, 4, 1, 0}},
       {"echo_azure_a100_8gpu_all_reduce.txt", {C::all_reduce, {{C::all_reduce, 28}}, 8, 1, 0}},
+      {"echo_azure_a100_16gpu_all_reduce.txt", {C::all_reduce, {{C::all_reduce, 25}}, 16, 2, 0}},
+      {"echo_azure_a100_32gpu_all_reduce.txt", {C::all_reduce, {{C::all_reduce, 23}}, 32, 4, 0}},
+      {"echo_azure_a100_64gpu_all_reduce.txt", {C::all_reduce, {{C::all_reduce, 23}}, 64, 8, 0}},
+      {"echo_azure_a100_128gpu_all_reduce.txt", {C::all_reduce, {{C::all_reduce, 23}}, 128, 16, 0}},
   };
   return files;
 }

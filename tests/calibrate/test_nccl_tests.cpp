@@ -124,6 +124,32 @@ TEST_CASE("calibrate::parse_nccl_tests reads a 2.17 table with its listing", "[c
   CHECK_THAT(log.rows[1].fastest_s(), WithinRel(65.05e-6, 1e-12)); // in-place here
 }
 
+TEST_CASE("calibrate::parse_nccl_tests reads a log tagged by mpirun --tag-output", "[calibrate][nccl]") {
+  // Open MPI prefixes every forwarded line with "[JOB,RANK]<stdout>:" (or <stderr>, <stddiag>), and where it forwards
+  // a line in two pieces the tag lands inside it (Echo's 128-GPU log); a device's "[0x07]" is no tag. The tagged log
+  // reads as the untagged one, hosts and rows alike.
+  std::string tagged;
+  std::size_t pos = 0;
+  for (std::size_t end; (end = kAllReduce217.find('\n', pos)) != std::string::npos; pos = end + 1)
+    tagged += (pos == 0 ? "[1,0]<stderr>:" : "[1,0]<stdout>:") + kAllReduce217.substr(pos, end - pos + 1);
+  tagged = replaced(tagged, "on x3006c0s25b0n0 device  0", "on x3006c0s[12,0]<stdout>:25b0n0 device  0");
+  const NcclTestsLog plain = parse(kAllReduce217), log = parse(tagged);
+  CHECK(log.notes.empty());
+  REQUIRE(log.rows.size() == plain.rows.size());
+  for (std::size_t i = 0; i < log.rows.size(); ++i) {
+    CHECK(log.rows[i].ranks == 4);
+    CHECK(log.rows[i].nodes == 2); // the split host name is one host
+    CHECK(log.rows[i].size_bytes == plain.rows[i].size_bytes);
+    CHECK(log.rows[i].fastest_s() == plain.rows[i].fastest_s());
+    CHECK(log.rows[i].line == plain.rows[i].line);
+  }
+  // not a tag: letters in the brackets (the header is then no header), or no stream after them (the row is then
+  // other output interleaved with the table, as NCCL's INFO lines are)
+  CHECK_THROWS_WITH(parse(replaced(tagged, "[1,0]<stdout>:#       size", "[1,x]<stdout>:#       size")),
+                    Contains("line 14") && Contains("the header is missing"));
+  CHECK(parse(replaced(tagged, "[1,0]<stdout>:           8 ", "[1,0]           8 ")).rows.size() == 2);
+}
+
 TEST_CASE("calibrate::parse_nccl_tests reads the tables of nccl-tests before 2.13", "[calibrate][nccl]") {
   // all_gather's print_header: no redop or root column, "error" (the largest deviation) instead of "#wrong", and a
   // listing without groups. 4 ranks: size = count x 4 B x 4; busbw = 3/4 algbw.
