@@ -102,13 +102,16 @@ double chunk_activation_bytes(const Model& model, const StageChunk& chunk, const
     for (const auto& layer : model.layers)
       if (layer.block >= 0 && layer.block < model.transformer->layers)
         ++block_layers[static_cast<std::size_t>(layer.block)];
+    // the LM head's output, the logits (s V elements a sample), is vocabulary-parallel: 1/t of it on each rank
+    const double logits = kFp32Bytes * static_cast<double>(model.transformer->sequence) *
+                          static_cast<double>(model.transformer->vocabulary);
     double blocks = 0, other = 0;
     for (int i = chunk.first_layer; i <= chunk.last_layer; ++i) {
-      const int k = model.layers[static_cast<std::size_t>(i)].block;
-      if (k >= 0 && k < model.transformer->layers)
-        blocks += 1.0 / block_layers[static_cast<std::size_t>(k)];
+      const auto& layer = model.layers[static_cast<std::size_t>(i)];
+      if (layer.block >= 0 && layer.block < model.transformer->layers)
+        blocks += 1.0 / block_layers[static_cast<std::size_t>(layer.block)];
       else
-        other += layer_outputs(i, i);
+        other += layer_outputs(i, i) / (layer.activation_bytes == logits ? config.tensor_parallel : 1);
     }
     return transformer_stage_activation_bytes(*model.transformer, blocks, n, config) + n * b * other;
   }

@@ -112,7 +112,8 @@ struct StageMemory {
 /// The memory of one GPU holding `input.chunks` of `model`. Activations per chunk:
 /// - transformer models (`model.transformer` set): the blocks on the chunk (a block split between chunks counts by
 ///   its share of layers) by transformer_stage_activation_bytes; the other layers (embeddings, final norm, heads)
-///   keep their outputs (`activation_bytes` × e/4 × b per micro-batch, not divided by t, never recomputed, as
+///   keep their outputs (`activation_bytes` × e/4 × b per micro-batch, not divided by t except the LM head's logits
+///   (s·V a sample, vocabulary-parallel: 1/t), never recomputed, as
 ///   Megatron recomputes transformer layers only);
 /// - other models: the layers' outputs (`activation_bytes` × e/4 × b) per micro-batch; recomputation checkpoints
 ///   the chunk's input (the outputs of earlier layers it reads, or the model's input sample for the first chunk) as

@@ -322,6 +322,19 @@ TEST_CASE("dag::stage_memory on zoo transformers: blocks by Korthikanti, embeddi
                                                          : 6 * ((n - 1) * 2 * sbh + stored);
     CHECK_THAT(memory.activation_bytes, WithinRel(blocks + embeddings, kRel));
   }
+  SECTION("the last stage's LM head keeps 1/t of the logits (vocabulary-parallel), the final norm all of its output") {
+    const dag::Model m = *dag::build_zoo_model("gpt2");
+    const double s = 1024, h = 768, V = 50257;
+    const int last = static_cast<int>(m.layers.size()) - 1, t = GENERATE(1, 4);
+    CAPTURE(t);
+    const ActivationConfig config{2, t, false, Recompute::none, DType::bf16};
+    const auto heads = [&](int first) {
+      return dag::stage_memory(m, {.chunks = {{first, last, 1}}, .activations = config}).activation_bytes;
+    };
+    // the last layer alone (the LM head) and with the final norm before it; 2 bytes an element, 2 samples
+    CHECK_THAT(heads(last), WithinRel(2 * 2 * s * V / t, kRel));
+    CHECK_THAT(heads(last - 1), WithinRel(2 * 2 * s * V / t + 2 * 2 * s * h, kRel));
+  }
   SECTION("a block split between two stages counts on each by its share of layers") {
     const dag::Model m = *dag::build_zoo_model("gpt2");
     const ActivationConfig config{1, 1, false, Recompute::none, DType::bf16};
