@@ -52,6 +52,18 @@ probe::ProbePlan fake_plan() {
   return p;
 }
 
+// Eleven samples around t: the median is t.
+probe::gpu::Result timed(double t) {
+  probe::gpu::Result result;
+  std::vector<double> samples;
+  for (int i = -5; i <= 5; ++i)
+    samples.push_back(t * (1 + 1e-3 * i));
+  result.stats = probe::summarise(samples);
+  result.stats.stopped_by = "noise";
+  result.stats.converged = true;
+  return result;
+}
+
 // Every measurement of the plan on 4 GPUs of one node, timed by formulas: layers by index and pass; selection
 // curves fixed + e m + s k per algorithm; collectives 20 us + bytes / 100 GB/s (in-place 1 % faster); h2d
 // 10 us + bytes / 25 GB/s pinned, / 10 GB/s pageable.
@@ -81,6 +93,9 @@ probe::ProbeResults fake_results(const probe::ProbePlan& plan) {
     case probe::Group::layer:
       t = 1e-4 * (m.layer + 1) * (m.pass == "forward" ? 1 : m.pass == "backward_data" ? 1.5 : 2.25);
       break;
+    case probe::Group::gemm: // 50 TFLOP/s
+      t = 2.0 * static_cast<double>(m.gemm.m * m.gemm.n) * static_cast<double>(m.gemm.k) / 50e12;
+      break;
     case probe::Group::selection: {
       const double fixed = m.algorithm == "sampling" ? 40e-6 : 25e-6;
       const double per_element = m.algorithm == "threshold" ? 20e-12 : 70e-12;
@@ -106,15 +121,7 @@ probe::ProbeResults fake_results(const probe::ProbePlan& plan) {
       t = m.overlap_case == "alone" ? 8e-3 : 9e-3;
       break;
     }
-    probe::gpu::Result result;
-    // eleven samples around t: the median is t
-    std::vector<double> samples;
-    for (int i = -5; i <= 5; ++i)
-      samples.push_back(t * (1 + 1e-3 * i));
-    result.stats = probe::summarise(samples);
-    result.stats.stopped_by = "noise";
-    result.stats.converged = true;
-    r.entries.push_back({m, result});
+    r.entries.push_back({m, timed(t)});
   }
   return r;
 }
@@ -137,7 +144,7 @@ TEST_CASE("probe::probe_json writes every measurement with units and the device"
   const auto r = fake_results(plan);
   const Json j = Json::parse(probe::probe_json(r));
   CHECK(j["format"] == "ddlsim-probe");
-  CHECK(j["version"] == 1);
+  CHECK(j["version"] == 2);
   CHECK(j["device"]["name"] == "NVIDIA H100 80GB HBM3");
   CHECK(j["device"]["compute_capability"] == "9.0");
   CHECK(j["device"]["clocks"]["max_sm"] == "1980000000 Hz");
@@ -286,4 +293,50 @@ TEST_CASE("ResNet-50: a probe file of the quickstart plan calibrates every layer
   }
   CHECK(forward == 109);
   CHECK(backward == 109);
+}
+
+TEST_CASE("probe::probe_json writes the GEMM sweep in version 2; calibrate reads it, and version 1 without it",
+          "[probe][gemm]") {
+  auto r = fake_results(fake_plan());
+  r.options.dtype = probe::Dtype::bf16;
+  const Json j = Json::parse(probe::probe_json(r));
+  CHECK(j["version"] == 2);
+  std::vector<std::size_t> sweep;
+  for (std::size_t i = 0; i < j["measurements"].size(); ++i)
+    if (j["measurements"][i]["group"] == "gemm")
+      sweep.push_back(i);
+  REQUIRE(sweep.size() == 51);
+  const Json& first = j["measurements"][sweep.front()];
+  CHECK(first["m"] == 256);
+  CHECK(first["n"] == 4096);
+  CHECK(first["k"] == 16384);
+  CHECK(first["dtype"] == "bf16");
+  test::TempDir dir;
+  const std::string path = (dir.path() / "probe.json").string();
+  std::ofstream(path) << j.dump();
+  const auto p = calibrate::read_probe(path);
+  CHECK(p.version == 2);
+  CHECK(p.device_name == "NVIDIA H100 80GB HBM3");
+  CHECK(p.multiprocessors == 132);
+  REQUIRE(p.gemm.size() == 51);
+  CHECK((p.gemm.front().m == 256 && p.gemm.front().n == 4096 && p.gemm.front().k == 16384));
+  CHECK_THAT(p.gemm.front().time_s, WithinRel(2.0 * 256 * 4096 * 16384 / 50e12, 1e-12));
+  SECTION("a version 1 file is read as before; a GEMM in one is refused") {
+    Json v1 = j;
+    v1["version"] = 1;
+    std::ofstream(path) << v1.dump();
+    CHECK_THROWS_WITH(calibrate::read_probe(path),
+                      Catch::Matchers::Contains(fmt::format("/measurements/{}/group", sweep.front())) &&
+                          Catch::Matchers::Contains("needs \"version\": 2"));
+    Json kept = Json::array();
+    for (const auto& m : v1["measurements"])
+      if (m["group"] != "gemm")
+        kept.push_back(m);
+    v1["measurements"] = kept;
+    std::ofstream(path) << v1.dump();
+    const auto old = calibrate::read_probe(path);
+    CHECK(old.version == 1);
+    CHECK(old.gemm.empty());
+    CHECK(old.layers.size() == 3);
+  }
 }
