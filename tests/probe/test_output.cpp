@@ -7,8 +7,11 @@
 #include "cuda_probe/results.hpp"
 #include "dag/calibration.hpp"
 #include "sim/cli/calibrate.hpp"
+#include "sim/cli/calibrate_gemm.hpp"
 #include "sim/cli/probe_plan.hpp"
 #include "sim/cli/run.hpp"
+#include "sim/plan/compute.hpp"
+#include "sim/plan/gemm_efficiency.hpp"
 #include "support/cli.hpp"
 
 #include <catch2/catch.hpp>
@@ -339,4 +342,72 @@ TEST_CASE("probe::probe_json writes the GEMM sweep in version 2; calibrate reads
     CHECK(old.gemm.empty());
     CHECK(old.layers.size() == 3);
   }
+}
+
+TEST_CASE("calibrate --probe fits the GEMM sweep's ceiling: the one its times were made with", "[probe][gemm]") {
+  auto r = fake_results(fake_plan());
+  r.options.dtype = probe::Dtype::bf16;
+  test::TempDir dir;
+  const std::string path = (dir.path() / "probe.json").string();
+  probe::write_file_atomic(path, probe::probe_json(r));
+  // the device the fit sees: the H100 SXM's bf16 peak, the probe's SMs, the best bandwidth of its copies (1 GiB)
+  sim::GemmDevice d = sim::probe_gemm_device(calibrate::read_probe(path)).device;
+  CHECK(d.peak_flops == 989.4e12);
+  CHECK(d.units == 132);
+  const double gib = 1024.0 * 1024 * 1024;
+  CHECK_THAT(d.bandwidth, WithinRel(gib / (5e-6 + gib / 3e12), 1e-12));
+  d.ceiling = 0.7317;
+  for (auto& e : r.entries)
+    if (e.measurement.group == probe::Group::gemm) {
+      const auto& g = e.measurement.gemm;
+      e.result = timed(sim::gemm_time_s({.m = g.m, .n = g.n, .k = g.k, .count = 1}, d));
+    }
+  const std::string calibration = calibrate_probe(r, dir);
+  const auto c = dag::parse_calibration(load_json_file(calibration), calibration, "");
+  REQUIRE(c.gemm);
+  CHECK_THAT(c.gemm->ceiling, WithinRel(0.7317, 1e-6));
+  CHECK(c.gemm->dtype == "bf16");
+  CHECK(c.gemm->gpu == "H100-SXM5-80GB");
+  CHECK(c.gemm->points == 51);
+  CHECK(*c.gemm->mean_relative_error < 1e-9);
+  CHECK(*c.gemm->max_relative_error < 1e-9);
+  CHECK_THAT(c.gemm->source, Catch::Matchers::StartsWith("ddlsim-probe " + (dir.path() / "probe.json").string() +
+                                                         ": 51 cuBLASLt GEMMs on NVIDIA H100 80GB HBM3"));
+  // written as read: the same bytes again
+  CHECK(test::read_text(calibration) == dag::calibration_json(c).dump(2) + "\n");
+}
+
+TEST_CASE("calibrate --probe on a GEMM sweep: the scenario's GEMM then takes the model's time at the fitted ceiling",
+          "[probe][gemm]") {
+  // tests/data/gemm/h100-bf16.probe.json: six GEMMs timed by the model at 0.75, moved by up to 3 %
+  const std::string fixture = std::string(DDLSIM_SOURCE_DIR) + "/tests/data/gemm/h100-bf16.probe.json";
+  test::TempDir dir;
+  sim::CalibrateRequest request;
+  request.probes = {fixture};
+  request.out = (dir.path() / "calib.json").string();
+  REQUIRE(sim::calibrate_command(request) == 0);
+  const Json written = load_json_file(request.out);
+  REQUIRE(written.contains("gemm"));
+  CHECK(written["gemm"]["dtype"] == "bf16");
+  CHECK(written["gemm"]["gpu"] == "H100-SXM5-80GB");
+  CHECK(written["gemm"]["points"] == 6);
+  const double ceiling = written["gemm"]["ceiling"].get<double>();
+  CHECK_THAT(ceiling, WithinRel(0.75, 0.02));
+  CHECK(written["gemm"]["max_relative_error"].get<double>() < 0.04);
+  CHECK(!written.contains("layers"));
+  // one linear layer of 4096 x 4096 over 4 x 2048 tokens on an H100 in bf16, calibrated by that file
+  Json doc = Json::parse(R"({"name": "one-gemm",
+    "model": {"layers": [{"name": "fc", "kind": "linear", "params": [{"name": "fc.weight", "shape": [4096, 4096]}],
+                          "fwd_flops": 68719476736, "activation_bytes": "33554432 B"}],
+              "input_bytes_per_sample": "33554432 B", "batch_per_gpu": 4, "gradient_dtype": "bf16"},
+    "gpu": {"preset": "H100-SXM5-80GB"}, "cluster": {"nodes": 1, "gpus_per_node": 1}, "strategy": {"kind": "bsp"}})");
+  doc["calibration"] = request.out;
+  const auto s = sim::parse_scenario(doc, (dir.path() / "s.json").string());
+  const sim::GemmDevice d{
+      .peak_flops = 989.4e12, .ceiling = ceiling, .bandwidth = 3350e9, .units = 132, .in_bytes = 2, .out_bytes = 2};
+  const auto costs = sim::compute_costs(s);
+  CHECK_THAT(costs.worker.fwd_s[0],
+             WithinRel(sim::gemm_time_s({.m = 8192, .n = 4096, .k = 4096, .count = 1}, d), 1e-12));
+  CHECK_THAT(costs.note,
+             Catch::Matchers::Contains(fmt::format("(calibration {} /gemm: fitted to 6 measured GEMMs", request.out)));
 }
