@@ -29,7 +29,8 @@ inline constexpr int kCeilingScanSteps = 200;
 
 /// The ceiling c in (0, 1] minimising sum ((gemm_time_s(g, d at c) - t) / t)^2 over `points` (non-empty, each time
 /// positive; `device.ceiling` is not read): the best of the scan (the larger c on a tie, so that GEMMs the ceiling
-/// does not bound leave it at 1), refined by golden-section search between its neighbours. Deterministic.
+/// does not bound leave it at 1), refined by golden-section search between its neighbours and kept where it fits
+/// better than the scan's. Deterministic.
 [[nodiscard]] CeilingFit fit_gemm_ceiling(const std::vector<MeasuredGemm>& points, GemmDevice device);
 
 /// The model's relative errors at `device` (its ceiling) over `points`.
