@@ -29,13 +29,14 @@ double median_time(ObjectReader& m) {
   return median;
 }
 
-/// The "device" object as one line: the GPU, its compute capability and the software stack measured.
-std::string device_description(ObjectReader& r) {
+/// The "device" object: its name and SMs, and as one line the GPU, its compute capability and the software stack
+/// measured.
+void read_device(ProbeFile& p, ObjectReader& r) {
   auto d = r.object("device");
   const auto name = d.string("name");
   (void)d.string("pci_bus_id");
   const auto cc = d.string("compute_capability");
-  (void)d.integer("multiprocessors", 0);
+  p.multiprocessors = static_cast<int>(d.integer("multiprocessors", 0, 1 << 20));
   (void)d.quantity("memory", Dimension::bytes);
   (void)d.quantity("l2_cache", Dimension::bytes);
   (void)d.required("memory_bus_width");
@@ -47,7 +48,30 @@ std::string device_description(ObjectReader& r) {
   (void)d.string("cusolver");
   const auto nccl = d.string("nccl");
   d.finish();
-  return fmt::format("{} (sm {}, driver {}, CUDA {}, cuDNN {}, NCCL {})", name, cc, driver, cuda, cudnn, nccl);
+  p.device_name = name;
+  p.device = fmt::format("{} (sm {}, driver {}, CUDA {}, cuDNN {}, NCCL {})", name, cc, driver, cuda, cudnn, nccl);
+}
+
+/// A GEMM's side, required: said missing when it is, not blamed on another one-letter key as a misspelling.
+std::int64_t gemm_side(ObjectReader& m, const char* key) {
+  const auto side = m.optional_integer(key, 1, kMaxGemmSide);
+  if (!side)
+    m.fail(key, "missing required key");
+  return *side;
+}
+
+/// A "gemm" measurement (version 2): one GEMM of the sweep in the file's dtype.
+void add_gemm_time(ProbeFile& p, ObjectReader& m) {
+  if (p.version < 2)
+    m.fail("group", "the \"gemm\" group needs \"version\": 2");
+  ProbeFile::GemmPoint g;
+  g.m = gemm_side(m, "m");
+  g.n = gemm_side(m, "n");
+  g.k = gemm_side(m, "k");
+  if (m.string("dtype") != p.dtype)
+    m.fail("dtype", fmt::format("differs from the file's \"dtype\" ({})", p.dtype));
+  g.time_s = median_time(m);
+  p.gemm.push_back(g);
 }
 
 /// A "layer" measurement: one pass of one layer's kernels, added to that layer's times.
@@ -124,11 +148,13 @@ void read_measurements(ProbeFile& p, ObjectReader& r, const std::string& path, i
   CollectiveRows rows;
   for (std::size_t i = 0; i < all.size(); ++i) {
     ObjectReader m(all[i], path, json_pointer_append("/measurements", i));
-    const auto group = m.choice(
-        "group", {"layer", "memory_bandwidth", "launch", "h2d", "selection", "low_rank", "collective", "overlap"});
+    const auto group = m.choice("group", {"layer", "gemm", "memory_bandwidth", "launch", "h2d", "selection", "low_rank",
+                                          "collective", "overlap"});
     (void)m.optional_string("note");
     if (group == "layer") {
       add_layer_time(p, m);
+    } else if (group == "gemm") {
+      add_gemm_time(p, m);
     } else if (group == "memory_bandwidth" || group == "h2d") {
       const double bytes = m.quantity("bytes", Dimension::bytes, 0, true);
       const bool pinned = group == "h2d" && m.choice("host_memory", {"pinned", "pageable"}) == "pinned";
@@ -170,10 +196,12 @@ ProbeFile parse_probe(const Json& doc, const std::string& path) {
   ObjectReader r(doc, path, "");
   if (r.string("format") != "ddlsim-probe")
     throw InputError(path, "/format", "expected \"ddlsim-probe\" (the output of ddlsim-probe)");
-  if (r.integer("version") != 1)
-    throw InputError(path, "/version", "unknown probe file version (this ddlsim reads version 1)");
+  const auto version = r.integer("version");
+  if (version != 1 && version != 2)
+    throw InputError(path, "/version", "unknown probe file version (this ddlsim reads versions 1 and 2)");
   ProbeFile p;
   p.path = path;
+  p.version = static_cast<int>(version);
   (void)r.string("generator");
   {
     auto plan = r.object("plan");
@@ -185,7 +213,7 @@ ProbeFile parse_probe(const Json& doc, const std::string& path) {
     plan.finish();
   }
   p.dtype = r.choice("dtype", {"fp32", "fp16", "bf16"});
-  p.device = device_description(r);
+  read_device(p, r);
   int ranks = 0, nodes = 0;
   {
     auto c = r.object("communicator");

@@ -17,8 +17,11 @@ namespace ddlsim::calibrate {
 /// One measurement's median time and its point: what a probe file gives, read strictly.
 struct ProbeFile {
   std::string path;
-  std::string device; ///< "NVIDIA H100 80GB HBM3 (sm 9.0, driver ..., CUDA ..., cuDNN ..., NCCL ...)"
-  std::string dtype;  ///< of the layers
+  int version = 1;         ///< of the file: 1, or 2 (which may hold the "gemm" group)
+  std::string device;      ///< "NVIDIA H100 80GB HBM3 (sm 9.0, driver ..., CUDA ..., cuDNN ..., NCCL ...)"
+  std::string device_name; ///< the CUDA device's name alone ("NVIDIA H100 80GB HBM3")
+  int multiprocessors = 0; ///< the device's SMs (0: not given)
+  std::string dtype;       ///< of the layers and the GEMM sweep
   std::int64_t batch_per_gpu = 0;
   /// per layer name, in the file's order: the sum of its kernels' median times per pass
   struct Layer {
@@ -30,6 +33,12 @@ struct ProbeFile {
     bool first = false;    ///< the plan's first layer (autograd computes no gradient for the batch)
   };
   std::vector<Layer> layers;
+  /// The GEMM sweep (version 2, group "gemm"): C[m x n] = A[m x k] B[k x n] in `dtype`, its median time.
+  struct GemmPoint {
+    std::int64_t m = 0, n = 0, k = 0;
+    double time_s = 0;
+  };
+  std::vector<GemmPoint> gemm;
   struct SelectionPoint {
     double elements = 0, selected = 0, time_s = 0;
   };
@@ -45,7 +54,10 @@ struct ProbeFile {
   NcclTestsLog collectives;        ///< as nccl-tests rows (out-of-place and in-place), ranks and nodes per row
 };
 
-/// Reads a probe file; bad input is an InputError naming the file and JSON path.
+/// The largest side of a swept GEMM a probe file may give (m, n or k; 2^30, 1,073,741,824).
+inline constexpr std::int64_t kMaxGemmSide = std::int64_t{1} << 30;
+
+/// Reads a probe file (version 1 or 2); bad input is an InputError naming the file and JSON path.
 [[nodiscard]] ProbeFile read_probe(const std::string& path);
 /// read_probe on a parsed document; `path` names it in errors.
 [[nodiscard]] ProbeFile parse_probe(const Json& doc, const std::string& path);

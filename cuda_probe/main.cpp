@@ -58,8 +58,8 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--gpus", gpus, "GPUs of this node in the collectives (default: every visible GPU)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--skip", skip, "leave out a group: layers, device, selection, low_rank, collectives, overlap")
-      ->check(CLI::IsMember({"layers", "device", "selection", "low_rank", "collectives", "overlap"}));
+  app.add_option("--skip", skip, "leave out a group: layers, gemm, device, selection, low_rank, collectives, overlap")
+      ->check(CLI::IsMember({"layers", "gemm", "device", "selection", "low_rank", "collectives", "overlap"}));
   app.add_option("--max-bytes", max_bytes, "the collectives' largest size in bytes (default 1 GiB)")
       ->check(CLI::Range(8.0, 64.0 * 1024 * 1024 * 1024));
   app.add_option("--min-time", min_time_s, "seconds of samples before the noise may stop a measurement (0.5)")
@@ -100,6 +100,7 @@ int run(int argc, char** argv) {
   options.max_collective_bytes = max_bytes;
   for (const auto& s : skip) {
     options.layers = options.layers && s != "layers";
+    options.gemm = options.gemm && s != "gemm";
     options.device = options.device && s != "device";
     options.selection = options.selection && s != "selection";
     options.low_rank = options.low_rank && s != "low_rank";
@@ -113,7 +114,7 @@ int run(int argc, char** argv) {
     // one process per GPU: the collectives across the job; the node's own kernels come from a single-node run
     options.ranks = env.world_size;
     options.nodes = env.nodes;
-    options.layers = options.device = options.selection = options.low_rank = false;
+    options.layers = options.gemm = options.device = options.selection = options.low_rank = false;
   } else {
     options.ranks = gpus > 0 ? gpus : devices > 0 ? devices : 1;
     options.nodes = 1;

@@ -9,6 +9,8 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 namespace ddlsim::probe {
 
@@ -283,6 +285,8 @@ const char* group_name(Group g) {
   switch (g) {
   case Group::layer:
     return "layer";
+  case Group::gemm:
+    return "gemm";
   case Group::memory_bandwidth:
     return "memory_bandwidth";
   case Group::launch:
@@ -299,6 +303,37 @@ const char* group_name(Group g) {
     return "overlap";
   }
   return "?";
+}
+
+std::vector<GemmSweepShape> gemm_sweep_shapes() {
+  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+  std::set<Shape> shapes;
+  for (const std::int64_t m : {256, 1024, 4096, 16384})
+    for (const std::int64_t n : {256, 1024, 4096, 16384})
+      for (const std::int64_t k : {256, 1024, 4096, 16384})
+        shapes.insert({m, n, k});
+  for (const std::int64_t side : {2048, 3000, 6000, 8192, 10000})
+    shapes.insert({side, side, side});
+  // (n, k) of transformer linear layers over 8192 tokens: Llama 3 8B, GPT-3 175B's shards at t = 8, GPT-2 small
+  for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{6144, 4096},
+                             {4096, 4096},
+                             {28672, 4096},
+                             {4096, 14336},
+                             {4608, 12288},
+                             {12288, 1536},
+                             {6144, 12288},
+                             {12288, 6144},
+                             {2304, 768},
+                             {3072, 768},
+                             {768, 3072}})
+    shapes.insert({8192, n, k});
+  for (const auto& [m, n] : {std::pair<std::int64_t, std::int64_t>{1024, 1024}, {768, 3072}, {4096, 4096}})
+    shapes.insert({m, n, 65536}); // weight gradients over 65536 tokens
+  std::vector<GemmSweepShape> out;
+  for (const auto& [m, n, k] : shapes)
+    if (2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) >= kMinSweepGemmFlops)
+      out.push_back({m, n, k});
+  return out;
 }
 
 const std::vector<SelectionAlgorithm>& selection_algorithms() {
@@ -387,6 +422,15 @@ std::vector<Measurement> measurements(const ProbePlan& plan, const ProbeOptions&
         m.label = layer_label(l, pass, options.dtype);
         add(m);
       }
+    }
+  if (options.gemm)
+    for (const auto& g : gemm_sweep_shapes()) {
+      Measurement m;
+      m.group = Group::gemm;
+      m.gemm = g;
+      m.label = "gemm m " + std::to_string(g.m) + " n " + std::to_string(g.n) + " k " + std::to_string(g.k) +
+                ": cublasLtMatmul C[m,n] = A[m,k] B[k,n] (" + dtype_name(options.dtype) + ")";
+      add(m);
     }
   if (options.selection) {
     // A grid wide enough to fit fixed + per_element m + per_selected k (three unknowns: several m at two densities),

@@ -82,6 +82,7 @@ enum class Dtype { fp32, fp16, bf16 };
 struct ProbeOptions {
   Dtype dtype = Dtype::fp32; ///< of the layers' kernels (PyTorch's default; --dtype)
   bool layers = true;        ///< per-layer kernels (--skip layers)
+  bool gemm = true;          ///< the GEMM sweep of gemm_sweep_shapes() (--skip gemm)
   bool device = true;        ///< memory bandwidth, launch cost, host-to-device copies (--skip device)
   bool selection = true;     ///< top-k selection (--skip selection)
   bool low_rank = true;      ///< PowerSGD's kernels (--skip low_rank)
@@ -92,8 +93,28 @@ struct ProbeOptions {
   int nodes = 1;
 };
 
-enum class Group { layer, memory_bandwidth, launch, h2d, selection, low_rank, collective, overlap };
+enum class Group { layer, gemm, memory_bandwidth, launch, h2d, selection, low_rank, collective, overlap };
 [[nodiscard]] const char* group_name(Group g);
+
+/// The GEMM sweep's shapes, sorted by (m, n, k), each of at least kMinSweepGemmFlops (51 of them):
+/// - every (m, n, k) of {256, 1024, 4096, 16384}^3 (powers of two: the tile and wave quantisation, small K's epilogue,
+///   split-K of a small C over a long K, the memory floor);
+/// - squares 2048 and 8192, and 3000, 6000, 10000 (no power of two: partial tiles and waves);
+/// - transformer linear layers over 8192 tokens, (n, k): Llama 3 8B's (hidden 4096, 8 key/value heads of 128,
+///   feed-forward 14336) QKV (6144, 4096), output (4096, 4096), gate and up together (28672, 4096), down (4096,
+///   14336); GPT-3 175B's (hidden 12288) tensor-parallel shards at t = 8, QKV (4608, 12288), output (12288, 1536),
+///   up (6144, 12288), down (12288, 6144); GPT-2 small's (hidden 768) QKV (2304, 768), up (3072, 768), down (768,
+///   3072);
+/// - weight gradients over 65536 tokens (K): 1024 x 1024, 768 x 3072, 4096 x 4096.
+/// The FLOP floor keeps the group short: a smaller GEMM's samples take a few microseconds against the L2 flush and the
+/// event round trip between them (about 60 us), so that its 0.5 s of samples (sampler.hpp's default rule) would cost
+/// seconds of wall time. Estimated, not measured (no GPU yet), from the shape-aware model's times at 80 % of the peak
+/// plus those 60 us per sample: about 45 s on an H100 SXM in bf16, 30 s in fp32; 7 s under gpu-check.sh's rule.
+struct GemmSweepShape {
+  std::int64_t m = 0, n = 0, k = 0;
+};
+inline constexpr double kMinSweepGemmFlops = 17179869184.0; ///< 2^34 FLOPs = 2 m n k: m n k >= 2^33
+[[nodiscard]] std::vector<GemmSweepShape> gemm_sweep_shapes();
 
 /// One measurement: which group it belongs to, a line saying what it runs, and the parameters its group needs (the
 /// others are left at their defaults).
@@ -105,6 +126,8 @@ struct Measurement {
   // the weight gradient) or "backward" (memory-bound kernels: twice the forward's traffic)
   int layer = -1;
   std::string pass;
+  // gemm: C[m,n] = A[m,k] B[k,n] of the sweep (gemm_sweep_shapes), in the probe's dtype
+  GemmSweepShape gemm;
   // memory_bandwidth, h2d: bytes moved (memory: read + written); h2d: from pinned or pageable host memory
   double bytes = 0;
   bool pinned = false;

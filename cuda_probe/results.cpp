@@ -55,6 +55,12 @@ Json measurement_json(const ProbeResults& r, const ProbeResults::Entry& e) {
     j["pass"] = m.pass;
     break;
   }
+  case Group::gemm:
+    j["m"] = m.gemm.m;
+    j["n"] = m.gemm.n;
+    j["k"] = m.gemm.k;
+    j["dtype"] = dtype_name(r.options.dtype);
+    break;
   case Group::memory_bandwidth:
     j["bytes"] = quantity(m.bytes, "B");
     break;

@@ -13,7 +13,8 @@
 
 namespace ddlsim::probe {
 
-inline constexpr int kProbeFormatVersion = 1;
+/// Version 2 adds the "gemm" group (the GEMM sweep); version 1 files, without it, are still read.
+inline constexpr int kProbeFormatVersion = 2;
 
 struct ProbeResults {
   std::string generator = "ddlsim-probe";

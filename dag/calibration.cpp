@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,39 @@ MeasuredCollective parse_collective(ObjectReader r) {
   return m;
 }
 
+GemmCeilingFit parse_gemm(ObjectReader g) {
+  GemmCeilingFit f;
+  f.dtype = g.choice("dtype", std::vector<std::string>(std::begin(kGemmFitDtypes), std::end(kGemmFitDtypes)));
+  f.ceiling = g.number("ceiling", 0, 1);
+  if (!(f.ceiling > 0))
+    g.fail("ceiling", "expected a fraction of the peak above 0 and at most 1");
+  f.gpu = g.optional_string("gpu").value_or("");
+  if (const auto points = g.optional_integer("points", 1, 1 << 30))
+    f.points = static_cast<int>(*points);
+  f.mean_relative_error = g.optional_number("mean_relative_error", 0);
+  f.max_relative_error = g.optional_number("max_relative_error", 0);
+  f.source = g.optional_string("source").value_or("");
+  g.finish();
+  return f;
+}
+
+OrderedJson gemm_json(const GemmCeilingFit& f) {
+  OrderedJson j;
+  j["dtype"] = f.dtype;
+  j["ceiling"] = f.ceiling;
+  if (!f.gpu.empty())
+    j["gpu"] = f.gpu;
+  if (f.points)
+    j["points"] = *f.points;
+  if (f.mean_relative_error)
+    j["mean_relative_error"] = *f.mean_relative_error;
+  if (f.max_relative_error)
+    j["max_relative_error"] = *f.max_relative_error;
+  if (!f.source.empty())
+    j["source"] = f.source;
+  return j;
+}
+
 // Base units with the shortest digits that read back to the same double (fmt's "{}").
 std::string seconds(double s) {
   return fmt::format("{} s", s);
@@ -86,11 +120,11 @@ Calibration parse_calibration(const Json& doc, const std::string& file, const st
   c.version = static_cast<int>(r.optional_integer("version", 1, 2).value_or(1));
   c.source = r.optional_string("source").value_or("");
   if (!r.has("layers") && !r.has("selection") && !r.has("collectives") && !r.has("host") && !r.has("optimizer") &&
-      !r.has("overlap"))
+      !r.has("overlap") && !r.has("gemm"))
     r.fail_here(c.version == 1 ? "a calibration gives \"layers\", \"selection\" or both"
                                : "a calibration gives \"layers\", \"selection\", \"collectives\", \"host\", "
-                                 "\"optimizer\", \"overlap\" or some of them");
-  for (const char* key : {"collectives", "host", "optimizer", "overlap"})
+                                 "\"optimizer\", \"overlap\", \"gemm\" or some of them");
+  for (const char* key : {"collectives", "host", "optimizer", "overlap", "gemm"})
     if (c.version == 1 && r.has(key))
       r.fail(key, fmt::format("\"{}\" needs \"version\": 2", key));
   if (r.has("host")) {
@@ -112,6 +146,10 @@ Calibration parse_calibration(const Json& doc, const std::string& file, const st
     auto o = r.object("overlap");
     c.compute_slowdown = o.number("compute_slowdown", 0.0, 10.0);
     o.finish();
+  }
+  if (r.has("gemm")) {
+    c.gemm_pointer = r.path("gemm");
+    c.gemm = parse_gemm(r.object("gemm"));
   }
   if (const Json* list = r.optional("collectives")) {
     const std::string at = r.path("collectives");
@@ -198,6 +236,8 @@ OrderedJson calibration_json(const Calibration& c) {
     j["optimizer"] = std::move(optimizer);
   if (c.compute_slowdown)
     j["overlap"] = {{"compute_slowdown", *c.compute_slowdown}};
+  if (c.gemm)
+    j["gemm"] = gemm_json(*c.gemm);
   if (!c.selection.empty()) {
     OrderedJson curves = OrderedJson::object();
     for (const auto& [name, k] : c.selection)

@@ -72,6 +72,23 @@ struct MeasuredCollective {
   bool operator==(const MeasuredCollective&) const = default;
 };
 
+/// The shape-aware model's GEMM main-loop ceiling fitted to a GEMM sweep (version 2, `gemm`; `ddlsim calibrate
+/// --probe` fits it to the probe's "gemm" group, docs/calibration.md): GEMMs in `dtype` run their main loop at this
+/// fraction of the format's peak instead of the preset's measured ceiling.
+struct GemmCeilingFit {
+  std::string dtype;  ///< the number format the GEMMs ran in: fp32, tf32, bf16, fp16 or fp8
+  double ceiling = 0; ///< (0, 1]
+  std::string gpu;    ///< the preset whose peak it is a fraction of (empty: not said)
+  std::optional<int> points{};
+  std::optional<double> mean_relative_error{};
+  std::optional<double> max_relative_error{};
+  std::string source; ///< what it was fitted to
+  bool operator==(const GemmCeilingFit&) const = default;
+};
+
+/// The formats a GemmCeilingFit may name (sim/spec/gpus.hpp's kComputeDtypeNames).
+inline constexpr const char* kGemmFitDtypes[] = {"fp32", "tf32", "bf16", "fp16", "fp8"};
+
 struct Calibration {
   std::string origin;                      ///< file it came from, or "<inline>"
   int version = 2;                         ///< of the file read (1 or 2); written as 2
@@ -86,6 +103,8 @@ struct Calibration {
   /// Version 2, `overlap.compute_slowdown`: compute runs 1 + this times slower beside a collective on its GPU
   /// (measured by ddlsim-probe: a GEMM alone and beside NCCL allreduces).
   std::optional<double> compute_slowdown{};
+  std::optional<GemmCeilingFit> gemm{}; ///< version 2
+  std::string gemm_pointer;             ///< JSON pointer of `gemm`, for messages
 };
 
 /// Parses a calibration document (version 1 or 2); errors are InputErrors naming `file` and the JSON path under

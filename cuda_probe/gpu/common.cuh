@@ -102,6 +102,7 @@ private:
 
 // One function per measurement group (plan.hpp's Group), in compute.cu, selection.cu and collectives.cu.
 Result run_layer(Device& dev, const Measurement& m, const StoppingRule& rule);
+Result run_gemm(Device& dev, const Measurement& m, const StoppingRule& rule);
 Result run_memory_bandwidth(Device& dev, const Measurement& m, const StoppingRule& rule);
 Result run_launch(Device& dev, const Measurement& m, const StoppingRule& rule);
 Result run_h2d(Device& dev, const Measurement& m, const StoppingRule& rule);

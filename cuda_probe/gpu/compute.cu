@@ -616,6 +616,20 @@ Result run_layer(Device& dev, const Measurement& m, const StoppingRule& rule) {
   throw std::logic_error("probe: unknown kernel kind");
 }
 
+// The sweep's GEMM as the forward of a GEMM layer of its shape: the same cuBLASLt call, heuristic and operands.
+Result run_gemm(Device& dev, const Measurement& m, const StoppingRule& rule) {
+  LayerKernel sweep;
+  sweep.name = "gemm sweep";
+  sweep.kind = "gemm";
+  sweep.kernel = KernelKind::gemm;
+  sweep.m = m.gemm.m;
+  sweep.n = m.gemm.n;
+  sweep.k = m.gemm.k;
+  const std::string what =
+      "gemm sweep m " + std::to_string(m.gemm.m) + " n " + std::to_string(m.gemm.n) + " k " + std::to_string(m.gemm.k);
+  return run_matmul(dev, sweep, "forward", rule, what);
+}
+
 Result run_memory_bandwidth(Device& dev, const Measurement& m, const StoppingRule& rule) {
   const std::string what = "memory bandwidth over " + bytes_text(m.bytes);
   return run_copy(dev, to_bytes(m.bytes, what), rule, what, true);

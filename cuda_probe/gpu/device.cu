@@ -219,6 +219,8 @@ public:
     switch (m.group) {
     case Group::layer:
       return run_layer(dev_, m, rule);
+    case Group::gemm:
+      return run_gemm(dev_, m, rule);
     case Group::memory_bandwidth:
       return run_memory_bandwidth(dev_, m, rule);
     case Group::launch:

@@ -9,6 +9,7 @@
 #include "core/json.hpp"
 #include "core/units.hpp"
 #include "dag/calibration.hpp"
+#include "sim/cli/calibrate_gemm.hpp"
 #include "sim/cli/import_trace.hpp"
 #include "sim/spec/scenario.hpp"
 
@@ -133,7 +134,9 @@ int calibrate_command(const CalibrateRequest& request) {
   c.source = fmt::format("ddlsim calibrate {}", fmt::join(sources, " "));
   c.collectives = measured.collectives;
   add_kineto_calibration(c, request.kineto);
-  const auto probe_notes = calibrate::add_probe_calibration(c, probes);
+  auto probe_notes = calibrate::add_probe_calibration(c, probes);
+  for (auto& note : add_gemm_calibration(c, probes))
+    probe_notes.push_back(std::move(note));
   write_file_atomic(request.out, checked_calibration_text(c, request.out));
 
   print_summary(c);

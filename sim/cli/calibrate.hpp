@@ -1,7 +1,8 @@
 // `ddlsim calibrate`: measurements to a calibration file (docs/calibration.md). So far from nccl-tests output: the
 // measured collectives (calibrate/measured.hpp); from PyTorch profiler traces (--kineto), per-layer GPU and host
 // times, host costs and the optimizer; from ddlsim-probe files (--probe, calibrate/probe.hpp), per-layer kernel
-// times, selection curves, collectives and the host-to-device bandwidth; written as a version-2 calibration.
+// times, selection curves, collectives, the host-to-device bandwidth and the GEMM sweep's ceiling
+// (calibrate_gemm.hpp); written as a version-2 calibration.
 #pragma once
 
 #include <optional>
@@ -17,7 +18,7 @@ struct CalibrateRequest {
   std::vector<std::string> collectives;
   std::optional<int> ranks;        ///< for logs without a device listing
   std::vector<std::string> kineto; ///< PyTorch profiler traces: layers, host costs, optimizer (import_trace.hpp)
-  std::vector<std::string> probes; ///< ddlsim-probe files: layers, selection curves, collectives, copies
+  std::vector<std::string> probes; ///< ddlsim-probe files: layers, GEMM sweep, selection curves, collectives, copies
   std::string out;                 ///< the calibration file to write
 };
 

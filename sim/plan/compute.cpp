@@ -21,6 +21,14 @@ double layer_param_bytes(const dag::Layer& layer) {
   return 4.0 * n;
 }
 
+// A note that the calibration's fitted GEMM ceiling times no layer, and why (empty without one).
+std::string unused_gemm_note(const Scenario& s, const std::string& why) {
+  if (!s.gpu.calibration || !s.gpu.calibration->gemm)
+    return "";
+  return fmt::format("compute: the calibration's {} GEMM ceiling ({}) is not used: {}", s.gpu.calibration->gemm->dtype,
+                     gemm_entry_place(s), why);
+}
+
 } // namespace
 
 namespace {
@@ -145,6 +153,7 @@ ComputeCosts gpu_costs(const Scenario& s) {
     out.source = all_calibrated   ? "calibration"
                  : calibrated_any ? "calibration+single_gpu_iteration"
                                   : "single_gpu_iteration";
+    out.note = unused_gemm_note(s, "gpu.single_gpu_iteration times the layers");
     return out;
   }
 
@@ -171,6 +180,11 @@ ComputeCosts gpu_costs(const Scenario& s) {
   const std::string model = s.gpu.shape_aware ? "shape-aware" : "roofline";
   if (used_model && s.gpu.shape_aware)
     out.note = shape_aware_note(s);
+  else if (used_model)
+    out.note = unused_gemm_note(s, "gpu.efficiency, peak_flops or memory_bandwidth is given (or no preset), so the "
+                                   "roofline times the layers");
+  else
+    out.note = unused_gemm_note(s, "the calibration's layers time every layer");
   out.source = !used_model ? "calibration" : calibrated_any ? "calibration+" + model : model;
   return out;
 }

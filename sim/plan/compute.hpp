@@ -13,7 +13,8 @@ namespace ddlsim::sim {
 struct ComputeCosts {
   dag::WorkerCosts worker;
   std::string source; ///< "calibration", "single_gpu_iteration", "roofline", "shape-aware" or a mix, for the report
-  std::string note;   ///< what the shape-aware model rests on, for the report's notes; empty for the other sources
+  std::string
+      note; ///< what the shape-aware model rests on, or why a calibration's GEMM ceiling is not used; else empty
 };
 
 /// Optimizer state per parameter for SGD with momentum: weight, gradient, momentum buffer (fp32 each).

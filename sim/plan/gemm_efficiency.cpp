@@ -27,6 +27,10 @@ double per_element_s(const GemmShape& g, const GemmDevice& d) {
 
 } // namespace
 
+double element_bytes(ComputeDtype d) {
+  return d == ComputeDtype::fp32 || d == ComputeDtype::tf32 ? 4.0 : d == ComputeDtype::fp8 ? 1.0 : 2.0;
+}
+
 double wave_efficiency(const GemmShape& g, int units) {
   assert(g.m > 0 && g.n > 0 && g.count > 0 && units > 0 && "a GEMM of positive sizes on a GPU of compute units");
   const double useful = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.count);

@@ -33,6 +33,9 @@ struct GemmDevice {
   double out_bytes = 2;  ///< bytes per element of C
 };
 
+/// Bytes per element of a GEMM's operands in `format`: 4 for fp32 and tf32 (stored as fp32), 1 for fp8, else 2.
+[[nodiscard]] double element_bytes(ComputeDtype format);
+
 /// Output tile sides (elements): the 256x128 tile, in either orientation (NVIDIA's guide above).
 inline constexpr std::int64_t kTileLong = 256;
 inline constexpr std::int64_t kTileShort = 128;

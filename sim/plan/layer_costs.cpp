@@ -22,8 +22,43 @@ constexpr double kFlashAttention3Ceiling = 0.75;
 // Query rows per thread block of FlashAttention-2 and -3 at head dimension 128 (kBlockM in their kernel traits).
 constexpr std::int64_t kFlashQueryBlock = 128;
 
-double element_bytes(ComputeDtype d) {
-  return d == ComputeDtype::fp32 || d == ComputeDtype::tf32 ? 4.0 : d == ComputeDtype::fp8 ? 1.0 : 2.0;
+// The calibration's fitted GEMM ceiling (dag::GemmCeilingFit) for `format` on the scenario's GPU, or nullptr: none,
+// fitted in another format or on another GPU.
+const dag::GemmCeilingFit* calibrated_ceiling(const Scenario& s, ComputeDtype format) {
+  if (!s.gpu.calibration || !s.gpu.calibration->gemm)
+    return nullptr;
+  const auto& fit = *s.gpu.calibration->gemm;
+  if (fit.dtype != compute_dtype_name(format) || (!fit.gpu.empty() && fit.gpu != s.gpu.preset->name))
+    return nullptr;
+  return &fit;
+}
+
+// Where the main loop's ceiling in `format` comes from: the calibration's fit, else the preset's measurement.
+std::string ceiling_source(const Scenario& s, ComputeDtype format, const GemmCeiling& measured) {
+  const auto* fit = calibrated_ceiling(s, format);
+  if (fit == nullptr)
+    return std::string(measured.source);
+  std::string errors;
+  if (fit->points && fit->mean_relative_error)
+    errors = fmt::format(": fitted to {} measured GEMMs, mean error {:.1f} %", *fit->points,
+                         100 * *fit->mean_relative_error);
+  return fmt::format("calibration {}{}", gemm_entry_place(s), errors);
+}
+
+// Why the calibration's fitted ceiling times no GEMM of the scenario (empty when it times some, or there is none).
+std::string unused_ceiling(const Scenario& s) {
+  if (!s.gpu.calibration || !s.gpu.calibration->gemm)
+    return "";
+  const auto& fit = *s.gpu.calibration->gemm;
+  const bool fp8 = s.compute_dtype == ComputeDtype::fp8;
+  if (calibrated_ceiling(s, sixteen_bit_format(s)) || (fp8 && calibrated_ceiling(s, ComputeDtype::fp8)))
+    return "";
+  const std::string where =
+      fmt::format("; the calibration's {} GEMM ceiling ({}) is not used: ", fit.dtype, gemm_entry_place(s));
+  if (!fit.gpu.empty() && fit.gpu != s.gpu.preset->name)
+    return where + fmt::format("it was fitted on the {}, this scenario's GPU is the {}", fit.gpu, s.gpu.preset->name);
+  return where + fmt::format("this scenario's GEMMs run in {}{}", compute_dtype_name(sixteen_bit_format(s)),
+                             fp8 ? " and fp8" : "");
 }
 
 GemmDevice gemm_device(const Scenario& s, bool fp8) {
@@ -35,7 +70,8 @@ GemmDevice gemm_device(const Scenario& s, bool fp8) {
                .units = p.compute_units,
                .in_bytes = element_bytes(format),
                .out_bytes = fp8 ? 2.0 : element_bytes(format)}; // FP8 GEMMs write 16-bit outputs
-  d.ceiling = mainloop_ceiling(fp8 ? p.fp8_gemm : p.bf16_gemm, d);
+  const auto* fit = calibrated_ceiling(s, format);
+  d.ceiling = fit ? fit->ceiling : mainloop_ceiling(fp8 ? p.fp8_gemm : p.bf16_gemm, d);
   return d;
 }
 
@@ -221,6 +257,11 @@ PassTimes layer_time(const Scenario& s, std::size_t l, const dag::LayerKernel* k
 
 } // namespace
 
+std::string gemm_entry_place(const Scenario& s) {
+  const auto& c = *s.gpu.calibration;
+  return fmt::format("{} {}", c.origin == "<inline>" ? s.file : c.origin, c.gemm_pointer);
+}
+
 double input_activation_bytes(const dag::Model& m, std::size_t l) {
   if (m.layers[l].inputs.empty())
     return l == 0 ? m.input_bytes_per_sample : m.layers[l - 1].activation_bytes;
@@ -273,14 +314,15 @@ std::string shape_aware_note(const Scenario& s) {
   if (s.compute_dtype == ComputeDtype::fp8) {
     const GemmDevice d = gemm_device(s, true);
     fp8 = fmt::format("; the blocks' linear layers in fp8 at up to {:.1f} % of {:g} TFLOP/s ({})", 100 * d.ceiling,
-                      d.peak_flops / 1e12, p.fp8_gemm.source);
+                      d.peak_flops / 1e12, ceiling_source(s, ComputeDtype::fp8, p.fp8_gemm));
   }
   return fmt::format("compute: shape-aware model (no gpu.efficiency): {}'s {} compute units, {}x{} output tiles in "
-                     "waves; {} GEMMs' main loop at up to {:.1f} % of {:g} TFLOP/s ({}){}; fused attention at {:.0f} "
-                     "%; memory-bound kernels at {:g} GB/s (docs/engines.md, \"Shape-aware compute efficiency\")",
+                     "waves; {} GEMMs' main loop at up to {:.1f} % of {:g} TFLOP/s ({}){}{}; fused attention at "
+                     "{:.0f} %; memory-bound kernels at {:g} GB/s (docs/engines.md, \"Shape-aware compute "
+                     "efficiency\")",
                      p.name, p.compute_units, kTileLong, kTileShort, compute_dtype_name(sixteen_bit_format(s)),
-                     100 * gemm.ceiling, gemm.peak_flops / 1e12, p.bf16_gemm.source, fp8, 100 * attention.ceiling,
-                     s.gpu.memory_bandwidth / 1e9);
+                     100 * gemm.ceiling, gemm.peak_flops / 1e12, ceiling_source(s, sixteen_bit_format(s), p.bf16_gemm),
+                     fp8, unused_ceiling(s), 100 * attention.ceiling, s.gpu.memory_bandwidth / 1e9);
 }
 
 } // namespace ddlsim::sim

@@ -38,8 +38,12 @@ struct LayerTimes {
   std::vector<double> fwd_s, bwd_s; ///< per layer, the whole layer (before the tensor-parallel split)
 };
 
-/// Every layer's shape-aware time at the scenario's batch (a preset gives the compute units, ceilings and peaks).
+/// Every layer's shape-aware time at the scenario's batch (a preset gives the compute units, ceilings and peaks; a
+/// calibration's `gemm` entry, fitted in a format on that GPU, the ceiling of the GEMMs in that format).
 [[nodiscard]] LayerTimes shape_aware_layer_times(const Scenario& s);
+
+/// Where the scenario's calibration gives its `gemm` entry, for notes: "calib.json /gemm", "s.json /calibration/gemm".
+[[nodiscard]] std::string gemm_entry_place(const Scenario& s);
 
 /// The report's note on what the shape-aware model rests on for this scenario (its GPU, tiles, ceilings, sources).
 [[nodiscard]] std::string shape_aware_note(const Scenario& s);

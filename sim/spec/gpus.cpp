@@ -6,6 +6,10 @@
 // measurement of its closest measured relative, named in its source.
 #include "sim/spec/gpus.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
 namespace ddlsim::sim {
 namespace {
 constexpr double T = 1e12;
@@ -554,6 +558,31 @@ constexpr std::array kPresets{
               .units_source = "NVIDIA Tesla V100 GPU Architecture whitepaper (2017): 80 SMs",
               .links_source = kNvlinkSource},
 };
+// CUDA's device names (cudaDeviceProp::name, nvidia-smi's "name") that are not a preset's name after the vendor's
+// "NVIDIA " or "Tesla " in any letter case; "NVIDIA A100-SXM4-80GB", "NVIDIA A100-PCIE-40GB", "Tesla V100-SXM2-16GB",
+// "Tesla T4", "NVIDIA L40S" are. scripts/gpu-check.sh maps these H100s and the H200 alike (and takes an H200 NVL, whose
+// peaks its datasheet gives lower, for the SXM's preset; here it has none).
+constexpr std::pair<std::string_view, std::string_view> kDeviceNames[] = {{"H100 80GB HBM3", "H100-SXM5-80GB"},
+                                                                          {"H100 PCIe", "H100-PCIe-80GB"},
+                                                                          {"H100 NVL", "H100-NVL-94GB"},
+                                                                          {"H200", "H200-SXM-141GB"},
+                                                                          {"A100 80GB PCIe", "A100-PCIe-80GB"},
+                                                                          {"B200", "B200-SXM-180GB"},
+                                                                          {"GB200", "GB200-186GB"}};
+
+bool same_letters(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+std::string_view without_vendor(std::string_view name) {
+  for (const std::string_view vendor : {"NVIDIA ", "Tesla "})
+    if (name.starts_with(vendor))
+      return name.substr(vendor.size());
+  return name;
+}
+
 } // namespace
 
 double peak_of(const DtypePeaks& p, ComputeDtype d) {
@@ -579,6 +608,17 @@ std::span<const GpuPreset> gpu_presets() {
 const GpuPreset* find_gpu_preset(std::string_view name) {
   for (const auto& p : kPresets)
     if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+const GpuPreset* find_gpu_preset_for_device(std::string_view device_name) {
+  const std::string_view name = without_vendor(device_name);
+  for (const auto& [device, preset] : kDeviceNames)
+    if (name == device)
+      return find_gpu_preset(preset);
+  for (const auto& p : kPresets)
+    if (same_letters(p.name, name))
       return &p;
   return nullptr;
 }

@@ -60,5 +60,8 @@ struct GpuPreset {
 
 [[nodiscard]] std::span<const GpuPreset> gpu_presets();
 [[nodiscard]] const GpuPreset* find_gpu_preset(std::string_view name);
+/// The preset of a CUDA device by the name the driver gives it ("NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-32GB"), or
+/// nullptr.
+[[nodiscard]] const GpuPreset* find_gpu_preset_for_device(std::string_view device_name);
 
 } // namespace ddlsim::sim

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using Catch::Contains;
@@ -318,4 +319,65 @@ TEST_CASE("calibrate: --collective takes a scenario's spelling as well as nccl-t
                 "--collective: unknown collective 'allreduc' (expected all_reduce, all_gather, reduce_scatter, "
                 "broadcast, reduce, alltoall, sendrecv, gather or scatter as nccl-tests names them, or allreduce, "
                 "allgather, point_to_point as scenarios do)");
+}
+
+namespace {
+// A version 2 probe file of one layer and one GEMM of the sweep (4096^3, bf16) on an H100, `change` applied to the
+// GEMM's measurement.
+json gemm_probe(const std::function<void(json&)>& change) {
+  json p = probe_file(16, 0);
+  p["version"] = 2;
+  p["dtype"] = "bf16";
+  p["device"]["name"] = "NVIDIA H100 80GB HBM3";
+  json g = {{"group", "gemm"}, {"m", 4096}, {"n", 4096}, {"k", 4096}, {"dtype", "bf16"}, {"time", probe_time(2e-4)}};
+  change(g);
+  p["measurements"].push_back(g);
+  return p;
+}
+} // namespace
+
+TEST_CASE("calibrate --probe: a malformed GEMM sweep or gemm entry exits 2 naming the file and JSON path",
+          "[cli][calibrate][robustness][gemm]") {
+  TempDir tmp;
+  const std::string probe = tmp / "probe.json", out = tmp / "c.json";
+  const auto refused = [&](const json& p, const std::string& phrase) {
+    write_text(probe, p.dump());
+    check_refused(run_ddlsim({"calibrate", "--probe", probe, "--out", out}), phrase);
+    CHECK_FALSE(fs::exists(out));
+  };
+  refused(gemm_probe([](json& g) { g.erase("m"); }), "probe.json: /measurements/1/m: missing required key");
+  refused(gemm_probe([](json& g) { g["k"] = 0; }), "probe.json: /measurements/1/k: 0 is out of range");
+  refused(gemm_probe([](json& g) { g["time"] = probe_time(-2e-4); }), "probe.json: /measurements/1/time/median");
+  refused(gemm_probe([](json& g) { g["dtype"] = "fp16"; }),
+          "probe.json: /measurements/1/dtype: differs from the file's \"dtype\" (bf16)");
+  json unknown = gemm_probe([](json&) {});
+  unknown["device"]["name"] = "NVIDIA GeForce RTX 4090";
+  refused(unknown, "probe.json: /device/name: 'NVIDIA GeForce RTX 4090' is no GPU preset's device");
+  json v1 = gemm_probe([](json&) {});
+  v1["version"] = 1;
+  refused(v1, "probe.json: /measurements/1/group: the \"gemm\" group needs \"version\": 2");
+
+  // the file it writes is read; a gemm entry made malformed is refused by check and run
+  write_text(probe, gemm_probe([](json&) {}).dump());
+  run_ok({"calibrate", "--probe", probe, "--out", out});
+  const json good = json::parse(read_text(out));
+  REQUIRE(good.contains("gemm"));
+  const std::string scenario = scenario_using(tmp, out, 1);
+  run_ok({"check", scenario});
+  for (const auto& [key, value, phrase] :
+       {std::tuple<std::string, json, std::string>{"ceiling", 0, "c.json: /gemm/ceiling: expected a fraction"},
+        {"ceiling", 1.5, "c.json: /gemm/ceiling: 1.5 is out of range"},
+        {"ceilling", 0.8, "c.json: /gemm/ceilling: unknown key"},
+        {"dtype", "int8", "c.json: /gemm/dtype"}}) {
+    CAPTURE(key);
+    json bad = good;
+    bad["gemm"][key] = value;
+    write_text(out, bad.dump(2));
+    check_refused(run_ddlsim({"check", scenario}), phrase);
+    check_refused(run_ddlsim({"run", scenario, "--out", tmp / "o"}), phrase);
+  }
+  json v1_calibration = good;
+  v1_calibration["version"] = 1;
+  write_text(out, v1_calibration.dump(2));
+  check_refused(run_ddlsim({"check", scenario}), "c.json: /gemm: \"gemm\" needs \"version\": 2");
 }

@@ -55,9 +55,10 @@ grep -q "^gpu: none (CUDA_VISIBLE_DEVICES='' hides every GPU)" "$out/environment
 grep -q "^gpu	not run: no GPU" "$out/steps.tsv" || fail "the GPU step is not recorded as not run"
 if [ -e "$out/traces" ] || [ -e "$out/probe" ]; then fail "steps that need a GPU wrote something"; fi
 if [ -n "$probe" ]; then
-  # ResNet-50: 53 convolutions and 1 GEMM (3 passes each), 55 memory-bound layers (2 passes), and the device group
+  # ResNet-50: 53 convolutions and 1 GEMM (3 passes each), 55 memory-bound layers (2 passes), the GEMM sweep (51) and
+  # the device group
   tail -n 1 "$out/logs/probe-dry-run-resnet50.log" |
-    grep -q "^[0-9]* measurements for gpu-check-resnet50 (resnet50, batch 64, fp32) on 1 GPU, 1 node: .*layer 272" ||
+    grep -q "^[0-9]* measurements for gpu-check-resnet50 (resnet50, batch 64, fp32) on 1 GPU, 1 node: gemm 51 .*layer 272" ||
     fail "the probe's dry run of the ResNet-50 plan: $(tail -n 1 "$out/logs/probe-dry-run-resnet50.log")"
 else
   grep -q "^probe-build	not run: --no-probe-build" "$out/steps.tsv" || fail "the skipped build is not recorded"

@@ -6,6 +6,7 @@
 #include "sim/analytic/analytic.hpp"
 #include "sim/plan/compute.hpp"
 #include "sim/plan/gemm_efficiency.hpp"
+#include "sim/plan/gemm_fit.hpp"
 #include "sim/plan/layer_costs.hpp"
 #include "sim/spec/scenario.hpp"
 
@@ -301,5 +302,139 @@ TEST_CASE("shape-aware: the element-wise kernels folded into a layer run at the 
     const double bytes = 2 * 2.0 / 4 * (l == fc ? 4 * 2 * 4 * sh : l == proj ? 4 * 5 * sh : 4 * 2 * scores);
     CHECK_THAT(with.fwd_s[l] - without.fwd_s[l], WithinRel(bytes / 3350e9, 1e-9));
     CHECK_THAT(with.bwd_s[l] - without.bwd_s[l], WithinRel(2 * bytes / 3350e9, 1e-9));
+  }
+}
+
+namespace {
+// An H100 SXM in bf16 as the probe's fit sees it: its preset's peak, SMs and bandwidth.
+constexpr GemmDevice kH100Bf16{
+    .peak_flops = 989.4e12, .ceiling = 1, .bandwidth = 3350e9, .units = 132, .in_bytes = 2, .out_bytes = 2};
+
+// Shapes that exercise every part of the model: whole and partial waves, a small K's epilogue, split-K of a small C
+// over a long K, the memory floor of K = 1.
+const std::vector<GemmShape> kFitShapes = {
+    {.m = 4096, .n = 4096, .k = 4096, .count = 1},  {.m = 8192, .n = 12288, .k = 1536, .count = 1},
+    {.m = 3000, .n = 3000, .k = 3000, .count = 1},  {.m = 256, .n = 256, .k = 65536, .count = 1},
+    {.m = 16384, .n = 16384, .k = 256, .count = 1}, {.m = 1024, .n = 16384, .k = 1024, .count = 1},
+    {.m = 16384, .n = 16384, .k = 1, .count = 1},   {.m = 8192, .n = 28672, .k = 4096, .count = 1}};
+
+std::vector<MeasuredGemm> timed_at(const GemmDevice& d) {
+  std::vector<MeasuredGemm> points;
+  for (const auto& g : kFitShapes)
+    points.push_back({.shape = g, .time_s = gemm_time_s(g, d)});
+  return points;
+}
+} // namespace
+
+TEST_CASE("sim::fit_gemm_ceiling recovers the ceiling the times were made with", "[sim][gemm][fit]") {
+  for (const double ceiling : {0.4123, 0.7317, 0.9999, 1.0}) {
+    CAPTURE(ceiling);
+    GemmDevice d = kH100Bf16;
+    d.ceiling = ceiling;
+    const CeilingFit fit = fit_gemm_ceiling(timed_at(d), kH100Bf16);
+    CHECK_THAT(fit.ceiling, WithinRel(ceiling, 1e-6));
+    CHECK(fit.mean_relative_error < 1e-9);
+    CHECK(fit.max_relative_error < 1e-9);
+  }
+}
+
+TEST_CASE("sim::fit_gemm_ceiling: least squares on relative error, the error figures by hand", "[sim][gemm][fit]") {
+  // Two GEMMs of whole waves on an unbounded bandwidth (no epilogue, no memory floor): the model takes a / c, a the
+  // FLOPs over the peak. Measured at a / 0.8 and a / 0.6, the relative errors are q x - 1 with x = 1 / c and
+  // q = 0.8, 0.6: least squares gives x = (0.8 + 0.6) / (0.64 + 0.36) = 1.4, c = 1 / 1.4; the errors are
+  // 0.8 x 1.4 - 1 = 0.12 and 0.6 x 1.4 - 1 = -0.16: mean 0.14, worst 0.16.
+  GemmDevice d = kIdeal;
+  const GemmShape a{.m = 12 * 256, .n = 9 * 128, .k = 4096, .count = 1}, b{.m = 12 * 256, .n = 9 * 128, .k = 8192};
+  const double peak = d.peak_flops;
+  std::vector<MeasuredGemm> points = {{.shape = a, .time_s = a.flops() / peak / 0.8},
+                                      {.shape = b, .time_s = b.flops() / peak / 0.6}};
+  CeilingFit fit = fit_gemm_ceiling(points, d);
+  CHECK_THAT(fit.ceiling, WithinRel(1 / 1.4, 1e-6));
+  CHECK_THAT(fit.mean_relative_error, WithinRel(0.14, 1e-6));
+  CHECK_THAT(fit.max_relative_error, WithinRel(0.16, 1e-6));
+  SECTION("times faster than the peak allows: the ceiling stops at 1") {
+    // at c = 1 the model is 1.25 and 1.1 times the measured a / 1.25 and a / 1.1
+    points = {{.shape = a, .time_s = a.flops() / peak / 1.25}, {.shape = b, .time_s = b.flops() / peak / 1.1}};
+    fit = fit_gemm_ceiling(points, d);
+    CHECK(fit.ceiling == 1.0);
+    CHECK_THAT(fit.mean_relative_error, WithinRel((0.25 + 0.1) / 2, 1e-12));
+    CHECK_THAT(fit.max_relative_error, WithinRel(0.25, 1e-12));
+  }
+  SECTION("a GEMM measured faster than its memory traffic says nothing of the ceiling: it stays at 1") {
+    // every ceiling from about 0.003 up gives the traffic's time, twice the measured one
+    d.bandwidth = 1e12;
+    const GemmShape thin{.m = 108 * 256, .n = 128, .k = 1, .count = 1};
+    fit = fit_gemm_ceiling({{.shape = thin, .time_s = gemm_time_s(thin, d) / 2}}, d);
+    CHECK(fit.ceiling == 1.0);
+    CHECK_THAT(fit.mean_relative_error, WithinRel(1.0, 1e-12));
+  }
+}
+
+namespace {
+// one_gemm on an H100 in `dtype`, calibrated inline by a gemm entry.
+Scenario calibrated_gemm(const std::string& dtype, const Json& entry, bool efficiency = false) {
+  Json doc = one_gemm("H100-SXM5-80GB", dtype, efficiency);
+  doc["calibration"] = {{"format", "ddlsim-calibration"}, {"version", 2}, {"gemm", entry}};
+  return parse_scenario(doc, "t.json");
+}
+} // namespace
+
+TEST_CASE("a calibration's gemm entry sets the ceiling of the GEMMs in its format", "[sim][gemm][fit]") {
+  const GemmShape g{.m = 4 * 2048, .n = 4096, .k = 4096, .count = 1};
+  const Json entry = {{"dtype", "bf16"},
+                      {"ceiling", 0.6},
+                      {"gpu", "H100-SXM5-80GB"},
+                      {"points", 51},
+                      {"mean_relative_error", 0.031},
+                      {"max_relative_error", 0.12}};
+  SECTION("in its format on its GPU: the fitted ceiling, said in the notes") {
+    const auto s = calibrated_gemm("bf16", entry);
+    GemmDevice d = kH100Bf16;
+    d.ceiling = 0.6;
+    const auto costs = compute_costs(s);
+    CHECK(costs.source == "shape-aware");
+    CHECK_THAT(costs.worker.fwd_s[0], WithinRel(gemm_time_s(g, d), 1e-12));
+    // dA = dC B^T (m x k over n) and dB = A^T dC (k x n over m)
+    const double backward = gemm_time_s({.m = g.m, .n = g.k, .k = g.n, .count = 1}, d) +
+                            gemm_time_s({.m = g.k, .n = g.n, .k = g.m, .count = 1}, d);
+    CHECK_THAT(costs.worker.bwd_s[0], WithinRel(backward, 1e-12));
+    CHECK_THAT(costs.note, Contains("bf16 GEMMs' main loop at up to 60.0 % of 989.4 TFLOP/s (calibration t.json "
+                                    "/calibration/gemm: fitted to 51 measured GEMMs, mean error 3.1 %)"));
+    CHECK_THAT(costs.note, !Contains("not used"));
+  }
+  SECTION("in another format: the preset's ceiling, and a note that it is not used") {
+    Json fp32 = entry;
+    fp32["dtype"] = "fp32";
+    const auto s = calibrated_gemm("bf16", fp32);
+    GemmDevice d = kH100Bf16;
+    d.ceiling = mainloop_ceiling(s.gpu.preset->bf16_gemm, d);
+    const auto costs = compute_costs(s);
+    CHECK_THAT(costs.worker.fwd_s[0], WithinRel(gemm_time_s(g, d), 1e-12));
+    CHECK_THAT(costs.note, Contains("the calibration's fp32 GEMM ceiling (t.json /calibration/gemm) is not used: this "
+                                    "scenario's GEMMs run in bf16"));
+  }
+  SECTION("fitted on another GPU: not used") {
+    Json a100 = entry;
+    a100["gpu"] = "A100-SXM4-80GB";
+    CHECK_THAT(compute_costs(calibrated_gemm("bf16", a100)).note,
+               Contains("is not used: it was fitted on the A100-SXM4-80GB, this scenario's GPU is the H100-SXM5-80GB"));
+  }
+  SECTION("fp8: an fp8 entry times the blocks' FP8 GEMMs") {
+    Json fp8 = entry;
+    fp8["dtype"] = "fp8";
+    const auto s = calibrated_gemm("fp8", fp8);
+    GemmDevice d{
+        .peak_flops = 1979e12, .ceiling = 0.6, .bandwidth = 3350e9, .units = 132, .in_bytes = 1, .out_bytes = 2};
+    const double casts = 4.0 * (4 * 2048.0 * 4096 + 4096.0 * 4096) / 3350e9;
+    const auto costs = compute_costs(s);
+    CHECK_THAT(costs.worker.fwd_s[0], WithinRel(gemm_time_s(g, d) + casts, 1e-12));
+    CHECK_THAT(costs.note, Contains("in fp8 at up to 60.0 % of 1979 TFLOP/s (calibration t.json /calibration/gemm"));
+  }
+  SECTION("gpu.efficiency overrides it, and the notes say so") {
+    const auto costs = compute_costs(calibrated_gemm("bf16", entry, true));
+    CHECK(costs.source == "roofline");
+    CHECK_THAT(costs.worker.fwd_s[0], WithinRel(4 * 68719476736.0 / 989.4e12, 1e-12));
+    CHECK_THAT(costs.note, Contains("the calibration's bf16 GEMM ceiling (t.json /calibration/gemm) is not used: "
+                                    "gpu.efficiency"));
   }
 }

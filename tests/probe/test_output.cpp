@@ -7,8 +7,11 @@
 #include "cuda_probe/results.hpp"
 #include "dag/calibration.hpp"
 #include "sim/cli/calibrate.hpp"
+#include "sim/cli/calibrate_gemm.hpp"
 #include "sim/cli/probe_plan.hpp"
 #include "sim/cli/run.hpp"
+#include "sim/plan/compute.hpp"
+#include "sim/plan/gemm_efficiency.hpp"
 #include "support/cli.hpp"
 
 #include <catch2/catch.hpp>
@@ -52,6 +55,18 @@ probe::ProbePlan fake_plan() {
   return p;
 }
 
+// Eleven samples around t: the median is t.
+probe::gpu::Result timed(double t) {
+  probe::gpu::Result result;
+  std::vector<double> samples;
+  for (int i = -5; i <= 5; ++i)
+    samples.push_back(t * (1 + 1e-3 * i));
+  result.stats = probe::summarise(samples);
+  result.stats.stopped_by = "noise";
+  result.stats.converged = true;
+  return result;
+}
+
 // Every measurement of the plan on 4 GPUs of one node, timed by formulas: layers by index and pass; selection
 // curves fixed + e m + s k per algorithm; collectives 20 us + bytes / 100 GB/s (in-place 1 % faster); h2d
 // 10 us + bytes / 25 GB/s pinned, / 10 GB/s pageable.
@@ -81,6 +96,9 @@ probe::ProbeResults fake_results(const probe::ProbePlan& plan) {
     case probe::Group::layer:
       t = 1e-4 * (m.layer + 1) * (m.pass == "forward" ? 1 : m.pass == "backward_data" ? 1.5 : 2.25);
       break;
+    case probe::Group::gemm: // 50 TFLOP/s
+      t = 2.0 * static_cast<double>(m.gemm.m * m.gemm.n) * static_cast<double>(m.gemm.k) / 50e12;
+      break;
     case probe::Group::selection: {
       const double fixed = m.algorithm == "sampling" ? 40e-6 : 25e-6;
       const double per_element = m.algorithm == "threshold" ? 20e-12 : 70e-12;
@@ -106,15 +124,7 @@ probe::ProbeResults fake_results(const probe::ProbePlan& plan) {
       t = m.overlap_case == "alone" ? 8e-3 : 9e-3;
       break;
     }
-    probe::gpu::Result result;
-    // eleven samples around t: the median is t
-    std::vector<double> samples;
-    for (int i = -5; i <= 5; ++i)
-      samples.push_back(t * (1 + 1e-3 * i));
-    result.stats = probe::summarise(samples);
-    result.stats.stopped_by = "noise";
-    result.stats.converged = true;
-    r.entries.push_back({m, result});
+    r.entries.push_back({m, timed(t)});
   }
   return r;
 }
@@ -137,7 +147,7 @@ TEST_CASE("probe::probe_json writes every measurement with units and the device"
   const auto r = fake_results(plan);
   const Json j = Json::parse(probe::probe_json(r));
   CHECK(j["format"] == "ddlsim-probe");
-  CHECK(j["version"] == 1);
+  CHECK(j["version"] == 2);
   CHECK(j["device"]["name"] == "NVIDIA H100 80GB HBM3");
   CHECK(j["device"]["compute_capability"] == "9.0");
   CHECK(j["device"]["clocks"]["max_sm"] == "1980000000 Hz");
@@ -286,4 +296,118 @@ TEST_CASE("ResNet-50: a probe file of the quickstart plan calibrates every layer
   }
   CHECK(forward == 109);
   CHECK(backward == 109);
+}
+
+TEST_CASE("probe::probe_json writes the GEMM sweep in version 2; calibrate reads it, and version 1 without it",
+          "[probe][gemm]") {
+  auto r = fake_results(fake_plan());
+  r.options.dtype = probe::Dtype::bf16;
+  const Json j = Json::parse(probe::probe_json(r));
+  CHECK(j["version"] == 2);
+  std::vector<std::size_t> sweep;
+  for (std::size_t i = 0; i < j["measurements"].size(); ++i)
+    if (j["measurements"][i]["group"] == "gemm")
+      sweep.push_back(i);
+  REQUIRE(sweep.size() == 51);
+  const Json& first = j["measurements"][sweep.front()];
+  CHECK(first["m"] == 256);
+  CHECK(first["n"] == 4096);
+  CHECK(first["k"] == 16384);
+  CHECK(first["dtype"] == "bf16");
+  test::TempDir dir;
+  const std::string path = (dir.path() / "probe.json").string();
+  std::ofstream(path) << j.dump();
+  const auto p = calibrate::read_probe(path);
+  CHECK(p.version == 2);
+  CHECK(p.device_name == "NVIDIA H100 80GB HBM3");
+  CHECK(p.multiprocessors == 132);
+  REQUIRE(p.gemm.size() == 51);
+  CHECK((p.gemm.front().m == 256 && p.gemm.front().n == 4096 && p.gemm.front().k == 16384));
+  CHECK_THAT(p.gemm.front().time_s, WithinRel(2.0 * 256 * 4096 * 16384 / 50e12, 1e-12));
+  SECTION("a version 1 file is read as before; a GEMM in one is refused") {
+    Json v1 = j;
+    v1["version"] = 1;
+    std::ofstream(path) << v1.dump();
+    CHECK_THROWS_WITH(calibrate::read_probe(path),
+                      Catch::Matchers::Contains(fmt::format("/measurements/{}/group", sweep.front())) &&
+                          Catch::Matchers::Contains("needs \"version\": 2"));
+    Json kept = Json::array();
+    for (const auto& m : v1["measurements"])
+      if (m["group"] != "gemm")
+        kept.push_back(m);
+    v1["measurements"] = kept;
+    std::ofstream(path) << v1.dump();
+    const auto old = calibrate::read_probe(path);
+    CHECK(old.version == 1);
+    CHECK(old.gemm.empty());
+    CHECK(old.layers.size() == 3);
+  }
+}
+
+TEST_CASE("calibrate --probe fits the GEMM sweep's ceiling: the one its times were made with", "[probe][gemm]") {
+  auto r = fake_results(fake_plan());
+  r.options.dtype = probe::Dtype::bf16;
+  test::TempDir dir;
+  const std::string path = (dir.path() / "probe.json").string();
+  probe::write_file_atomic(path, probe::probe_json(r));
+  // the device the fit sees: the H100 SXM's bf16 peak, the probe's SMs, the best bandwidth of its copies (1 GiB)
+  sim::GemmDevice d = sim::probe_gemm_device(calibrate::read_probe(path)).device;
+  CHECK(d.peak_flops == 989.4e12);
+  CHECK(d.units == 132);
+  const double gib = 1024.0 * 1024 * 1024;
+  CHECK_THAT(d.bandwidth, WithinRel(gib / (5e-6 + gib / 3e12), 1e-12));
+  d.ceiling = 0.7317;
+  for (auto& e : r.entries)
+    if (e.measurement.group == probe::Group::gemm) {
+      const auto& g = e.measurement.gemm;
+      e.result = timed(sim::gemm_time_s({.m = g.m, .n = g.n, .k = g.k, .count = 1}, d));
+    }
+  const std::string calibration = calibrate_probe(r, dir);
+  const auto c = dag::parse_calibration(load_json_file(calibration), calibration, "");
+  REQUIRE(c.gemm);
+  CHECK_THAT(c.gemm->ceiling, WithinRel(0.7317, 1e-6));
+  CHECK(c.gemm->dtype == "bf16");
+  CHECK(c.gemm->gpu == "H100-SXM5-80GB");
+  CHECK(c.gemm->points == 51);
+  CHECK(*c.gemm->mean_relative_error < 1e-9);
+  CHECK(*c.gemm->max_relative_error < 1e-9);
+  CHECK_THAT(c.gemm->source, Catch::Matchers::StartsWith("ddlsim-probe " + (dir.path() / "probe.json").string() +
+                                                         ": 51 cuBLASLt GEMMs on NVIDIA H100 80GB HBM3"));
+  // written as read: the same bytes again
+  CHECK(test::read_text(calibration) == dag::calibration_json(c).dump(2) + "\n");
+}
+
+TEST_CASE("calibrate --probe on a GEMM sweep: the scenario's GEMM then takes the model's time at the fitted ceiling",
+          "[probe][gemm]") {
+  // tests/data/gemm/h100-bf16.probe.json: six GEMMs timed by the model at 0.75, moved by up to 3 %
+  const std::string fixture = std::string(DDLSIM_SOURCE_DIR) + "/tests/data/gemm/h100-bf16.probe.json";
+  test::TempDir dir;
+  sim::CalibrateRequest request;
+  request.probes = {fixture};
+  request.out = (dir.path() / "calib.json").string();
+  REQUIRE(sim::calibrate_command(request) == 0);
+  const Json written = load_json_file(request.out);
+  REQUIRE(written.contains("gemm"));
+  CHECK(written["gemm"]["dtype"] == "bf16");
+  CHECK(written["gemm"]["gpu"] == "H100-SXM5-80GB");
+  CHECK(written["gemm"]["points"] == 6);
+  const double ceiling = written["gemm"]["ceiling"].get<double>();
+  CHECK_THAT(ceiling, WithinRel(0.75, 0.02));
+  CHECK(written["gemm"]["max_relative_error"].get<double>() < 0.04);
+  CHECK(!written.contains("layers"));
+  // one linear layer of 4096 x 4096 over 4 x 2048 tokens on an H100 in bf16, calibrated by that file
+  Json doc = Json::parse(R"({"name": "one-gemm",
+    "model": {"layers": [{"name": "fc", "kind": "linear", "params": [{"name": "fc.weight", "shape": [4096, 4096]}],
+                          "fwd_flops": 68719476736, "activation_bytes": "33554432 B"}],
+              "input_bytes_per_sample": "33554432 B", "batch_per_gpu": 4, "gradient_dtype": "bf16"},
+    "gpu": {"preset": "H100-SXM5-80GB"}, "cluster": {"nodes": 1, "gpus_per_node": 1}, "strategy": {"kind": "bsp"}})");
+  doc["calibration"] = request.out;
+  const auto s = sim::parse_scenario(doc, (dir.path() / "s.json").string());
+  const sim::GemmDevice d{
+      .peak_flops = 989.4e12, .ceiling = ceiling, .bandwidth = 3350e9, .units = 132, .in_bytes = 2, .out_bytes = 2};
+  const auto costs = sim::compute_costs(s);
+  CHECK_THAT(costs.worker.fwd_s[0],
+             WithinRel(sim::gemm_time_s({.m = 8192, .n = 4096, .k = 4096, .count = 1}, d), 1e-12));
+  CHECK_THAT(costs.note,
+             Catch::Matchers::Contains(fmt::format("(calibration {} /gemm: fitted to 6 measured GEMMs", request.out)));
 }

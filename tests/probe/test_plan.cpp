@@ -6,8 +6,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
+#include <vector>
 
 using namespace ddlsim;
 using Catch::Matchers::Contains;
@@ -66,6 +69,7 @@ TEST_CASE("probe::parse_plan reads ResNet-50's plan and lists every layer's kern
   CHECK(n.at(probe::Group::memory_bandwidth) == 8); // 64 KiB .. 1 GiB by 4
   CHECK(n.at(probe::Group::h2d) == 2 * 7);          // 64 KiB .. 256 MiB by 4, pinned and pageable
   CHECK(n.at(probe::Group::overlap) == 2);
+  CHECK(n.at(probe::Group::gemm) == 51); // the sweep (gemm_sweep_shapes)
   CHECK(!n.count(probe::Group::low_rank));
   // WFBP's allreduces have 161 sizes, some of them equal: every size of the plan is in the all_reduce sweep, and
   // every collective is measured out-of-place and in-place
@@ -90,9 +94,11 @@ TEST_CASE("probe::parse_plan reads ResNet-50's plan and lists every layer's kern
   SECTION("--skip leaves a group out") {
     options.layers = false;
     options.device = false;
+    options.gemm = false;
     const auto some = count_groups(probe::measurements(plan, options));
     CHECK(!some.count(probe::Group::layer));
     CHECK(!some.count(probe::Group::h2d));
+    CHECK(!some.count(probe::Group::gemm));
     CHECK(some.count(probe::Group::selection));
   }
 }
@@ -133,6 +139,42 @@ TEST_CASE("probe::measurements for BERT-base: batched GEMMs, gTop-k's selection,
     const auto n = count_groups(probe::measurements(plan, {}));
     CHECK(n.at(probe::Group::low_rank) == 3 * static_cast<int>(shapes.size()));
   }
+}
+
+TEST_CASE("probe::gemm_sweep_shapes: the documented grid of GEMMs, in the probe's dtype", "[probe][gemm]") {
+  const auto shapes = probe::gemm_sweep_shapes();
+  REQUIRE(shapes.size() == 51);
+  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+  std::vector<Shape> in_order;
+  for (const auto& g : shapes) {
+    CAPTURE(g.m, g.n, g.k);
+    CHECK(2.0 * static_cast<double>(g.m * g.n) * static_cast<double>(g.k) >= probe::kMinSweepGemmFlops);
+    in_order.emplace_back(g.m, g.n, g.k);
+  }
+  CHECK(std::is_sorted(in_order.begin(), in_order.end()));
+  CHECK(std::adjacent_find(in_order.begin(), in_order.end()) == in_order.end());
+  const std::set<Shape> seen(in_order.begin(), in_order.end());
+  // powers of two from 256 to 16384 (the smallest kept: 2^33 = m n k), squares, tensor-parallel shards, gradients
+  for (const auto& shape : {Shape{256, 4096, 16384},
+                            {16384, 16384, 16384},
+                            {16384, 16384, 256},
+                            {2048, 2048, 2048},
+                            {3000, 3000, 3000},
+                            {8192, 12288, 1536},
+                            {8192, 2304, 768},
+                            {4096, 4096, 65536}})
+    CHECK(seen.count(shape));
+  CHECK(!seen.count({256, 256, 256})); // 2^25 FLOPs: below the floor
+  CHECK(!seen.count({8192, 768, 768}));
+  const auto plan = plan_for("resnet50", 32, {{"kind", "wfbp"}});
+  probe::ProbeOptions options;
+  options.dtype = probe::Dtype::bf16;
+  const auto list = probe::measurements(plan, options);
+  const auto first =
+      std::find_if(list.begin(), list.end(), [](const auto& m) { return m.group == probe::Group::gemm; });
+  REQUIRE(first != list.end());
+  CHECK(first->label == "gemm m 256 n 4096 k 16384: cublasLtMatmul C[m,n] = A[m,k] B[k,n] (bf16)");
+  CHECK((first->gemm.m == 256 && first->gemm.n == 4096 && first->gemm.k == 16384));
 }
 
 TEST_CASE("probe::collective_sizes follows nccl-tests' rounding", "[probe]") {

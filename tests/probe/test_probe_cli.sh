@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ddlsim-probe's command line on a machine without a GPU (issue #13): --dry-run lists every measurement of the plan
-# (each layer's passes, the selection grid, the collectives for --gpus 8), a run without a GPU exits 3 with one line
-# and writes nothing, a bad plan exits 2 naming the file and JSON path.
+# (each layer's passes, the GEMM sweep, the selection grid, the collectives for --gpus 8), a run without a GPU exits 3
+# with one line and writes nothing, a bad plan exits 2 naming the file and JSON path.
 # Usage: test_probe_cli.sh DDLSIM DDLSIM_PROBE SOURCE_DIR
 set -euo pipefail
 ddlsim=$1 probe=$2 src=$3
@@ -26,6 +26,15 @@ done
 for a in radix_sort radix_select sampling threshold; do
   [ "$(grep -c "selection $a: top" "$dir/dry.txt")" -eq 8 ] || fail "selection $a is not measured at 8 points"
 done
+# the GEMM sweep: 51 cuBLASLt GEMMs in the probe's dtype (cuda_probe/plan.hpp, gemm_sweep_shapes); --skip gemm
+# leaves them out
+[ "$(grep -c '^ *[0-9]*  gemm m [0-9]* n [0-9]* k [0-9]*: cublasLtMatmul' "$dir/dry.txt")" -eq 51 ] ||
+  fail "the dry run does not list the 51 GEMMs of the sweep"
+grep -q 'gemm m 8192 n 12288 k 1536: cublasLtMatmul C\[m,n\] = A\[m,k\] B\[k,n\] (fp32)' "$dir/dry.txt" ||
+  fail "GPT-3's tensor-parallel shard is not in the sweep"
+tail -n 1 "$dir/dry.txt" | grep -q ' gemm 51 ' || fail "the summary does not count the sweep: $(tail -n 1 "$dir/dry.txt")"
+"$probe" "$dir/plan.json" --dry-run --dtype bf16 --skip gemm >"$dir/skip.txt"
+! grep -q '  gemm m ' "$dir/skip.txt" || fail "--skip gemm still lists the sweep"
 listed=$(grep -c '^ *[0-9][0-9]*  ' "$dir/dry.txt")
 tail -n 1 "$dir/dry.txt" | grep -q "^$listed measurements for quickstart (resnet50, batch 64, fp32) on 8 GPUs, 1 node:" ||
   fail "the summary does not count the $listed listed measurements: $(tail -n 1 "$dir/dry.txt")"

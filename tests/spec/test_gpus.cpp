@@ -88,3 +88,25 @@ TEST_CASE("sim::peak_of picks the format's dense peak", "[sim][gpus]") {
   CHECK(peak_of(h100->peaks, ComputeDtype::fp8) == 1979e12);
   CHECK(peak_of(find_gpu_preset("V100-SXM2-32GB")->peaks, ComputeDtype::fp8) == 0);
 }
+
+TEST_CASE("sim::find_gpu_preset_for_device: CUDA's device names to presets", "[sim][gpus]") {
+  const auto preset = [](const char* device) {
+    const GpuPreset* p = find_gpu_preset_for_device(device);
+    return p ? std::string(p->name) : std::string("none");
+  };
+  CHECK(preset("NVIDIA H100 80GB HBM3") == "H100-SXM5-80GB");
+  CHECK(preset("NVIDIA H100 PCIe") == "H100-PCIe-80GB");
+  CHECK(preset("NVIDIA H100 NVL") == "H100-NVL-94GB");
+  CHECK(preset("NVIDIA H200") == "H200-SXM-141GB");
+  CHECK(preset("NVIDIA A100-SXM4-80GB") == "A100-SXM4-80GB");
+  CHECK(preset("NVIDIA A100-PCIE-40GB") == "A100-PCIe-40GB");
+  CHECK(preset("NVIDIA A100 80GB PCIe") == "A100-PCIe-80GB");
+  CHECK(preset("Tesla V100-SXM2-32GB") == "V100-SXM2-32GB");
+  CHECK(preset("Tesla V100-PCIE-16GB") == "V100-PCIe-16GB");
+  CHECK(preset("Tesla T4") == "T4");
+  CHECK(preset("NVIDIA L40S") == "L40S");
+  CHECK(preset("NVIDIA B200") == "B200-SXM-180GB");
+  CHECK(preset("NVIDIA GeForce RTX 4090") == "none");
+  CHECK(preset("NVIDIA H200 NVL") == "none"); // lower peaks than the SXM's
+  CHECK(preset("") == "none");
+}
