@@ -370,9 +370,11 @@ PY
 gpu_spec() {
   local n=${1#NVIDIA } && n=${n#Tesla }
   case $n in
-  *H200*) echo '{"preset": "H200-SXM-141GB"}' ;;
+  # as find_gpu_preset_for_device (sim/spec/gpus.cpp) names them; an H200 NVL (lower peaks) has no preset
+  H200 | "H200 SXM"*) echo '{"preset": "H200-SXM-141GB"}' ;;
   "H100 80GB HBM3" | H100-SXM*) echo '{"preset": "H100-SXM5-80GB"}' ;;
   "H100 PCIe"*) echo '{"preset": "H100-PCIe-80GB"}' ;;
+  "H100 NVL"*) echo '{"preset": "H100-NVL-94GB"}' ;;
   *)
     [[ -n $ddlsim ]] && "$ddlsim" list gpus | awk '{print $1}' | grep -qxF -- "$n" &&
       echo "{\"preset\": \"$n\"}"
