@@ -638,12 +638,12 @@ TEST_CASE("robustness: found by the mutation run: uneven parallel groups and too
 
 TEST_CASE("robustness: check refuses what run refuses from its plan: the samplers' limits (#31 R25)",
           "[cli][robustness]") {
-  // 100,000 sampled iterations of GPT-3's 128 DAG copies of 10,976 tasks (~418 s): `check` passed, `run` refused.
+  // 100,000 sampled iterations of GPT-3's 128 DAG copies of 10,978 tasks (~418 s): `check` passed, `run` refused.
   const std::string gpt3 = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/gpt3-175b-hybrid.json";
   const std::string variability = R"(variability={"compute": {"distribution": "lognormal", "cv": 0.1}, )"
                                   R"("iterations": 100000})";
   check_refused(run_ddlsim({"check", gpt3, "--set", variability}),
-                "/variability/iterations: 100000 iterations x 128 DAG copies x 10976 tasks");
+                "/variability/iterations: 100000 iterations x 128 DAG copies x 10978 tasks");
   // The flow engine's sampler: 200,000 iterations of the quickstart's 8 copies of 449 tasks (~188 s, ~85 GiB).
   check_refused(
       run_ddlsim({"check", kQuickstart, "--set", "engine=\"flow\"", "--set",
