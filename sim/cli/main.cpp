@@ -7,6 +7,7 @@
 #include "dag/zoo/zoo.hpp"
 #include "sim/cli/calibrate.hpp"
 #include "sim/cli/import_trace.hpp"
+#include "sim/cli/node.hpp"
 #include "sim/cli/probe_plan.hpp"
 #include "sim/cli/run.hpp"
 #include "sim/cli/run_progress.hpp"
@@ -270,6 +271,12 @@ int main(int argc, char** argv) {
   probe_plan->add_option("--set", overrides, "override a scenario key: a.b=JSON (repeatable)");
   probe_plan->add_option("--out", plan_out, "the plan file to write")->required();
 
+  std::string topo_file, node_gpu;
+  auto* node = app.add_subcommand("node", "what NCCL builds on a node that `nvidia-smi topo -m` printed: NVLink "
+                                          "rings, GPU pairs through host memory, GPUDirect RDMA per NIC");
+  node->add_option("TOPO", topo_file, "nvidia-smi topo -m output")->required();
+  node->add_option("--gpu", node_gpu, "the GPUs' preset (ddlsim list gpus): the rings' bus bandwidth");
+
   auto* list = app.add_subcommand("list", "list what is built in");
   list->add_option("WHAT", what, "models | strategies | collectives | gpus")
       ->required()
@@ -303,6 +310,8 @@ int main(int argc, char** argv) {
       return list_command(what);
     if (probe_plan->parsed())
       return sim::probe_plan_command(scenario, overrides, plan_out);
+    if (node->parsed())
+      return sim::node_command(topo_file, node_gpu);
     if (import_trace->parsed())
       return sim::import_trace_command(import_request);
     if (calibrate->parsed()) {
