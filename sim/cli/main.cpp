@@ -180,6 +180,15 @@ int list_command(const std::string& what) {
   return 0;
 }
 
+// `ddlsim node TOPO [--gpu PRESET]` (sim/cli/node.hpp).
+CLI::App* add_node_command(CLI::App& app, std::string& topo_file, std::string& gpu) {
+  auto* node = app.add_subcommand("node", "what NCCL builds on a node that `nvidia-smi topo -m` printed: NVLink "
+                                          "rings, GPU pairs through host memory, GPUDirect RDMA per NIC");
+  node->add_option("TOPO", topo_file, "nvidia-smi topo -m output")->required();
+  node->add_option("--gpu", gpu, "the GPUs' preset (ddlsim list gpus): the rings' bus bandwidth");
+  return node;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -272,10 +281,7 @@ int main(int argc, char** argv) {
   probe_plan->add_option("--out", plan_out, "the plan file to write")->required();
 
   std::string topo_file, node_gpu;
-  auto* node = app.add_subcommand("node", "what NCCL builds on a node that `nvidia-smi topo -m` printed: NVLink "
-                                          "rings, GPU pairs through host memory, GPUDirect RDMA per NIC");
-  node->add_option("TOPO", topo_file, "nvidia-smi topo -m output")->required();
-  node->add_option("--gpu", node_gpu, "the GPUs' preset (ddlsim list gpus): the rings' bus bandwidth");
+  auto* node = add_node_command(app, topo_file, node_gpu);
 
   auto* list = app.add_subcommand("list", "list what is built in");
   list->add_option("WHAT", what, "models | strategies | collectives | gpus")
