@@ -2,6 +2,8 @@
 // strict ObjectReaders: unknown keys, missing units, wrong types and out-of-range values are InputErrors with a path.
 #include "sim/spec/scenario.hpp"
 
+#include "sim/spec/node_topology.hpp"
+
 #include "core/io.hpp"
 #include "dag/calibration.hpp"
 #include "dag/workload.hpp"
@@ -208,13 +210,50 @@ void parse_gpu(ObjectReader r, Scenario& s) {
 
 // ---- cluster, collectives, strategy, data ----------------------------------------------------------------------
 
+// What `cluster.node` gives the intra-node link: NCCL's rings over the node's NVLinks (node_topology.hpp) at the GPU
+// preset's rate per link and direction, and an NVSwitch where every pair has the same links, else a switch.
+struct NodeLinks {
+  double bandwidth = 0;
+  Fabric fabric = Fabric::switch_;
+};
+
+NodeLinks parse_node(ObjectReader r, const Scenario& s) {
+  const std::string path = resolve_relative(r.file(), r.string("topology_file"));
+  if (!path_exists(path))
+    r.fail("topology_file", fmt::format("topology file '{}' does not exist", clip_user_text(path)));
+  const NodeTopology node = parse_nvidia_smi_topo(read_file(path), path);
+  if (node.gpus != s.cluster.gpus_per_node)
+    r.fail("topology_file",
+           fmt::format("the file's node has {} GPUs, the cluster {} per node", node.gpus, s.cluster.gpus_per_node));
+  const int rings = nvlink_rings(node);
+  if (rings == 0)
+    r.fail("topology_file", "no NVLink ring through the node's GPUs: cluster.node reads NVLink nodes so far; describe "
+                            "a PCIe node in cluster.intra_node (bandwidth, fabric \"two-sockets\", host_link)");
+  if (!s.gpu.preset || s.gpu.preset->nvlink_link_Bps() == 0)
+    r.fail("topology_file", "the rings' rate is the GPU preset's per NVLink: give a gpu.preset with NVLink");
+  r.finish();
+  const bool uniform = std::all_of(node.nvlinks.begin(), node.nvlinks.end(), [&](const auto& row) {
+    return std::count(row.begin(), row.end(), rings) == static_cast<std::ptrdiff_t>(row.size()) - 1;
+  });
+  return {.bandwidth = rings * s.gpu.preset->nvlink_link_Bps(), .fabric = uniform ? Fabric::nvswitch : Fabric::switch_};
+}
+
 // A link: its rate and latency, and optionally the transport NCCL uses over it, whose share of the rate
 // (network/cluster.hpp: transport_efficiency, nvlink_efficiency from the GPU preset) or the scenario's own
 // `efficiency` scales the rate. `fabric` and `host_link` (the intra-node link only, else null) receive `fabric` and,
 // for two sockets, the host link between them.
-LinkSpec parse_link(ObjectReader r, const GpuSpec& gpu, Fabric* fabric = nullptr, LinkSpec* host_link = nullptr) {
+LinkSpec parse_link(ObjectReader r, const GpuSpec& gpu, Fabric* fabric = nullptr, LinkSpec* host_link = nullptr,
+                    const NodeLinks* node = nullptr) {
   LinkSpec l;
-  l.bandwidth = r.quantity("bandwidth", Dimension::bandwidth, 0, true);
+  if (node != nullptr) {
+    if (r.has("bandwidth") || r.has("fabric"))
+      r.fail(r.has("bandwidth") ? "bandwidth" : "fabric",
+             "cluster.node gives the intra-node link's bandwidth and fabric: give one or the other");
+    l.bandwidth = node->bandwidth;
+    *fabric = node->fabric;
+  } else {
+    l.bandwidth = r.quantity("bandwidth", Dimension::bandwidth, 0, true);
+  }
   l.latency_s = r.quantity("latency", Dimension::time);
   std::vector<std::string> transports;
   for (const auto t : kTransportNames)
@@ -242,7 +281,7 @@ LinkSpec parse_link(ObjectReader r, const GpuSpec& gpu, Fabric* fabric = nullptr
     l.efficiency = *efficiency;
   }
   l.bandwidth *= l.efficiency;
-  if (fabric != nullptr) {
+  if (fabric != nullptr && node == nullptr) {
     if (const auto f = r.optional_choice("fabric", {"switch", "nvswitch", "two-sockets"}))
       *fabric = *f == "nvswitch" ? Fabric::nvswitch : *f == "two-sockets" ? Fabric::two_sockets : Fabric::switch_;
     if (*fabric == Fabric::two_sockets) {
@@ -351,8 +390,11 @@ void parse_topology(const Json& t, const std::string& file, const std::string& p
 void parse_cluster(ObjectReader r, Scenario& s) {
   s.cluster.nodes = static_cast<int>(r.integer("nodes", 1, 1 << 20));
   s.cluster.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, 1024));
+  std::optional<NodeLinks> node;
+  if (auto n = r.optional_object("node"))
+    node = parse_node(*n, s);
   if (auto intra = r.optional_object("intra_node"))
-    s.cluster.intra = parse_link(*intra, s.gpu, &s.cluster.fabric, &s.cluster.host_link);
+    s.cluster.intra = parse_link(*intra, s.gpu, &s.cluster.fabric, &s.cluster.host_link, node ? &*node : nullptr);
   else if (s.cluster.gpus_per_node > 1)
     r.fail("intra_node", "missing required key: a node with several GPUs needs its intra-node link");
   if (auto inter = r.optional_object("inter_node"))

@@ -2,6 +2,7 @@
 // against hand-worked packings, peer-to-peer and GPUDirect RDMA by NCCL's default levels, and the refusals by line.
 #include "core/error.hpp"
 #include "sim/spec/node_topology.hpp"
+#include "sim/spec/scenario.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -116,4 +117,45 @@ TEST_CASE("node topology: bad nvidia-smi output is refused with its line", "[spe
   fails(replaced(kPcie4, "NIC0\tPIX\tPIX\tSYS\tSYS\t X ", "NIC1\tPIX\tPIX\tSYS\tSYS\t X "),
         "line 7: 'NIC1' is not a device of the header");
   fails("\tGPU0\tGPU1\nGPU0\t X \nGPU1\tPIX\t X \n", "line 2: 'GPU0' has 1 cells, the header 2 devices");
+}
+
+TEST_CASE("node topology: cluster.node sets the intra-node link from the node's NVLink rings", "[spec][node]") {
+  // One DGX-1V (tests/data/node): six rings at the V100's 25 GB/s = 150 GB/s, a switch of NVLinks (not an NVSwitch:
+  // its pairs have 1 or 2 links); with NCCL's share of NVLink (`transport`) as for a link given by hand.
+  const std::string file = std::string(DDLSIM_SOURCE_DIR) + "/tests/data/node/scenario.json";
+  Json doc = Json::parse(R"({"name": "n", "model": {"zoo": "resnet50", "batch_per_gpu": 32},
+      "gpu": {"preset": "V100-SXM2-32GB"},
+      "cluster": {"nodes": 1, "gpus_per_node": 8, "node": {"topology_file": "dgx1v-topo.txt"},
+                  "intra_node": {"latency": "1 us"}},
+      "strategy": {"kind": "ddp"}})");
+  const Scenario s = parse_scenario(doc, file);
+  CHECK(s.cluster.intra.bandwidth == 6 * 25e9);
+  CHECK(s.cluster.fabric == Fabric::switch_);
+  doc["cluster"]["intra_node"]["transport"] = "nvlink";
+  const Scenario nccl = parse_scenario(doc, file);
+  CHECK(nccl.cluster.intra.bandwidth == 6 * 25e9 * nccl.cluster.intra.efficiency);
+  CHECK(nccl.cluster.intra.efficiency < 1);
+
+  const auto refused = [&](Json d, const std::string& what) {
+    CAPTURE(what);
+    CHECK_THROWS_WITH(parse_scenario(d, file), Contains(what));
+  };
+  Json both = doc;
+  both["cluster"]["intra_node"]["bandwidth"] = "300 GB/s";
+  refused(both, "/cluster/intra_node/bandwidth: cluster.node gives the intra-node link's bandwidth and fabric");
+  Json four = doc;
+  four["cluster"]["gpus_per_node"] = 4;
+  refused(four, "/cluster/node/topology_file: the file's node has 8 GPUs, the cluster 4 per node");
+  Json pcie = four;
+  pcie["cluster"]["node"]["topology_file"] = "pcie-2socket-4gpu-topo.txt";
+  refused(pcie, "no NVLink ring through the node's GPUs");
+  Json missing = doc;
+  missing["cluster"]["node"]["topology_file"] = "nope.txt";
+  refused(missing, "/cluster/node/topology_file: topology file");
+  Json no_nvlink = doc;
+  no_nvlink["gpu"] = {{"preset", "L4"}};
+  refused(no_nvlink, "give a gpu.preset with NVLink");
+  Json unknown = doc;
+  unknown["cluster"]["node"]["file"] = "x";
+  refused(unknown, "/cluster/node/file");
 }
