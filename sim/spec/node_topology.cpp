@@ -262,6 +262,16 @@ struct Packing {
   static constexpr std::int64_t kMaxSteps = 2'000'000;
 };
 
+// The links every GPU pair shares when all pairs share the same positive number (an NVSwitch), else 0.
+int uniform_nvlinks(const NodeTopology& node) {
+  const int g = node.gpus, k = g < 2 ? 0 : node.nvlinks[0][1];
+  for (int i = 0; i < g; ++i)
+    for (int j = 0; j < g; ++j)
+      if (i != j && node.nvlinks[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] != k)
+        return 0;
+  return k;
+}
+
 } // namespace
 
 NodeTopology parse_nvidia_smi_topo(std::string_view text, const std::string& origin) {
@@ -272,12 +282,7 @@ int nvlink_rings(const NodeTopology& node) {
   const int g = node.gpus;
   if (g < 2)
     return 0;
-  const int k = node.nvlinks[0][1];
-  bool uniform = k > 0;
-  for (int i = 0; i < g && uniform; ++i)
-    for (int j = 0; j < g && uniform; ++j)
-      uniform = i == j || node.nvlinks[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] == k;
-  if (uniform)
+  if (const int k = uniform_nvlinks(node); k > 0)
     return k;
   if (g > 12)
     return 0;
@@ -296,6 +301,10 @@ int nvlink_rings(const NodeTopology& node) {
   }
   p.search(0, 0);
   return p.best;
+}
+
+RingLink ring_link(const NodeTopology& node, double link_Bps) {
+  return {.bandwidth = nvlink_rings(node) * link_Bps, .nvswitch = uniform_nvlinks(node) > 0};
 }
 
 bool peer_to_peer(const NodeTopology& node, int i, int j, PathType level) {

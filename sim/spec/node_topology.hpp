@@ -41,6 +41,14 @@ inline constexpr int kMaxNodeGpus = 72;
 /// bus bandwidth is rings x one link's rate.
 [[nodiscard]] int nvlink_rings(const NodeTopology& node);
 
+/// The intra-node link NCCL's rings make of the node: nvlink_rings x `link_Bps` (one link's rate and direction), and
+/// whether it is an NVSwitch (every pair joined by the same links).
+struct RingLink {
+  double bandwidth = 0;
+  bool nvswitch = false;
+};
+[[nodiscard]] RingLink ring_link(const NodeTopology& node, double link_Bps);
+
 /// Whether NCCL moves data between GPUs i and j peer-to-peer rather than through host memory: over NVLink, over the
 /// NVLinks of a GPU both reach (NCCL's PATH_NVB, on unless NCCL_NVB_DISABLE), or over PCIe up to `level`
 /// (NCCL_P2P_LEVEL, PXB on Intel CPUs by default; src/graph/paths.cc, ncclTopoCheckP2p).

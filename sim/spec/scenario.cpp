@@ -210,14 +210,8 @@ void parse_gpu(ObjectReader r, Scenario& s) {
 
 // ---- cluster, collectives, strategy, data ----------------------------------------------------------------------
 
-// What `cluster.node` gives the intra-node link: NCCL's rings over the node's NVLinks (node_topology.hpp) at the GPU
-// preset's rate per link and direction, and an NVSwitch where every pair has the same links, else a switch.
-struct NodeLinks {
-  double bandwidth = 0;
-  Fabric fabric = Fabric::switch_;
-};
-
-NodeLinks parse_node(ObjectReader r, const Scenario& s) {
+// What `cluster.node` gives the intra-node link (node_topology.hpp, ring_link).
+RingLink parse_node(ObjectReader r, const Scenario& s) {
   const std::string path = resolve_relative(r.file(), r.string("topology_file"));
   if (!path_exists(path))
     r.fail("topology_file", fmt::format("topology file '{}' does not exist", clip_user_text(path)));
@@ -225,17 +219,13 @@ NodeLinks parse_node(ObjectReader r, const Scenario& s) {
   if (node.gpus != s.cluster.gpus_per_node)
     r.fail("topology_file",
            fmt::format("the file's node has {} GPUs, the cluster {} per node", node.gpus, s.cluster.gpus_per_node));
-  const int rings = nvlink_rings(node);
-  if (rings == 0)
+  if (nvlink_rings(node) == 0)
     r.fail("topology_file", "no NVLink ring through the node's GPUs: cluster.node reads NVLink nodes so far; describe "
                             "a PCIe node in cluster.intra_node (bandwidth, fabric \"two-sockets\", host_link)");
   if (!s.gpu.preset || s.gpu.preset->nvlink_link_Bps() == 0)
     r.fail("topology_file", "the rings' rate is the GPU preset's per NVLink: give a gpu.preset with NVLink");
   r.finish();
-  const bool uniform = std::all_of(node.nvlinks.begin(), node.nvlinks.end(), [&](const auto& row) {
-    return std::count(row.begin(), row.end(), rings) == static_cast<std::ptrdiff_t>(row.size()) - 1;
-  });
-  return {.bandwidth = rings * s.gpu.preset->nvlink_link_Bps(), .fabric = uniform ? Fabric::nvswitch : Fabric::switch_};
+  return ring_link(node, s.gpu.preset->nvlink_link_Bps());
 }
 
 // A link: its rate and latency, and optionally the transport NCCL uses over it, whose share of the rate
@@ -243,14 +233,14 @@ NodeLinks parse_node(ObjectReader r, const Scenario& s) {
 // `efficiency` scales the rate. `fabric` and `host_link` (the intra-node link only, else null) receive `fabric` and,
 // for two sockets, the host link between them.
 LinkSpec parse_link(ObjectReader r, const GpuSpec& gpu, Fabric* fabric = nullptr, LinkSpec* host_link = nullptr,
-                    const NodeLinks* node = nullptr) {
+                    const RingLink* node = nullptr) {
   LinkSpec l;
   if (node != nullptr) {
     if (r.has("bandwidth") || r.has("fabric"))
       r.fail(r.has("bandwidth") ? "bandwidth" : "fabric",
              "cluster.node gives the intra-node link's bandwidth and fabric: give one or the other");
     l.bandwidth = node->bandwidth;
-    *fabric = node->fabric;
+    *fabric = node->nvswitch ? Fabric::nvswitch : Fabric::switch_;
   } else {
     l.bandwidth = r.quantity("bandwidth", Dimension::bandwidth, 0, true);
   }
@@ -390,7 +380,7 @@ void parse_topology(const Json& t, const std::string& file, const std::string& p
 void parse_cluster(ObjectReader r, Scenario& s) {
   s.cluster.nodes = static_cast<int>(r.integer("nodes", 1, 1 << 20));
   s.cluster.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 1, 1024));
-  std::optional<NodeLinks> node;
+  std::optional<RingLink> node;
   if (auto n = r.optional_object("node"))
     node = parse_node(*n, s);
   if (auto intra = r.optional_object("intra_node"))
